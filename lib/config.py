@@ -1,0 +1,169 @@
+"""Typed configuration, loaded once per process and passed down (DESIGN.md §3, STYLE.md §8).
+
+Sources, lowest to highest precedence:
+
+1. defaults — store ``file://$CTXLAKE_HOME/lake``, fleet ``default``, agent id = host name;
+2. the TOML file ``$CTXLAKE_CONFIG``, else ``$XDG_CONFIG_HOME/ctxlake/ctxlake.toml``, else
+   ``~/.config/ctxlake/ctxlake.toml``;
+3. the environment: ``CTXLAKE_STORE``, ``CTXLAKE_FLEET_ID``, ``CTXLAKE_AGENT_ID``.
+
+The file holds names of environment variables, never secrets (invariant 11). Standard library
+only (the hook loads it); ``tomllib`` is imported only when a file exists.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field, replace
+
+from lib.paths import Paths
+
+
+class ConfigError(ValueError):
+    """The config file exists but cannot be parsed or holds a value of the wrong type."""
+
+
+@dataclass(frozen=True)
+class LeaseConfig:
+    """Advisory leases (DESIGN.md §9)."""
+
+    policy: str = "warn"
+    """``warn`` tells the agent who holds a path; ``block`` denies the tool call. Warn is the
+    default because leases are advisory: git, not ctxlake, arbitrates code."""
+    ttl_secs: int = 300
+    """Lease lifetime in seconds, judged by the store clock; renewed every ttl/5."""
+
+
+@dataclass(frozen=True)
+class SyncConfig:
+    """syncd intervals and batch sizes (DESIGN.md §9, §12)."""
+
+    poll_secs: float = 5.0
+    """Seconds between passes of ``syncd`` (spool → store → cache)."""
+    heartbeat_secs: int = 60
+    """Heartbeat rewrite interval while an agent has an open session."""
+    roster_secs: int = 60
+    """Minimum seconds between roster rebuilds (plus jitter)."""
+    presence_ttl_secs: int = 300
+    """Heartbeats older than this by the store clock are dropped from every view."""
+    batch_rows: int = 20000
+    """Envelopes per Parquet segment at most: bounds syncd memory on a large backlog."""
+    maint_every_secs: int = 300
+    """On a laptop with no cluster, syncd runs one maintenance pass this often (0 = never)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything a role needs, resolved. Build it with :func:`load`.
+
+    ``store`` is a URL (``file://...`` or ``s3://bucket/prefix``); ``summarize_mode`` is
+    ``none | agent | shadow`` (DESIGN.md §10); ``source`` names the file read, or ``None``.
+    """
+
+    paths: Paths
+    store: str
+    fleet_id: str = "default"
+    agent_id: str = "agent"
+    summarize_mode: str = "agent"
+    leases: LeaseConfig = field(default_factory=LeaseConfig)
+    sync: SyncConfig = field(default_factory=SyncConfig)
+    source: str | None = None
+
+
+def config_file_path(environ=None) -> str:
+    """Where the config file is looked for (it may not exist)."""
+    env = os.environ if environ is None else environ
+    if env.get("CTXLAKE_CONFIG"):
+        return os.path.expanduser(env["CTXLAKE_CONFIG"])
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "ctxlake", "ctxlake.toml")
+
+
+def default_agent_id() -> str:
+    """The short host name (``hostname -s``), or ``agent`` when it cannot be read."""
+    try:
+        name = socket.gethostname().split(".")[0]
+    except OSError:
+        name = ""
+    return name or "agent"
+
+
+def _section(data: dict, name: str, cls, path: str):
+    raw = data.get(name, {})
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: [{name}] must be a table")
+    known = {f for f in cls.__dataclass_fields__}
+    kwargs = {}
+    for key, value in raw.items():
+        if key not in known:
+            continue
+        default = getattr(cls(), key)
+        if isinstance(default, bool) or not isinstance(value, (type(default), int) if isinstance(default, float) else type(default)):
+            raise ConfigError(f"{path}: [{name}] {key} must be {type(default).__name__}, got {value!r}")
+        kwargs[key] = value
+    return cls(**kwargs)
+
+
+def load(environ=None, path: str | None = None) -> Config:
+    """Resolve the configuration.
+
+    :param environ: mapping to read (default ``os.environ``); nothing deeper reads it.
+    :param path: explicit file (default :func:`config_file_path`).
+    :raises ConfigError: the file exists but is not valid TOML or has wrong types. A missing
+        file is not an error.
+    """
+    env = os.environ if environ is None else environ
+    paths = Paths.from_env(env)
+    path = path or config_file_path(env)
+    data: dict = {}
+    source = None
+    if os.path.exists(path):
+        import tomllib
+
+        try:
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config {path}: {exc}") from exc
+        source = path
+    for key in ("store", "fleet_id", "agent_id"):
+        if key in data and not isinstance(data[key], str):
+            raise ConfigError(f"{path}: {key} must be a string")
+    summarize = data.get("summarize", {})
+    mode = summarize.get("mode", "agent") if isinstance(summarize, dict) else "agent"
+    if mode not in ("none", "agent", "shadow"):
+        raise ConfigError(f"{path}: [summarize] mode must be none|agent|shadow, got {mode!r}")
+    leases = _section(data, "leases", LeaseConfig, path)
+    if leases.policy not in ("warn", "block"):
+        raise ConfigError(f"{path}: [leases] policy must be warn|block, got {leases.policy!r}")
+    cfg = Config(
+        paths=paths,
+        store=data.get("store") or paths.default_store_url,
+        fleet_id=data.get("fleet_id") or "default",
+        agent_id=data.get("agent_id") or default_agent_id(),
+        summarize_mode=mode,
+        leases=leases,
+        sync=_section(data, "sync", SyncConfig, path),
+        source=source,
+    )
+    overrides = {}
+    for var, key in (("CTXLAKE_STORE", "store"), ("CTXLAKE_FLEET_ID", "fleet_id"), ("CTXLAKE_AGENT_ID", "agent_id")):
+        if env.get(var):
+            overrides[key] = env[var]
+    if env.get("CTXLAKE_LEASE_POLICY") in ("warn", "block"):
+        overrides["leases"] = replace(cfg.leases, policy=env["CTXLAKE_LEASE_POLICY"])
+    return replace(cfg, **overrides) if overrides else cfg
+
+
+def render_toml(store: str, fleet_id: str, agent_id: str | None = None) -> str:
+    """Text of a fresh ``ctxlake.toml`` for ``ctxlake init`` (no secrets, ever)."""
+    lines = [
+        "# ctxlake configuration (DESIGN.md §3). Environment wins: CTXLAKE_STORE, CTXLAKE_FLEET_ID, CTXLAKE_AGENT_ID.",
+        "# Credentials are never stored here: S3 uses boto3's normal chain (env, profile, IRSA).",
+        f'store = "{store}"',
+        f'fleet_id = "{fleet_id}"',
+    ]
+    if agent_id:
+        lines.append(f'agent_id = "{agent_id}"')
+    lines += ["", "[summarize]", 'mode = "agent"', "", "[leases]", 'policy = "warn"', "ttl_secs = 300", ""]
+    return "\n".join(lines)

@@ -1,0 +1,233 @@
+"""The envelope: one captured event, one spool line (DESIGN.md §5, schema v1).
+
+An envelope is a plain ``dict`` with optionals omitted (never ``None``), serialized as one
+JSON line without an embedded newline. :func:`make` builds one, applying redaction to every
+free-text field first (invariant 7) and folding the outcomes into ``redaction``. The JSON
+Schema in ``schemas/envelope.schema.json`` is the same contract for readers that may import
+jsonschema. Standard library only (the hook builds envelopes).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+
+from lib import redact
+from lib.ulid import new_ulid
+
+SCHEMA_VERSION = 1
+EVENT_TYPES = ("session_start", "prompt", "assistant", "tool_call", "compact", "session_end")
+MAX_FIELD_BYTES = 1 << 20
+"""Every free-text field is cut to 1 MiB (on a character boundary) before redaction."""
+TRUNCATED_MARKER = "…[ctxlake:truncated]"
+
+
+def sha256_hex(data: bytes | str) -> str:
+    """``sha256:<lowercase hex>`` of ``data`` (str is UTF-8 encoded)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def multi_hash(*fields: str) -> str:
+    """Hash of several fields joined with NUL, so ("ab","c") != ("a","bc") (DESIGN.md §5)."""
+    return sha256_hex("\0".join(fields))
+
+
+def format_time(epoch_secs: float | None = None) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` in UTC for ``epoch_secs`` (default now)."""
+    t = time.time() if epoch_secs is None else epoch_secs
+    ms = int(round(t * 1000))
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + ".%03dZ" % (ms % 1000)
+
+
+def parse_time(text: str) -> float:
+    """Epoch seconds from an ISO-8601 UTC timestamp (``Z`` or ``+00:00``; any fraction).
+
+    :raises ValueError: not a timestamp.
+    """
+    from datetime import datetime, timezone
+
+    s = text.strip().replace("Z", "+00:00")
+    dt = datetime.fromisoformat(s)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+_HOST_ID = None
+
+
+def host_id(environ=None) -> str:
+    """``sha256:`` of the host name (``HOSTNAME`` → ``socket.gethostname()`` → ``unknown-host``).
+
+    Never the name itself (DESIGN.md §5).
+    """
+    global _HOST_ID
+    if _HOST_ID is None or environ is not None:
+        env = os.environ if environ is None else environ
+        name = env.get("HOSTNAME") or ""
+        if not name:
+            try:
+                name = socket.gethostname()
+            except OSError:
+                name = ""
+        value = sha256_hex(name or "unknown-host")
+        if environ is not None:
+            return value
+        _HOST_ID = value
+    return _HOST_ID
+
+
+def truncate(text: str, limit: int = MAX_FIELD_BYTES) -> str:
+    """Cut ``text`` to at most ``limit`` UTF-8 bytes on a character boundary, with a marker."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return text
+    return raw[:limit].decode("utf-8", "ignore") + TRUNCATED_MARKER
+
+
+def to_text(value) -> str:
+    """A payload value as text: strings as they are, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=False, default=str)
+
+
+class Builder:
+    """Builds envelopes for one (fleet, agent, runtime, session) and folds redaction outcomes.
+
+    Usage::
+
+        b = Builder(fleet_id="f", agent_id="a", runtime="claude_code", session_id="s")
+        env = b.make("prompt", content="hello", role="user")
+
+    Every text given to :meth:`make` is truncated to 1 MiB and scrubbed by :mod:`lib.redact`
+    before it is placed in the envelope; tool input/output get the entropy scan too
+    (DESIGN.md §7). ``quarantine`` collects the quarantine records (never values) produced
+    along the way, for the caller to spool.
+    """
+
+    def __init__(self, *, fleet_id: str, agent_id: str, runtime: str, session_id: str,
+                 runtime_version: str | None = None, imported: bool = False):
+        self.base = {"fleet_id": fleet_id, "agent_id": agent_id, "runtime": runtime}
+        self.session_id = session_id
+        self.runtime_version = runtime_version
+        self.imported = imported
+        self.quarantine: list[dict] = []
+
+    def make(self, event_type: str, *, content: str | None = None, role: str | None = None,
+             tool: dict | None = None, usage: dict | None = None, emitted_at: str | None = None,
+             event_id: str | None = None, message_id: str | None = None, **extra) -> dict:
+        """Return one envelope dict.
+
+        ``tool`` = ``{name, input?, result?, exit_code?, duration_ms?, paths?}`` with raw
+        (pre-redaction) ``input``/``result`` values of any JSON type; ``extra`` may carry
+        ``turn_id, parent_message_id, repo, cwd, branch, git_sha, injected_context``.
+        :raises ValueError: unknown ``event_type``.
+        """
+        if event_type not in EVENT_TYPES:
+            raise ValueError(f"unknown event_type {event_type!r}")
+        eid = event_id or new_ulid()
+        env = {"schema_version": SCHEMA_VERSION, "event_id": eid,
+               "emitted_at": emitted_at or format_time(), **self.base}
+        if self.runtime_version:
+            env["runtime_version"] = self.runtime_version
+        env["host_id"] = host_id()
+        env["session_id"] = self.session_id
+        for key in ("turn_id",):
+            if extra.get(key):
+                env[key] = str(extra[key])
+        if message_id:
+            env["message_id"] = str(message_id)
+        for key in ("parent_message_id", "repo", "cwd", "branch", "git_sha"):
+            if extra.get(key):
+                env[key] = str(extra[key])
+        env["event_type"] = event_type
+        if role:
+            env["role"] = role
+        outcomes: list[redact.Outcome] = []
+        if content is not None and content != "":
+            text, out = redact.scrub(truncate(to_text(content)), is_tool_output=False)
+            outcomes.append(out)
+            self._note(out, "content", eid, content)
+            env["content"] = text
+        env["content_hash"] = sha256_hex(env.get("content", ""))
+        if tool is not None:
+            env["tool"] = self._tool(tool, eid, outcomes)
+        if usage:
+            env["usage"] = usage
+        if extra.get("injected_context"):
+            env["injected_context"] = list(extra["injected_context"])
+        env["redaction"] = redact.fold(outcomes)
+        if self.imported:
+            env["imported"] = True
+        return env
+
+    def _tool(self, tool: dict, eid: str, outcomes: list) -> dict:
+        name = str(tool.get("name") or "unknown")
+        paths = [str(p) for p in tool.get("paths") or [] if p]
+        out: dict = {"name": name}
+        denied = redact.denied_path(paths)
+        raw_input = tool.get("input")
+        input_text = truncate(to_text(raw_input)) if raw_input is not None else None
+        if input_text is not None:
+            if denied:
+                text, oc = redact.withhold_path(denied, input_text)
+            else:
+                text, oc = redact.scrub(input_text, is_tool_output=True)
+            outcomes.append(oc)
+            self._note(oc, "tool.input", eid, input_text)
+            out["input"] = text
+        out["input_hash"] = sha256_hex(input_text) if input_text is not None else ""
+        raw_result = tool.get("result")
+        if raw_result is not None:
+            result_text = truncate(to_text(raw_result))
+            if denied:
+                text, oc = redact.withhold_path(denied, result_text)
+            else:
+                text, oc = redact.scrub(result_text, is_tool_output=True)
+            outcomes.append(oc)
+            self._note(oc, "tool.result", eid, result_text)
+            out["result"] = text
+        if tool.get("exit_code") is not None:
+            out["exit_code"] = int(tool["exit_code"])
+        if tool.get("duration_ms") is not None:
+            out["duration_ms"] = int(tool["duration_ms"])
+        out["paths"] = paths
+        return out
+
+    def _note(self, outcome, field: str, event_id: str, original) -> None:
+        if outcome.status == "quarantined":
+            self.quarantine.append({
+                "fleet_id": self.base["fleet_id"], "agent_id": self.base["agent_id"],
+                "session_id": self.session_id, "event_id": event_id, "field": field,
+                "rules_fired": list(outcome.rules), "sha256": sha256_hex(to_text(original)),
+                "recorded_at": format_time(),
+            })
+
+
+def dumps(env: dict) -> str:
+    """One spool line for ``env``: compact JSON, no embedded newline, ending in ``\\n``."""
+    return json.dumps(env, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def check(env) -> dict:
+    """Minimal structural check of a decoded spool line, standard library only.
+
+    Returns ``env``. :raises ValueError: not an object, wrong ``schema_version``, missing
+    ``event_id``/``session_id``/``event_type``. Full validation against
+    ``schemas/envelope.schema.json`` is done by syncd with jsonschema.
+    """
+    if not isinstance(env, dict):
+        raise ValueError("envelope is not a JSON object")
+    if env.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"unsupported schema_version {env.get('schema_version')!r}")
+    for key in ("event_id", "session_id", "event_type", "fleet_id", "agent_id", "runtime", "emitted_at"):
+        if not isinstance(env.get(key), str) or not env[key]:
+            raise ValueError(f"envelope field {key!r} missing or not a string")
+    if env["event_type"] not in EVENT_TYPES:
+        raise ValueError(f"unknown event_type {env['event_type']!r}")
+    return env

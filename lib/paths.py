@@ -1,0 +1,126 @@
+"""Every local path ctxlake uses, resolved in one place (DESIGN.md §3).
+
+Layout under ``CTXLAKE_HOME`` (default ``~/.ctxlake``)::
+
+    spool/<runtime>/<session_id>.ndjson[.<n>]   hook output, one envelope per line
+    spool/<runtime>/<session_id>.done           session ended marker (JSON)
+    spool/mcp/<fleet_id>.ndjson[.<n>]            MCP write-tool records
+    spool/.state/                               upload watermarks (keyed by dev:inode)
+    cache/<fleet_id>/{roster,leases,briefing}.json, snapshot.bin
+    hook-errors.log
+
+Nothing else in the project joins these names; callers ask this module. Standard library
+only: the hook imports it.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+RUNTIMES = ("claude_code", "cursor", "hermes", "import")
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def safe_segment(value: str) -> str:
+    """Return ``value`` usable as one path segment or key segment (DESIGN.md §4).
+
+    Characters outside ``[A-Za-z0-9._-]`` are percent-encoded (UTF-8 bytes), and the
+    segments ``.``/``..`` and the empty string are encoded so they can never walk a tree.
+
+    >>> safe_segment("a b/c")
+    'a%20b%2Fc'
+    """
+    if value in ("", ".", ".."):
+        return "".join("%%%02X" % b for b in value.encode()) or "%00"
+    if not _SAFE.search(value):
+        return value
+    out = []
+    for ch in value:
+        if _SAFE.match(ch):
+            out.extend("%%%02X" % b for b in ch.encode("utf-8"))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Resolved local directories for one ``CTXLAKE_HOME``.
+
+    ``home`` is absolute; ``spool_dir`` and ``cache_dir`` may be overridden by
+    ``CTXLAKE_SPOOL_DIR`` / ``CTXLAKE_CACHE_DIR`` (DESIGN.md §3). Pure value: building it
+    creates nothing on disk.
+    """
+
+    home: str
+    spool_dir: str
+    cache_dir: str
+
+    @classmethod
+    def from_env(cls, environ=None) -> "Paths":
+        """Resolve from an environment mapping (default ``os.environ``)."""
+        env = os.environ if environ is None else environ
+        home = env.get("CTXLAKE_HOME") or os.path.join(os.path.expanduser("~"), ".ctxlake")
+        home = os.path.abspath(os.path.expanduser(home))
+        spool = env.get("CTXLAKE_SPOOL_DIR") or os.path.join(home, "spool")
+        cache = env.get("CTXLAKE_CACHE_DIR") or os.path.join(home, "cache")
+        return cls(home, os.path.abspath(os.path.expanduser(spool)), os.path.abspath(os.path.expanduser(cache)))
+
+    # -- spool ---------------------------------------------------------------
+    def runtime_spool(self, runtime: str) -> str:
+        """``spool/<runtime>/``: one directory per runtime (or ``mcp``)."""
+        return os.path.join(self.spool_dir, safe_segment(runtime))
+
+    def session_spool(self, runtime: str, session_id: str) -> str:
+        """``spool/<runtime>/<session_id>.ndjson``: the live (unrotated) spool file."""
+        return os.path.join(self.runtime_spool(runtime), safe_segment(session_id) + ".ndjson")
+
+    def session_done(self, runtime: str, session_id: str) -> str:
+        """``spool/<runtime>/<session_id>.done``: written once the session has ended."""
+        return os.path.join(self.runtime_spool(runtime), safe_segment(session_id) + ".done")
+
+    def mcp_spool(self, fleet_id: str) -> str:
+        """``spool/mcp/<fleet_id>.ndjson``: MCP write-tool records for one fleet."""
+        return os.path.join(self.runtime_spool("mcp"), safe_segment(fleet_id) + ".ndjson")
+
+    @property
+    def state_dir(self) -> str:
+        """``spool/.state/``: upload watermarks."""
+        return os.path.join(self.spool_dir, ".state")
+
+    @property
+    def quarantine_spool(self) -> str:
+        """``spool/quarantine/``: quarantine records waiting for syncd (never values)."""
+        return os.path.join(self.spool_dir, "quarantine")
+
+    # -- cache ---------------------------------------------------------------
+    def fleet_cache(self, fleet_id: str) -> str:
+        """``cache/<fleet_id>/``."""
+        return os.path.join(self.cache_dir, safe_segment(fleet_id))
+
+    def roster(self, fleet_id: str) -> str:
+        return os.path.join(self.fleet_cache(fleet_id), "roster.json")
+
+    def leases(self, fleet_id: str) -> str:
+        return os.path.join(self.fleet_cache(fleet_id), "leases.json")
+
+    def snapshot(self, fleet_id: str) -> str:
+        return os.path.join(self.fleet_cache(fleet_id), "snapshot.bin")
+
+    def briefing(self, fleet_id: str) -> str:
+        return os.path.join(self.fleet_cache(fleet_id), "briefing.json")
+
+    def sync_status(self, fleet_id: str) -> str:
+        """``cache/<fleet_id>/sync.json``: when syncd last ran and what it did."""
+        return os.path.join(self.fleet_cache(fleet_id), "sync.json")
+
+    @property
+    def hook_errors(self) -> str:
+        """``hook-errors.log``: one line per hook failure (stdout belongs to the runtime)."""
+        return os.path.join(self.home, "hook-errors.log")
+
+    @property
+    def default_store_url(self) -> str:
+        """``file://$CTXLAKE_HOME/lake``: the embedded store when nothing is configured."""
+        return "file://" + os.path.join(self.home, "lake")

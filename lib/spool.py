@@ -1,0 +1,274 @@
+"""The spool: the durability boundary between an agent and the store (DESIGN.md §2, §3).
+
+Write side (hook, MCP server, import): :func:`append` writes one record as one ``write`` on an
+``O_APPEND`` descriptor, so concurrent writers never interleave lines; files rotate at 32 MiB
+and a runtime directory stops accepting at 512 MiB (:class:`SpoolFull`).
+
+Read side (syncd): :func:`read_complete_lines` returns whole lines after a byte offset; offsets
+live in :class:`Watermark` files keyed by file identity ``dev:inode`` (not name, so rotation
+cannot confuse them). A line is only deleted with its file, after the store confirmed the
+segment that contains it (invariant 2).
+
+Standard library only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+
+ROTATE_BYTES = 32 << 20
+"""A spool file is renamed to ``<name>.<n>`` once it reaches 32 MiB (DESIGN.md §3)."""
+CAP_BYTES = 512 << 20
+"""A spool directory refuses new records once it holds 512 MiB (DESIGN.md §3)."""
+
+_ROTATED = re.compile(r"^(?P<base>.+\.ndjson)\.(?P<n>\d+)$")
+
+
+class SpoolFull(OSError):
+    """The spool directory reached its cap; the record was not written."""
+
+
+def dir_bytes(directory: str) -> int:
+    """Total size in bytes of the regular files directly inside ``directory`` (0 if absent)."""
+    total = 0
+    try:
+        with os.scandir(directory) as it:
+            for entry in it:
+                try:
+                    if entry.is_file(follow_symlinks=False):
+                        total += entry.stat(follow_symlinks=False).st_size
+                except OSError:
+                    pass
+    except FileNotFoundError:
+        return 0
+    return total
+
+
+def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: int = ROTATE_BYTES) -> int:
+    """Append one complete line (must end with ``\\n``) to ``path``; return bytes written.
+
+    Creates the directory (mode 0700) when missing. Rotates ``path`` to ``path.<n>`` first when
+    it has reached ``rotate_bytes``. :raises SpoolFull: the directory holds ``cap_bytes``
+    already. :raises OSError: the disk refused the write (full, read-only, permissions).
+    """
+    if not line.endswith("\n") or "\n" in line[:-1]:
+        raise ValueError("a spool record is exactly one line ending in a newline")
+    data = line.encode("utf-8", "surrogatepass")
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    if dir_bytes(directory) + len(data) > cap_bytes:
+        raise SpoolFull(f"spool directory {directory} is at its cap of {cap_bytes} bytes")
+    try:
+        if os.stat(path).st_size >= rotate_bytes:
+            rotate(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        n = os.write(fd, data)
+        if n != len(data):  # a short write on a full disk: never leave half a line silently
+            raise OSError(f"short write to {path}: {n} of {len(data)} bytes")
+    finally:
+        os.close(fd)
+    return n
+
+
+def rotate(path: str) -> str | None:
+    """Rename ``path`` to ``path.<n>`` with the next free ``n``; return the new name."""
+    n = 1
+    directory, base = os.path.split(path)
+    existing = [int(m.group("n")) for name in os.listdir(directory)
+                if (m := _ROTATED.match(name)) and m.group("base") == base]
+    if existing:
+        n = max(existing) + 1
+    target = f"{path}.{n}"
+    try:
+        os.rename(path, target)
+    except FileNotFoundError:
+        return None
+    return target
+
+
+def session_files(directory: str) -> dict[str, dict]:
+    """Group a runtime spool directory by session.
+
+    Returns ``{session_file_stem: {"files": [paths, oldest rotation first, live file last],
+    "done": path_or_None}}``. Ignores everything that is not ``*.ndjson``, ``*.ndjson.<n>`` or
+    ``*.done``.
+    """
+    groups: dict[str, dict] = {}
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return groups
+    rotated: dict[str, list] = {}
+    for name in names:
+        full = os.path.join(directory, name)
+        if name.endswith(".ndjson"):
+            groups.setdefault(name[:-7], {"files": [], "done": None, "live": None})["live"] = full
+        elif name.endswith(".done"):
+            groups.setdefault(name[:-5], {"files": [], "done": None, "live": None})["done"] = full
+        elif m := _ROTATED.match(name):
+            stem = m.group("base")[:-7]
+            rotated.setdefault(stem, []).append((int(m.group("n")), full))
+            groups.setdefault(stem, {"files": [], "done": None, "live": None})
+    for stem, g in groups.items():
+        g["files"] = [p for _, p in sorted(rotated.get(stem, []))] + ([g["live"]] if g["live"] else [])
+        del g["live"]
+    return groups
+
+
+def file_identity(path: str) -> str | None:
+    """``"<dev>:<inode>"`` of ``path``, or ``None`` if it vanished."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return f"{st.st_dev}:{st.st_ino}"
+
+
+def read_complete_lines(path: str, offset: int, max_lines: int | None = None,
+                        max_bytes: int = 64 << 20) -> tuple[list[bytes], int]:
+    """Read whole lines of ``path`` starting at byte ``offset``.
+
+    Returns ``(lines_without_newline, end_offset)``: a trailing line without its newline (a
+    writer mid-``write`` or a crash) is not returned and ``end_offset`` stops before it. Reads
+    at most ``max_bytes`` and ``max_lines`` so a large backlog streams in batches.
+    """
+    lines: list[bytes] = []
+    end = offset
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        budget = max_bytes
+        while budget > 0 and (max_lines is None or len(lines) < max_lines):
+            raw = fh.readline(budget + 1)
+            if not raw or not raw.endswith(b"\n"):
+                break
+            lines.append(raw[:-1])
+            end += len(raw)
+            budget -= len(raw)
+    return lines, end
+
+
+_RECOVER = b'{"schema_version":'
+
+
+def decode_lines(lines: list[bytes]) -> tuple[list[dict], int]:
+    """Parse spool lines into dicts; return ``(records, dropped_count)``.
+
+    A line spliced by a crash (half a record followed by a whole one, since the next writer
+    appends after the fragment) is recovered: the last ``{"schema_version":`` inside it is
+    parsed on its own. What cannot be parsed is dropped and counted, never raised.
+    """
+    out, dropped = [], 0
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+            if isinstance(rec, dict):
+                out.append(rec)
+                continue
+        except ValueError:
+            pass
+        idx = raw.rfind(_RECOVER)
+        if idx > 0:
+            try:
+                rec = json.loads(raw[idx:])
+                if isinstance(rec, dict):
+                    out.append(rec)
+                    dropped += 1  # the fragment before it is lost (it was never complete)
+                    continue
+            except ValueError:
+                pass
+        dropped += 1
+    return out, dropped
+
+
+@dataclass
+class Watermark:
+    """Upload progress of one spooled session (``spool/.state/<runtime>/<session>.json``).
+
+    ``files`` maps file identity ``dev:inode`` → confirmed byte offset; ``next_seg`` is the next
+    segment number; ``pending`` = ``{seg, file, start, end}`` is the batch being uploaded (written
+    *before* the PUT, so a crash re-sends the same bytes as the same segment); ``partition_date``
+    and ``agent_id`` pin the lake key. Kept after sealing: a resumed session id must not reuse
+    ``seg-000000`` (reference bug 12.2 #19).
+    """
+
+    path: str
+    files: dict = field(default_factory=dict)
+    next_seg: int = 0
+    pending: dict | None = None
+    partition_date: str | None = None
+    agent_id: str | None = None
+    fleet_id: str | None = None
+    sealed: bool = False
+    dropped_lines: int = 0
+
+    @classmethod
+    def load(cls, path: str) -> "Watermark":
+        """Read a watermark; a missing file is a fresh one.
+
+        :raises ValueError: the file exists but is not a valid watermark (never guessed: the
+            caller logs it and leaves the session's spool untouched).
+        """
+        try:
+            with open(path, "rb") as fh:
+                data = json.loads(fh.read())
+        except FileNotFoundError:
+            return cls(path)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"unreadable watermark {path}: {exc}") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("files", {}), dict):
+            raise ValueError(f"unreadable watermark {path}: not an object")
+        return cls(path, files=dict(data.get("files", {})), next_seg=int(data.get("next_seg", 0)),
+                   pending=data.get("pending"), partition_date=data.get("partition_date"),
+                   agent_id=data.get("agent_id"), fleet_id=data.get("fleet_id"),
+                   sealed=bool(data.get("sealed")), dropped_lines=int(data.get("dropped_lines", 0)))
+
+    def save(self) -> None:
+        """Write atomically (temp file, fsync, rename)."""
+        data = {"files": self.files, "next_seg": self.next_seg, "pending": self.pending,
+                "partition_date": self.partition_date, "agent_id": self.agent_id,
+                "fleet_id": self.fleet_id, "sealed": self.sealed, "dropped_lines": self.dropped_lines,
+                "updated_at": time.time()}
+        atomic_write(self.path, json.dumps(data, sort_keys=True).encode())
+
+
+def atomic_write(path: str, data: bytes, mode: int = 0o600) -> None:
+    """Replace ``path`` with ``data`` atomically: temp file in the same dir, fsync, rename."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def backlog(spool_dir: str) -> dict:
+    """Spool backlog for status and metrics: ``{bytes, files, oldest_mtime}`` over all runtimes."""
+    total, files, oldest = 0, 0, None
+    for root, dirs, names in os.walk(spool_dir):
+        dirs[:] = [d for d in dirs if d != ".state"]
+        for name in names:
+            if ".ndjson" not in name:
+                continue
+            try:
+                st = os.stat(os.path.join(root, name))
+            except OSError:
+                continue
+            total += st.st_size
+            files += 1
+            oldest = st.st_mtime if oldest is None else min(oldest, st.st_mtime)
+    return {"bytes": total, "files": files, "oldest_mtime": oldest}
