@@ -22,7 +22,7 @@ $(DEVSTAMP): requirements.txt requirements-dev.txt | $(BIN)/python
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python ctxlake.py demo --fixtures ../shared/fixtures
+	$(BIN)/python ctxlake.py demo
 
 test: $(DEVSTAMP)
 	$(BIN)/python -m pytest -q tests
