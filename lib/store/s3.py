@@ -34,9 +34,10 @@ missing bucket.
 
 Configuration comes from boto3's own sources only: the endpoint from ``AWS_ENDPOINT_URL_S3`` /
 ``AWS_ENDPOINT_URL`` (or the shared config file), resolved by botocore itself; the region from
-``AWS_REGION`` / ``AWS_DEFAULT_REGION`` (``us-east-1`` when unset); credentials from the default
-chain (environment, shared files, SSO, container or instance role). A non-AWS endpoint gets
-path-style addressing (self-hosted servers rarely have wildcard DNS).
+``AWS_DEFAULT_REGION`` or the profile, else ``AWS_REGION`` (what EKS, Lambda and the other SDKs
+set, which botocore ignores), else ``us-east-1``; credentials from the default chain
+(environment, shared files, SSO, container or instance role). A non-AWS endpoint gets path-style
+addressing (self-hosted servers rarely have wildcard DNS).
 
 botocore retries at most once (``total_max_attempts=2``, mostly to survive a pooled keep-alive
 connection the server closed); real backoff is :func:`lib.store.retrying`, which logs each wait.
@@ -56,6 +57,7 @@ import base64
 import contextlib
 import email.utils
 import hashlib
+import os
 import urllib.parse
 from typing import Iterator
 
@@ -148,7 +150,7 @@ class S3Store:
         self._log = log
         self.server_header: str | None = None
         self._session = boto3.session.Session()
-        self.region = self._session.region_name or "us-east-1"
+        self.region = self._session.region_name or os.environ.get("AWS_REGION") or "us-east-1"
         base = dict(
             retries={"mode": "standard", "total_max_attempts": 2},
             connect_timeout=5, read_timeout=30, max_pool_connections=32,
