@@ -272,3 +272,30 @@ def backlog(spool_dir: str) -> dict:
             files += 1
             oldest = st.st_mtime if oldest is None else min(oldest, st.st_mtime)
     return {"bytes": total, "files": files, "oldest_mtime": oldest}
+
+
+def wait_for_hooks(state_dir: str, timeout: float = 10.0) -> bool:
+    """Wait until no detached hook capture is in flight (they hold ``hooks.lock`` shared).
+
+    Returns True when none is running, False on timeout. Used by syncd before a pass and by
+    tests, so an event whose hook already answered is not missed by a ``--once`` run.
+    """
+    import fcntl
+
+    path = os.path.join(state_dir, "hooks.lock")
+    if not os.path.exists(path):
+        return True
+    fd = os.open(path, os.O_RDWR)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                return True
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.01)
+    finally:
+        os.close(fd)
