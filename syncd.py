@@ -42,7 +42,9 @@ def refresh_cache(cfg, store, log) -> dict:
     if res["sha256"]:
         conn = snapshot.open_readonly(paths.snapshot(cfg.fleet_id))
         try:
-            sessions = snapshot.recent_sessions(conn, 5)
+            # sessions with nothing to say (no prompt, no command) are not worth an agent's context
+            sessions = [d for d in snapshot.recent_sessions(conn, 50)
+                        if d.get("turn_count") or d.get("commands_ok") or d.get("commands_failed")][:5]
             if cfg.summarize_mode == "agent":
                 claims = snapshot.visible_claims(conn, 5)
         finally:

@@ -43,7 +43,8 @@ def digest(envs: list[dict]) -> dict:
     Returns ``{schema_version, session_id, fleet_id, agent_id, runtime, repo, branch,
     started_at, ended_at, duration_ms, turn_count, files_touched[], commands[{tool, command,
     exit_code, is_test}], commands_ok, commands_failed, tests_run[], commits[], usage{…},
-    outcome: clean|error|abandoned, friction[], summary, imported}``.
+    outcome: clean|error|abandoned, friction[], summary, imported}``. ``repo`` is the
+    normalized origin when the hook could resolve it, else the working directory's name.
     :raises ValueError: no envelopes.
     """
     if not envs:
@@ -54,10 +55,11 @@ def digest(envs: list[dict]) -> dict:
     commands, seen_calls = [], set()
     usage = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0, "cost_usd": 0.0}
     turns, first_prompt, last_assistant, ended = 0, None, None, False
-    repo = branch = None
+    repo = branch = cwd = None
     path_count: dict = {}
     for e in envs:
         repo = repo or e.get("repo")
+        cwd = cwd or e.get("cwd")
         branch = branch or e.get("branch")
         et = e.get("event_type")
         if et == "prompt":
@@ -118,7 +120,8 @@ def digest(envs: list[dict]) -> dict:
         summary += f", {outcome}"
     return {
         "schema_version": DIGEST_SCHEMA_VERSION, "session_id": first["session_id"], "fleet_id": first["fleet_id"],
-        "agent_id": first["agent_id"], "runtime": first["runtime"], "repo": repo, "branch": branch,
+        "agent_id": first["agent_id"], "runtime": first["runtime"],
+        "repo": repo or (cwd.rstrip("/").rsplit("/", 1)[-1] if cwd else None), "branch": branch,
         "started_at": started, "ended_at": ended_at, "duration_ms": max(0, _ms(ended_at) - _ms(started)),
         "turn_count": turns, "event_count": len(envs), "files_touched": sorted(files), "commands": commands,
         "commands_ok": len(commands) - len(failed), "commands_failed": len(failed),
