@@ -9,7 +9,8 @@ Record types read (field names as Claude Code writes them; see ``tests/fixtures/
 - ``assistant`` → ``text`` blocks become ``assistant`` events; ``tool_use`` blocks become
   ``tool_call`` events (``message_id`` = the tool-use id, the join key to hook events). Token
   usage is counted once per API message (``message.id``, else ``requestId``): Claude Code
-  repeats the same usage on every content block of one message.
+  writes usage on every content-block record of one message, the last one final (output
+  tokens grow while it streams): the final usage is attached once, to the message's first event.
 - ``isSidechain`` records (sub-agents) are marked ``turn_id = "sidechain:<agentId>"``.
 - Everything else (progress, file-history-snapshot, queue-operation, system) is ignored.
 
@@ -92,6 +93,11 @@ def parse_file(path: str, *, fleet_id: str, agent_id: str):
                 continue
             records.append(rec)
     result.records = len(records)
+    final_usage: dict = {}  # message id -> the last usage written for it (streaming updates it)
+    for rec in records:
+        msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+        if rec.get("type") == "assistant" and isinstance(msg.get("usage"), dict):
+            final_usage[msg.get("id") or rec.get("requestId") or rec.get("uuid")] = (msg.get("usage"), msg.get("model"))
     builders: dict[str, Builder] = {}
     out: dict[str, list[dict]] = {}
     pending_tools: dict[str, dict] = {}
@@ -163,10 +169,10 @@ def parse_file(path: str, *, fleet_id: str, agent_id: str):
         else:
             mid = msg.get("id") or rec.get("requestId") or uid
             usage = None
-            u = msg.get("usage")
-            if isinstance(u, dict) and mid not in seen_usage:
+            if mid in final_usage and mid not in seen_usage:
                 seen_usage.add(mid)
-                usage = {"model": msg.get("model"), "input_tokens": int(u.get("input_tokens") or 0),
+                u, model = final_usage[mid]
+                usage = {"model": model, "input_tokens": int(u.get("input_tokens") or 0),
                          "output_tokens": int(u.get("output_tokens") or 0),
                          "cache_read_tokens": int(u.get("cache_read_input_tokens") or 0),
                          "cache_write_tokens": int(u.get("cache_creation_input_tokens") or 0)}
