@@ -174,8 +174,11 @@ def retrying(fn, *, attempts: int = 6, base: float = 0.2, cap: float = 5.0, log=
             sleep(wait)
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, log=None) -> Store:
     """Build the backend for ``url``: ``file:///abs/path``, ``s3://bucket[/prefix]``, ``memory://name``.
+
+    ``log(event, **fields)`` (e.g. from ``lib.logs.setup``) receives the S3 backend's lost-race,
+    conflict and outage events; default :func:`log_event` (the ``ctxlake.store`` logger).
 
     :raises ValueError: unknown scheme or malformed URL.
     """
@@ -186,7 +189,7 @@ def open_store(url: str) -> Store:
     if url.startswith("s3://"):
         from lib.store.s3 import S3Store
 
-        return S3Store(url)
+        return S3Store(url, log=log or log_event)
     if url.startswith("memory://"):
         from lib.store.memory import MemoryStore
 

@@ -84,6 +84,10 @@ _NOT_FOUND_CODES = frozenset({"NoSuchKey", "NotFound", "404"})
 _CLOCK_KEY = "_meta/clock"
 _OUTCOME = {NotFound: "not_found", PreconditionFailed: "precondition_failed", Conflict: "conflict",
             Unavailable: "unavailable"}
+# Log event per outcome. A lost race is normal, so its name avoids the ``_failed``/``_error``
+# suffixes that lib/logs.py renders at error level (``_lost`` is a warning there).
+_EVENT = {"precondition_failed": "store_race_lost", "conflict": "store_conflict_retry",
+          "unavailable": "store_unavailable", "error": "store_error"}
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -285,7 +289,7 @@ class S3Store:
         outcome = _OUTCOME.get(type(err), "error")
         count(prefix, outcome)
         if outcome != "not_found" and self._log:
-            self._log("store_" + outcome, key_prefix=prefix, op=op, backend="s3",
+            self._log(_EVENT[outcome], key_prefix=prefix, op=op, backend="s3",
                       **{k: v for k, v in fields.items() if v is not None})
 
     # -- interface -----------------------------------------------------------

@@ -178,8 +178,8 @@ def test_lost_races_are_logged_and_counted_per_key_prefix(stubbed, caplog):
     assert after.get(("live/fleet-a", "precondition_failed"), 0) - before.get(("live/fleet-a", "precondition_failed"), 0) == 1
     assert after.get(("live/fleet-a", "conflict"), 0) - before.get(("live/fleet-a", "conflict"), 0) == 1
     events = [(r.getMessage(), r.key_prefix, r.op, r.status) for r in caplog.records if r.name == "ctxlake.store"]
-    assert events == [("store_precondition_failed", "live/fleet-a", "put", 412),
-                      ("store_conflict", "live/fleet-a", "put", 409)]
+    assert events == [("store_race_lost", "live/fleet-a", "put", 412),
+                      ("store_conflict_retry", "live/fleet-a", "put", 409)]
 
 
 def test_retrying_retries_conflicts_then_returns_and_counts_each_retry(caplog):
