@@ -73,6 +73,8 @@ def measure(store, ops: int, size: int, threads: int) -> dict:
 
 
 def main(argv=None) -> int:
+    """Measure ``file://`` then SeaweedFS (skipped with a note when ``weed`` is absent) and print
+    a table of ops/s, or JSON with ``--json``. Returns 0."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ops", type=int, default=500, help="operations per measurement (default 500)")
     parser.add_argument("--size", type=int, default=1024, help="object size in bytes (default 1024)")

@@ -133,6 +133,7 @@ class SeaweedServer:
                 client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys[i:i + 1000], "Quiet": True})
 
     def running(self) -> bool:
+        """True while the ``weed`` process is alive."""
         return self.proc.poll() is None
 
     def stop(self) -> None:
@@ -317,6 +318,7 @@ class StrippingProxy:
         self._thread.start()
 
     def close(self) -> None:
+        """Stop serving and release the port."""
         self._server.shutdown()
         self._server.server_close()
 
