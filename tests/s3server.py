@@ -159,6 +159,19 @@ class SeaweedServer:
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
+def _detach_and_die_with_parent() -> None:
+    """In the child before exec: own process group (so ``stop`` can signal all of weed), and on
+    Linux ask for SIGINT when the parent dies, so a killed test run leaves no server behind."""
+    os.setsid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGINT)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
 def _log_tail(data_dir: str, n: int = 40) -> str:
     try:
         with open(os.path.join(data_dir, "weed.log"), errors="replace") as fh:
@@ -193,7 +206,7 @@ def _launch(binary: str, bucket: str) -> SeaweedServer:
     log = open(os.path.join(data_dir, "weed.log"), "wb")
     try:
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, start_new_session=True)
+                                env=env, preexec_fn=_detach_and_die_with_parent)
     finally:
         log.close()
     return SeaweedServer(endpoint=f"http://{_HOST}:{s3}", access_key=access_key, secret_key=secret_key,
