@@ -6,8 +6,9 @@ Usage::
     python syncd.py [--once] [--json]
 
 Each pass: wait for in-flight hook captures → ship the spool to the lake (segments, seals,
-quarantine records) → mirror the current snapshot into the cache → render the briefing → write
-``cache/<fleet>/sync.json``. Loops every ``sync.poll_secs`` until SIGTERM/SIGINT (the current
+quarantine records) → live plane (heartbeats, roster, lease requests from the MCP spool, lease
+renewals; ``cache/<fleet>/roster.json`` and ``leases.json``) → mirror the current snapshot into
+the cache → render the briefing → write ``cache/<fleet>/sync.json``. Loops every ``sync.poll_secs`` until SIGTERM/SIGINT (the current
 pass finishes, watermarks are written, exit 0). On a laptop with no cluster it also runs one
 maintenance pass every ``sync.maint_every_secs``. JSON log lines on stderr; with ``--once`` a
 summary on stdout. Exit 1 when a ``--once`` pass hit errors (the spool is kept for the next).
@@ -62,18 +63,28 @@ def refresh_cache(cfg, store, log) -> dict:
     return {"snapshot_sha": res["sha256"], "briefing_chars": len(text)}
 
 
-def run_pass(cfg, store, log) -> dict:
-    """One syncd pass; returns a summary dict with ``errors`` (0 when all went well)."""
-    from lib import ship, spool
+def run_pass(cfg, store, log, plane=None) -> dict:
+    """One syncd pass; returns a summary dict with ``errors`` (0 when all went well).
+
+    ``plane`` is the process's :class:`lib.livesync.LivePlane` (built here when not given, as
+    for ``--once``): it sees every shipped envelope, then runs the live plane (heartbeats,
+    roster, lease requests and renewals) before the cache refresh renders the briefing.
+    """
+    from lib import livesync, ship, spool
     from lib.envelope import format_time
     from lib.spool import atomic_write
 
+    plane = plane or livesync.LivePlane(cfg, log)
     if not spool.wait_for_hooks(cfg.paths.state_dir, timeout=5):
         log("hook_captures_still_running", detail="shipping what is complete; the rest goes next pass")
-    stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log)
+    stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, observe=plane.observe)
     summary = {"shipped": stats.envelopes, "segments": stats.segments, "sealed": stats.sealed,
                "dropped_lines": stats.dropped_lines, "quarantine_records": stats.quarantine_records,
                "errors": stats.errors, "error_detail": stats.session_errors[:5]}
+    live_summary = plane.run(store)
+    if live_summary.get("live_error"):
+        summary["errors"] += 1
+    summary["live"] = live_summary
     try:
         summary.update(refresh_cache(cfg, store, log))
     except Exception as exc:  # store outage: keep the last cache, say so
@@ -112,8 +123,11 @@ def main(argv=None, stdout=None) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     last_maint = time.monotonic()
+    from lib import livesync
+
+    plane = livesync.LivePlane(cfg, log)
     while True:
-        summary = run_pass(cfg, store, log)
+        summary = run_pass(cfg, store, log, plane)
         if args.once:
             if args.json:
                 out.write(json.dumps(summary, sort_keys=True) + "\n")

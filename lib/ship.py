@@ -78,8 +78,9 @@ def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, list[dict], in
 
 
 def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_rows: int, log,
-                 stats: ShipStats, fleet_filter: str | None = None) -> None:
-    """Ship one spooled session. Raises store errors (the caller keeps going with others)."""
+                 stats: ShipStats, fleet_filter: str | None = None, observe=None) -> None:
+    """Ship one spooled session. Raises store errors (the caller keeps going with others).
+    ``observe(runtime, envelopes)`` sees each batch once the store confirmed its segment."""
     state = os.path.join(paths.state_dir, safe_segment(runtime), stem + ".json")
     wm = spool.Watermark.load(state)
     for path in group["files"]:
@@ -135,6 +136,8 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
                     continue
             stats.segments += 1
             stats.envelopes += len(envs)
+            if observe is not None:
+                observe(runtime, envs)
             wm.files[ident] = end
             wm.next_seg = max(wm.next_seg, seg + 1)
             wm.pending = None
@@ -239,18 +242,30 @@ def ship_quarantine(store, paths, *, log, stats: ShipStats, settle_secs: float =
         os.unlink(path)
 
 
-def ship_all(store, paths, *, batch_rows: int = 20000, log=lambda *a, **k: None) -> ShipStats:
+def ship_all(store, paths, *, batch_rows: int = 20000, log=lambda *a, **k: None, observe=None) -> ShipStats:
     """One shipping pass over every runtime spool directory and the quarantine spool.
 
     A failure in one session (store outage, unreadable watermark) is logged and counted; the
     others still ship, and the failed session's spool stays intact for the next pass.
+    ``observe(runtime, envelopes)`` (the live plane) sees every shipped batch; an exception in
+    it is logged and never stops shipping.
     """
+    if observe is not None:
+        watcher = observe
+
+        def observe(runtime, envs):
+            try:
+                watcher(runtime, envs)
+            except Exception as exc:
+                log("live_observe_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+
     stats = ShipStats()
     for runtime in SHIP_RUNTIMES:
         directory = paths.runtime_spool(runtime)
         for stem, group in sorted(spool.session_files(directory).items()):
             try:
-                ship_session(store, paths, runtime, stem, group, batch_rows=batch_rows, log=log, stats=stats)
+                ship_session(store, paths, runtime, stem, group, batch_rows=batch_rows, log=log, stats=stats,
+                             observe=observe)
             except Exception as exc:  # keep going: one session must not stop the pass
                 stats.errors += 1
                 stats.session_errors.append((f"{runtime}/{stem}", f"{type(exc).__name__}: {exc}"))

@@ -46,6 +46,7 @@ class HookContext:
         self.paths, self.fleet_id, self.agent_id, self.policy = paths, fleet_id, agent_id, policy
         self.injected: list[str] = []
         self._leases = None
+        self._roster = None
 
     def briefing(self) -> str | None:
         """The fenced briefing text for this fleet, or ``None``; records its claim ids."""
@@ -56,10 +57,30 @@ class HookContext:
             self.injected = ids
         return text
 
+    def _lease_view(self) -> dict:
+        if self._leases is None:
+            from lib import live
+
+            self._leases = live.read_view(self.paths.leases(self.fleet_id))
+        return self._leases
+
     def lease_conflicts(self, paths: list[str], cwd: str | None) -> list[dict]:
         """Leases held by *other* live agents on any of ``paths`` (:func:`lib.live.conflicts_for_paths`)."""
         from lib import live
 
-        if self._leases is None:
-            self._leases = live.read_view(self.paths.leases(self.fleet_id))
-        return live.conflicts_for_paths(self._leases, self.agent_id, paths, cwd)
+        return live.conflicts_for_paths(self._lease_view(), self.agent_id, paths, cwd)
+
+    def store_now(self) -> float:
+        """Store time now, estimated from the cached lease view (:func:`lib.live.view_now`)."""
+        from lib import live
+
+        return live.view_now(self._lease_view())
+
+    def recent_touches(self, paths: list[str], cwd: str | None) -> list[dict]:
+        """Recent edits of ``paths`` by other live agents, from the cached roster
+        (:func:`lib.roster.recent_touches`)."""
+        from lib import roster
+
+        if self._roster is None:
+            self._roster = roster.read_view(self.paths.roster(self.fleet_id))
+        return roster.recent_touches(self._roster, self.agent_id, paths, cwd)
