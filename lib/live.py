@@ -281,9 +281,14 @@ def release(store, key: str, *, holder: str, attempts: int = 8, log=None) -> boo
 
     :raises lib.store.Unavailable: the store is unreachable.
     """
+    return release_record(store, key, holder=holder, attempts=attempts, log=log) is not None
+
+
+def release_record(store, key: str, *, holder: str, attempts: int = 8, log=None) -> dict | None:
+    """:func:`release`, returning the free record written (``None`` when nothing was freed)."""
     record, _, _ = _cas(store, key, lambda cur, now: decide_release(cur, holder=holder, now=now),
                         attempts=attempts, log=log)
-    return record is not None
+    return record
 
 
 def read(store, key: str, log=None) -> tuple[dict | None, float]:
