@@ -231,6 +231,7 @@ class LivePlane:
             return dict(base, outcome="refused", holder=r.get("holder"), reason=r.get("reason"),
                         expires_at=r.get("expires_at"), path=r.get("path"), repo=r.get("repo"), message=str(exc))
         for r in records:
+            self._view_put(live.lease_key(self.fleet, r["resource"]), r)
             self.state["held"][live.lease_key(self.fleet, r["resource"])] = {
                 "resource": r["resource"], "repo": r["repo"], "path": r["path"], "agent_id": agent,
                 "session_key": skey, "ttl": ttl, "reason": reason, "renewed_at": r["updated_at"],
@@ -253,10 +254,16 @@ class LivePlane:
         released = []
         for key in sorted(keys):
             info = held.get(key) or next((r for r in self.lease_view if r.get("key") == key), {})
-            if live.release(store, key, holder=agent, log=self.log):
+            rec = live.release_record(store, key, holder=agent, log=self.log)
+            if rec is not None:
                 released.append({"repo": info.get("repo"), "path": info.get("path")})
+                self._view_put(key, rec)
             held.pop(key, None)
         return dict(base, outcome="released", released=released)
+
+    def _view_put(self, key: str, record: dict) -> None:
+        """Keep the in-pass lease view (used by the directory check) current after our writes."""
+        self.lease_view = [r for r in self.lease_view if r.get("key") != key] + [dict(record, key=key)]
 
     # -- renewals ---------------------------------------------------------------------------
     def _renewals(self, store, now: float, open_keys: set, ended: set, summary: dict) -> None:
