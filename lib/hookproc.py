@@ -115,10 +115,15 @@ class _Identity:
                 raise
         return self._cfg
 
-    def policy(self) -> str:
+    def policy(self, cached: str | None = None) -> str:
+        """Lease policy: ``CTXLAKE_LEASE_POLICY``, else the one syncd wrote into the cached lease
+        view (``cached``: its config, without importing the config machinery here), else the
+        config file, else ``warn``."""
         p = self.env.get("CTXLAKE_LEASE_POLICY")
         if p in ("warn", "block"):
             return p
+        if cached in ("warn", "block"):
+            return cached
         try:
             return self.config().leases.policy
         except Exception:

@@ -56,8 +56,9 @@ class LivePlane:
     :param rand: ``random.random``-like source for the roster jitter.
     """
 
-    def __init__(self, cfg, log, *, clock=time.time, rand=random.random):
-        self.cfg, self.log, self.clock, self.rand = cfg, log, clock, rand
+    def __init__(self, cfg, log, *, clock=None, rand=random.random):
+        self.cfg, self.log, self.rand = cfg, log, rand
+        self.clock = clock or (lambda: time.time())
         self.fleet = cfg.fleet_id
         self.lease_cache: dict = {}
         self.lease_view: list = []
@@ -374,7 +375,8 @@ class LivePlane:
         rost = {"agents": agents, "store_time": store_time, "refreshed_at": refreshed, "presence_ttl_secs": ttl,
                 "built_at": (current or {}).get("built_at"), "stale_since": None}
         leases = {"store_time": store_time, "refreshed_at": refreshed, "leases": held,
-                  "requests": self.state["requests"], "lost": self.state["lost"], "stale_since": None}
+                  "requests": self.state["requests"], "lost": self.state["lost"], "stale_since": None,
+                  "policy": self.cfg.leases.policy}
         atomic_write(paths.roster(self.fleet), json.dumps(rost, sort_keys=True, ensure_ascii=False).encode(), mode=0o644)
         atomic_write(paths.leases(self.fleet), json.dumps(leases, sort_keys=True, ensure_ascii=False).encode(), mode=0o644)
 

@@ -36,13 +36,13 @@ def get(runtime: str):
 class HookContext:
     """What an adapter may consult: identity, the briefing and lease view from the cache.
 
-    ``paths`` is a :class:`lib.paths.Paths`; ``policy`` a callable returning the lease policy
-    (``warn``/``block``), called only when a conflict is found (loading the config file costs
-    time the hook rarely needs). Reads are lazy and fail open (a missing or corrupt cache file
+    ``paths`` is a :class:`lib.paths.Paths`; ``policy(cached)`` a callable returning the lease
+    policy (``warn``/``block``) given the one cached in ``leases.json`` (or ``None``), called only
+    when a conflict is found (loading the config file costs time the hook rarely needs). Reads are lazy and fail open (a missing or corrupt cache file
     is "nothing known"). ``injected`` collects claim ids shown to the agent.
     """
 
-    def __init__(self, paths, fleet_id: str, agent_id: str, policy=lambda: "warn"):
+    def __init__(self, paths, fleet_id: str, agent_id: str, policy=lambda cached=None: cached or "warn"):
         self.paths, self.fleet_id, self.agent_id, self.policy = paths, fleet_id, agent_id, policy
         self.injected: list[str] = []
         self._leases = None
@@ -69,6 +69,10 @@ class HookContext:
         from lib import live
 
         return live.conflicts_for_paths(self._lease_view(), self.agent_id, paths, cwd)
+
+    def lease_policy(self) -> str:
+        """``warn`` or ``block`` (see the class docstring)."""
+        return self.policy(self._lease_view().get("policy"))
 
     def store_now(self) -> float:
         """Store time now, estimated from the cached lease view (:func:`lib.live.view_now`)."""

@@ -87,7 +87,7 @@ def collision_answer(tool_name, tool_input, cwd, ctx) -> dict:
 
         parts.append(touch_message(touches))
     msg = "\n".join(parts)
-    if held and ctx.policy() == "block":
+    if held and ctx.lease_policy() == "block":
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
                                        "permissionDecisionReason": msg}, "systemMessage": msg}
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": msg}, "systemMessage": msg}
