@@ -7,7 +7,9 @@ role scripts' ``main``. Output is for humans; ``--json`` where a script would wa
     ctxlake init --store URL --fleet F [--agent-id A]
     ctxlake status [--json]
     ctxlake sessions [--limit N] [--json]
-    ctxlake import claude-code --path DIR_OR_FILE
+    ctxlake install <claude_code|cursor|hermes>|--all [--dry-run] [--project]
+    ctxlake uninstall [<runtime>|--all] [--dry-run] [--project]
+    ctxlake import claude-code --path DIR_OR_FILE | import hermes [--path STATE_DB] | import cursor (refused)
     ctxlake query "SELECT ... FROM events" [--json]
     ctxlake demo [--fixtures DIR] [--keep]
     ctxlake sync [--once] | maint --once | hook <runtime> [<event>] | doctor [--json]
@@ -185,6 +187,61 @@ def cmd_import(args, cfg, out) -> int:
     return 0
 
 
+def _install_run(action: str, args, cfg, out) -> int:
+    """Shared body of ``install``/``uninstall``: pick runtimes, plan every file, then write or diff."""
+    from lib import install
+
+    home = os.path.expanduser("~")
+    if args.runtime and args.all:
+        out.write(f"ctxlake {action}: give a runtime or --all, not both\n")
+        return 2
+    if args.runtime:
+        runtimes = [args.runtime.replace("-", "_")]
+    else:
+        if action == "install" and not args.all:
+            out.write(f"ctxlake install: name a runtime ({', '.join(install.RUNTIMES)}) or --all\n")
+            return 2
+        runtimes = install.detect(home) if not args.project else ["claude_code", "cursor"]
+        if not runtimes:
+            out.write(f"ctxlake {action}: no runtime config folder found under {home} (.claude, .cursor, .hermes)\n")
+            return 1
+    try:
+        ident = install.Identity.current(cfg.fleet_id, args.agent_id or cfg.agent_id)
+        changes = install.plan(action, runtimes, ident, home, os.getcwd() if args.project else None)
+    except install.InstallError as exc:
+        out.write(f"ctxlake {action}: {exc}\n")
+        return 1
+    for c in changes:
+        if args.dry_run:
+            out.write(c.diff())
+        else:
+            install.apply(c)
+        verb = {"unchanged": "unchanged", "create": "create", "update": "update", "delete": "remove"}[c.action]
+        out.write(f"{'would ' + verb if args.dry_run and c.changed else verb:<14} {c.target.path}"
+                  + (f" (backup {c.target.path}.bak)" if c.changed and c.before is not None and not args.dry_run else "") + "\n")
+        for note in c.notes if c.changed and action == "install" else []:
+            out.write(f"               note: {note}\n")
+    if action == "install" and not args.dry_run:
+        out.write(f"hooks speak for fleet {ident.fleet_id}, agent {ident.agent_id}; restart the runtime to load them\n")
+    return 0
+
+
+def cmd_install(args, cfg, out) -> int:
+    """Wire ctxlake's hooks and MCP server into a runtime's config (merge, never clobber).
+
+    Example: ``ctxlake install --all --dry-run`` then ``ctxlake install claude_code``
+    """
+    return _install_run("install", args, cfg, out)
+
+
+def cmd_uninstall(args, cfg, out) -> int:
+    """Remove exactly what ``install`` added (every detected runtime when none is named).
+
+    Example: ``ctxlake uninstall cursor``
+    """
+    return _install_run("uninstall", args, cfg, out)
+
+
 def _lake_files(cfg) -> list[str]:
     """Local paths of the current compacted parts (downloaded to the cache for remote stores)."""
     from lib import lake
@@ -333,6 +390,15 @@ def main(argv=None, stdout=None) -> int:
     s.add_argument("runtime", help="claude-code")
     s.add_argument("--path", required=True, help="a transcript file or a folder of them")
     s.add_argument("--agent-id", help="attribute the imported sessions to this agent id")
+    for verb, fn in (("install", cmd_install), ("uninstall", cmd_uninstall)):
+        s = sub.add_parser(verb, help=fn.__doc__.splitlines()[0])
+        s.add_argument("runtime", nargs="?", choices=["claude_code", "cursor", "hermes", "claude-code"],
+                       help="the runtime to " + verb)
+        s.add_argument("--all", action="store_true", help="every runtime whose config folder exists")
+        s.add_argument("--dry-run", action="store_true", help="print a unified diff; write nothing")
+        s.add_argument("--project", action="store_true",
+                       help="edit .claude/settings.json, .mcp.json, .cursor/hooks.json, .cursor/mcp.json in the current directory")
+        s.add_argument("--agent-id", help="agent id the hooks report (default: the configured one)")
     s = sub.add_parser("query", help=cmd_query.__doc__.splitlines()[0])
     s.add_argument("sql")
     s.add_argument("--json", action="store_true")
@@ -351,7 +417,8 @@ def main(argv=None, stdout=None) -> int:
         out.write(f"ctxlake: {exc}\n")
         return 2
     return {"init": cmd_init, "status": cmd_status, "sessions": cmd_sessions, "import": cmd_import,
-            "query": cmd_query, "demo": cmd_demo}[args.verb](args, cfg, out)
+            "install": cmd_install, "uninstall": cmd_uninstall, "query": cmd_query,
+            "demo": cmd_demo}[args.verb](args, cfg, out)
 
 
 if __name__ == "__main__":
