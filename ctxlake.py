@@ -166,17 +166,43 @@ def cmd_sessions(args, cfg, out) -> int:
 def cmd_import(args, cfg, out) -> int:
     """Import a runtime's on-disk history into the spool (redacted); syncd ships it.
 
-    Example: ``ctxlake import claude-code --path ~/.claude/projects``
+    Example: ``ctxlake import claude-code --path ~/.claude/projects`` or ``ctxlake import hermes``
     """
-    if args.runtime != "claude-code":
-        out.write(f"ctxlake import: {args.runtime} has no importer yet (supported: claude-code)\n")
+    runtime = args.runtime.replace("_", "-")
+    if runtime == "cursor":
+        out.write("ctxlake import: cursor keeps no history ctxlake can import (its chats live in an undocumented "
+                  "editor database, not a transcript format); Cursor sessions are captured from the moment its "
+                  "hooks are installed: ctxlake install cursor\n")
+        return 2
+    if runtime not in ("claude-code", "hermes"):
+        out.write(f"ctxlake import: no importer for {args.runtime!r} (supported: claude-code, hermes)\n")
         return 2
     from lib import logs
+
+    log = logs.setup("import", quiet=True)
+    agent = args.agent_id or cfg.agent_id
+    if runtime == "hermes":
+        import sqlite3
+
+        from lib.importers import hermes
+
+        path = os.path.expanduser(args.path) if args.path else hermes.default_path()
+        try:
+            res = hermes.import_db(path, cfg.paths, fleet_id=cfg.fleet_id, agent_id=agent, log=log)
+        except (FileNotFoundError, hermes.SchemaMismatch, sqlite3.DatabaseError) as exc:
+            out.write(f"ctxlake import: {exc}\n")
+            return 2
+        out.write(f"imported {path}: {len(res.sessions)} session(s), {res.envelopes} envelope(s) into the spool; "
+                  "run `ctxlake sync --once` to ship them\n")
+        return 0
+    if not args.path:
+        out.write("ctxlake import claude-code: --path is required (a transcript file or a folder of them)\n")
+        return 2
     from lib.importers import claude_code
 
     try:
         results = claude_code.import_path(os.path.expanduser(args.path), cfg.paths, fleet_id=cfg.fleet_id,
-                                          agent_id=args.agent_id or cfg.agent_id, log=logs.setup("import", quiet=True))
+                                          agent_id=agent, log=log)
     except FileNotFoundError as exc:
         out.write(f"ctxlake import: {exc}\n")
         return 2
@@ -387,8 +413,8 @@ def main(argv=None, stdout=None) -> int:
     s.add_argument("--limit", type=int, default=50)
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("import", help=cmd_import.__doc__.splitlines()[0])
-    s.add_argument("runtime", help="claude-code")
-    s.add_argument("--path", required=True, help="a transcript file or a folder of them")
+    s.add_argument("runtime", help="claude-code | hermes | cursor (refused: no importable history)")
+    s.add_argument("--path", help="claude-code: a transcript file or folder; hermes: state.db (default $HERMES_HOME/state.db)")
     s.add_argument("--agent-id", help="attribute the imported sessions to this agent id")
     for verb, fn in (("install", cmd_install), ("uninstall", cmd_uninstall)):
         s = sub.add_parser(verb, help=fn.__doc__.splitlines()[0])
