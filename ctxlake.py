@@ -10,7 +10,8 @@ role scripts' ``main``. Output is for humans; ``--json`` where a script would wa
     ctxlake import claude-code --path DIR_OR_FILE
     ctxlake query "SELECT ... FROM events" [--json]
     ctxlake demo [--fixtures DIR] [--keep]
-    ctxlake sync [--once] | maint --once | hook <runtime> [<event>] | doctor [--json]
+    ctxlake doctor [--store URL] [--json]
+    ctxlake sync [--once] | maint --once | hook <runtime> [<event>]
 """
 from __future__ import annotations
 
@@ -314,6 +315,10 @@ def main(argv=None, stdout=None) -> int:
     out = stdout or sys.stdout
     if argv and argv[0] in ("sync", "maint"):
         return _dispatch({"sync": "syncd", "maint": "maint"}[argv[0]], argv[1:])
+    if argv and argv[0] == "doctor":
+        from lib import doctor
+
+        return doctor.main(argv[1:], out)
     if argv and argv[0] == "hook":
         from lib.hookproc import run
 
@@ -342,6 +347,7 @@ def main(argv=None, stdout=None) -> int:
     sub.add_parser("sync", help="run the sync daemon (syncd.py); --once for one pass")
     sub.add_parser("maint", help="run one maintenance pass (maint.py --once)")
     sub.add_parser("hook", help="run the hook for <runtime> [<event>] (what runtimes call)")
+    sub.add_parser("doctor", help="probe the store's primitives and print what each failure costs (--json)")
     args = p.parse_args(argv)
     from lib import config
 
