@@ -102,3 +102,9 @@ def cosine(a, b) -> float:
     if not na or not nb:
         return 0.0
     return dot / math.sqrt(na * nb)
+
+
+def default_embedder():
+    """``(embedder_id, fn)`` maint uses for claims: the hashing embedder (every host — and the
+    MCP server, which must answer queries with the same id — can compute it)."""
+    return HASH_EMBEDDER_ID, hash_embed
