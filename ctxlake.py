@@ -29,13 +29,57 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, ROOT)
 
 
-def _age(ts: str | None) -> str:
-    if not ts:
-        return "never"
-    from lib.envelope import parse_time
+def _epoch(value) -> float | None:
+    """Epoch seconds from a number or an ISO-8601 string; ``None`` for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and value:
+        from lib.envelope import parse_time
 
-    secs = max(0, time.time() - parse_time(ts))
-    return f"{secs:.0f}s ago" if secs < 120 else f"{secs / 60:.0f}m ago" if secs < 7200 else f"{secs / 3600:.1f}h ago"
+        try:
+            return parse_time(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _secs(secs: float) -> str:
+    secs = max(0.0, secs)
+    return f"{secs:.0f}s" if secs < 120 else f"{secs / 60:.0f}m" if secs < 7200 else f"{secs / 3600:.1f}h"
+
+
+def _age(ts) -> str:
+    t = _epoch(ts)
+    return "never" if t is None else _secs(time.time() - t) + " ago"
+
+
+def _roster_agents(roster, now: float | None = None) -> list[dict]:
+    """Live agents from ``cache/<fleet>/roster.json``: ``[{agent_id, runtime, task, repo, branch,
+    age_secs}]``. The roster is untrusted cache content: entries that are not objects are skipped,
+    ``agents`` may be a list or a map keyed by agent id, and ``updated_at`` (store clock, epoch
+    seconds or ISO text) is aged by the store clock when the file carries ``store_time`` and
+    ``refreshed_at``."""
+    if not isinstance(roster, dict):
+        return []
+    agents = roster.get("agents")
+    if isinstance(agents, dict):
+        agents = [dict(v, agent_id=v.get("agent_id") or k) for k, v in agents.items() if isinstance(v, dict)]
+    if not isinstance(agents, list):
+        return []
+    now = time.time() if now is None else now
+    st, rt = _epoch(roster.get("store_time")), _epoch(roster.get("refreshed_at"))
+    store_now = now + (st - rt if st is not None and rt is not None else 0.0)
+    out = []
+    for a in agents:
+        if not isinstance(a, dict) or not a.get("agent_id"):
+            continue
+        updated = _epoch(a.get("updated_at"))
+        out.append({"agent_id": str(a["agent_id"]), "runtime": str(a.get("runtime") or "?"),
+                    "task": str(a["task"]) if a.get("task") else "", "repo": a.get("repo"), "branch": a.get("branch"),
+                    "age_secs": None if updated is None else max(0.0, store_now - updated)})
+    return out
 
 
 def _read_json(path: str):
@@ -103,8 +147,9 @@ def _status(cfg) -> dict:
     return {"fleet_id": cfg.fleet_id, "agent_id": cfg.agent_id, "store": cfg.store, "config": cfg.source,
             "summarize_mode": cfg.summarize_mode, "last_sync": sync.get("last_run_at"), "last_sync_errors": sync.get("errors"),
             "snapshot_sha": sync.get("snapshot_sha"), "snapshot": snap,
-            "spool_backlog": backlog, "agents": roster.get("agents", []) if isinstance(roster, dict) else [],
-            "leases": leases.get("leases", []) if isinstance(leases, dict) else [], "hook_errors": errors}
+            "spool_backlog": backlog, "agents": _roster_agents(roster),
+            "leases": [x for x in leases.get("leases") or [] if isinstance(x, dict)]
+            if isinstance(leases, dict) and isinstance(leases.get("leases"), list) else [], "hook_errors": errors}
 
 
 def cmd_status(args, cfg, out) -> int:
@@ -126,7 +171,9 @@ def cmd_status(args, cfg, out) -> int:
               f"spool      {b['files']} file(s), {b['bytes']} bytes unshipped\n"
               f"agents     {len(st['agents'])} live\n")
     for a in st["agents"]:
-        out.write(f"  - {a.get('agent_id')} ({a.get('runtime')}) {a.get('task') or ''}\n")
+        age = "age ?" if a["age_secs"] is None else f"seen {_secs(a['age_secs'])} ago"
+        where = f" {a['repo']}" + (f"@{a['branch']}" if a.get("branch") else "") if a.get("repo") else ""
+        out.write(f"  - {a['agent_id']} ({a['runtime']}){where}, {age}" + (f': "{a["task"]}"' if a["task"] else "") + "\n")
     out.write(f"leases     {len(st['leases'])}\n")
     for lease in st["leases"]:
         out.write(f"  - {lease.get('path') or lease.get('resource')} held by {lease.get('holder')} ({lease.get('reason')})\n")
