@@ -298,6 +298,8 @@ def _install_run(action: str, args, cfg, out) -> int:
             out.write(f"               note: {note}\n")
     if action == "install" and not args.dry_run:
         out.write(f"hooks speak for fleet {ident.fleet_id}, agent {ident.agent_id}; restart the runtime to load them\n")
+        if cfg.source is None and not os.environ.get("CTXLAKE_FLEET_ID"):
+            out.write("note: no ctxlake.toml found, so the fleet is 'default'; run `ctxlake init` and install again\n")
     return 0
 
 
