@@ -24,8 +24,11 @@ Mapping: on_session_start→session_start, pre_llm_call→prompt (``extra.user_m
 post_llm_call→assistant (``extra.assistant_response``), pre_tool_call/post_tool_call→tool_call
 (``tool_name``, ``tool_input``, paths from ``tool_input.path``/``file_path``, message id
 ``extra.tool_call_id``, turn ``extra.turn_id``), on_session_end and on_session_finalize→
-session_end (+ ``.done``). on_session_reset is answered and deliberately not captured: it names
-the session that has just *begun*, and ending that one would seal it empty.
+session_end (+ ``.done``): a one-shot run fires only on_session_end, so it must end the session;
+in an interactive session the first turn's end therefore seals it, and later turns ship as later
+segments of the same session (its digest is the one made at the first seal). on_session_reset is
+answered and deliberately not captured: it names the session that has just *begun*, and ending
+that one would seal it empty.
 
 Answers: ``pre_llm_call`` → ``{"context": <briefing>}`` when the cache holds one (Hermes appends
 it to the turn's user message); ``pre_tool_call`` on a write tool whose path another live agent
