@@ -614,7 +614,7 @@ def plan_uninstall(target: Target, ident: Identity) -> Change:
         else:
             stripped.pop("hooks")
         bak = _bak_text(path)
-        if bak is not None and _load_quiet(_load_yaml, path, bak) == stripped and \
+        if bak is not None and _norm(_load_quiet(_load_yaml, path, bak)) == _norm(stripped) and \
                 _outside_hooks(bak) == _outside_hooks(before):
             return Change(target, before, bak)
         if not stripped and not _outside_hooks(before).strip():
@@ -630,11 +630,22 @@ def plan_uninstall(target: Target, ident: Identity) -> Change:
     if stripped == doc:
         return Change(target, before, before)
     bak = _bak_text(path)
-    if bak is not None and _load_quiet(_load_json, path, bak) == stripped:
+    if bak is not None and _norm(_load_quiet(_load_json, path, bak)) == _norm(stripped):
         return Change(target, before, bak)
     if _empty(kind, stripped):
         return Change(target, before, None)
     return Change(target, before, JsonStyle.of(before).dumps(stripped))
+
+
+def _norm(value):
+    """``value`` with empty lists and objects dropped at any depth: install → strip cannot tell an
+    event list the user left empty from one it emptied, so the ``.bak`` comparison ignores them."""
+    if isinstance(value, dict):
+        out = {k: _norm(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in ({}, [])}
+    if isinstance(value, list):
+        return [_norm(v) for v in value]
+    return value
 
 
 def _bak_text(path: str) -> str | None:

@@ -200,6 +200,7 @@ model:
   default: fake-model
 
 # shell hooks
+hooks_auto_accept: false
 hooks:
   pre_tool_call:
     - command: "~/bin/guard --mention ctxlake"
@@ -363,3 +364,19 @@ def test_symlinked_config_stays_a_symlink(user_home, ident, tmp_path):
     os.symlink(real, link)
     _run("install", ["claude_code"], ident, user_home)
     assert os.path.islink(link) and "hook.py" in real.read_text()
+
+
+@pytest.mark.parametrize("rel,text", [
+    (".hermes/config.yaml", "model: x\nhooks:\n  on_session_start: []"),  # empty event list, no final newline
+    (".cursor/hooks.json", '{"version": 1, "hooks": {"preToolUse": []}}'),
+    (".claude/settings.json", '{\n\t"hooks": {}\n}'),  # tabs
+    (".claude.json", "{}"),
+])
+def test_round_trip_restores_odd_but_valid_files_byte_for_byte(user_home, ident, rel, text):
+    path = os.path.join(user_home, rel)
+    _write(path, text)
+    runtime = {".hermes": "hermes", ".cursor": "cursor"}.get(rel.split("/")[0], "claude_code")
+    _run("install", [runtime], ident, user_home)
+    assert _read(path) != text
+    _run("uninstall", [runtime], ident, user_home)
+    assert _read(path) == text
