@@ -5,8 +5,8 @@ Where it sits: one :class:`LivePlane` per syncd process, run once per pass after
 
 1. which sessions of this fleet are open or ended (:func:`lib.activity.scan_spool`);
 2. the store clock, once (every age and expiry below is judged by it — invariant 6);
-3. lease requests from the MCP spool (``lease_request`` / ``lease_release``, own watermark,
-   :mod:`lib.mcpspool`) applied with the same CAS code as ``ctxlake lease`` and maint
+3. lease requests from the MCP spool (``lease_request`` / ``lease_release``, own offsets via
+   :func:`lib.spool.consume_records`) applied with the same CAS code as ``ctxlake lease`` and maint
    (:func:`lib.live.claim`, :func:`lib.live.release`); the outcome of each is kept by
    ``record_id``;
 4. leases held for this host's agents renewed every ttl/5 while their session is open,
@@ -30,7 +30,7 @@ import os
 import random
 import time
 
-from lib import activity, live, mcpspool, roster
+from lib import activity, live, roster
 from lib.sanitize import clean
 
 REQUESTS_KEPT = 500
@@ -42,6 +42,8 @@ TOUCH_WINDOW_SECS = 1800
 """A touched file stays in an agent's heartbeat for this long (store clock)."""
 MIN_TTL, MAX_TTL = 30, 86400
 """Bounds on a requested lease TTL in seconds (``ttl_secs`` outside them is clamped)."""
+LEASE_KINDS = ("lease_request", "lease_release")
+"""MCP spool record kinds this consumer applies (the MCP server's ``fleet_claim``/``fleet_release``)."""
 ROSTER_JITTER = 0.1
 """Roster rebuild jitter: up to this fraction of ``roster_secs``, so hosts do not rebuild in step."""
 
@@ -131,23 +133,32 @@ class LivePlane:
 
     # -- lease requests (MCP spool) -------------------------------------------------------
     def _requests(self, store, now: float, open_keys: set, summary: dict) -> None:
-        batch = mcpspool.read(self.cfg.paths, self.fleet, "leases")
-        if batch.records and self.lease_view_time is None:  # first pass of this process: a view for the directory check
+        """Apply this fleet's ``lease_request``/``lease_release`` records from the MCP spool.
+
+        The consumer has its own offsets (``spool/.state/consumers/leases-<fleet>.json``, by
+        file identity, :func:`lib.spool.consume_records`), committed only once every record
+        read was applied; other kinds (``proposed``, ``handoff``) are left to their consumers
+        and nothing here deletes the spool. A store failure mid-batch re-delivers the batch
+        next pass: claims by the same holder renew and releases of what is free do nothing,
+        so re-applying is harmless.
+        """
+        from lib import spool
+        from lib.paths import safe_segment
+
+        state = os.path.join(self.cfg.paths.state_dir, "consumers", f"leases-{safe_segment(self.fleet)}.json")
+        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet), state)
+        mine = [r for r in records if r.get("kind") in LEASE_KINDS]
+        if mine and self.lease_view_time is None:  # first pass of this process: a view for the directory check
             self.lease_view, self.lease_view_time = live.list_leases(store, self.fleet, cache=self.lease_cache, log=self.log)
-        done = 0
-        try:
-            for rec in batch.records:
-                outcome = self._apply(store, rec, now, open_keys)
-                if outcome is not None:
-                    self.state["requests"][rec["record_id"]] = outcome
-                    self.log("lease_request_applied", record_id=rec["record_id"], agent=rec.get("agent_id"),
-                             kind=rec.get("kind"), outcome=outcome["outcome"])
-                done += 1
-                summary["lease_requests"] += 1
-        finally:
-            batch.commit(done)
+        for rec in mine:
+            outcome = self._apply(store, rec, now, open_keys)
+            if outcome is not None:
+                self.state["requests"][rec["record_id"]] = outcome
+                self.log("lease_request_applied", record_id=rec["record_id"], agent=rec.get("agent_id"),
+                         kind=rec.get("kind"), outcome=outcome["outcome"])
+            summary["lease_requests"] += 1
+        commit()
         self._trim_requests(now)
-        mcpspool.reap(self.cfg.paths, self.fleet, log=self.log)
 
     def _trim_requests(self, now: float) -> None:
         reqs = self.state["requests"]

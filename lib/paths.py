@@ -7,7 +7,6 @@ Layout under ``CTXLAKE_HOME`` (default ``~/.ctxlake``)::
     spool/mcp/<fleet_id>.ndjson[.<n>]            MCP write-tool records
     spool/.state/                               upload watermarks (keyed by dev:inode)
     spool/.state/live/<fleet_id>.json           syncd's live-plane state
-    spool/.state/mcp/<consumer>/<fleet_id>.json MCP spool watermarks, one per consumer
     cache/<fleet_id>/{roster,leases,briefing}.json, snapshot.bin
     hook-errors.log
 

@@ -142,23 +142,6 @@ def test_other_mcp_record_kinds_are_left_for_their_consumers(home, cfg, git_repo
     assert sorted(kinds) == ["handoff", "lease_request", "proposed"]  # nothing deleted under them
 
 
-def test_a_fully_consumed_mcp_spool_file_is_reaped(home, cfg, git_repo, monkeypatch):
-    from lib import mcpspool
-
-    p = cfg.paths
-    mcp_record(p, "lease_request", "alice", paths=["README.md"], reason="docs", cwd=git_repo)
-    store = open_store(cfg.store)
-    syncd.run_pass(cfg, store, Log())  # consumed, then set aside
-    assert os.listdir(p.runtime_spool("mcp")) == [os.path.basename(p.mcp_spool(F)) + ".1"]
-    monkeypatch.setattr(mcpspool.time, "time", lambda: 4_000_000_000.0)  # long quiet
-    syncd.run_pass(cfg, store, Log())
-    assert os.listdir(p.runtime_spool("mcp")) == []
-    rid = mcp_record(p, "lease_request", "alice", paths=["src/app.py"], reason="app", cwd=git_repo)
-    monkeypatch.undo()
-    syncd.run_pass(cfg, store, Log())  # the new file (maybe on a recycled inode) is read from its start
-    assert read_json(p.leases(F))["requests"][rid]["outcome"] == "granted"
-
-
 # -- renewals and releases on the store clock -----------------------------------------------------
 
 @pytest.fixture
