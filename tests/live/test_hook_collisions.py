@@ -25,13 +25,13 @@ from tests.live.helpers import Log, hook, mcp_record, prompt, tool
 F = "fleet-live"
 
 
-def run_hook(home, agent, payload, policy=None):
+def run_hook(home, agent, payload, policy=None, runtime="claude_code"):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
     env.update(CTXLAKE_HOME=home, CTXLAKE_CONFIG=os.path.join(home, "none.toml"), CTXLAKE_FLEET_ID=F,
                CTXLAKE_AGENT_ID=agent, CTXLAKE_HOOK_SYNC="1")
     if policy:
         env["CTXLAKE_LEASE_POLICY"] = policy
-    r = subprocess.run([sys.executable, "-I", "-S", os.path.join(ROOT, "hook.py"), "claude_code"],
+    r = subprocess.run([sys.executable, "-I", "-S", os.path.join(ROOT, "hook.py"), runtime],
                        input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=60)
     assert r.returncode == 0
     return json.loads(r.stdout.decode().strip())
@@ -134,3 +134,29 @@ def test_a_broken_cache_fails_open(home, cfg, git_repo):
         with open(p, "wb") as fh:
             fh.write(b"\x00{not json")
     assert run_hook(home, "alice", payload(git_repo, "Edit", "src/app.py")) == {}
+
+
+def _fixture(runtime_dir, name):
+    from tests.conftest import FIXTURES
+
+    with open(os.path.join(FIXTURES, runtime_dir, name)) as fh:
+        return json.load(fh)[0]
+
+
+def test_cursor_pre_tool_use_write_is_told_and_denied_under_block(home, bob_holds_parser):
+    p = _fixture("cursor-hooks", "agent__pre_tool_use_write.json")
+    p["workspace_roots"] = [bob_holds_parser]
+    p["tool_input"]["file_path"] = os.path.join(bob_holds_parser, "src", "parser", "lexer.py")
+    warn = run_hook(home, "alice", p, runtime="cursor")
+    assert warn["permission"] == "allow" and "held by bob (rewrite the parser)" in warn["agent_message"]
+    assert warn["user_message"] == warn["agent_message"] and "advisory" in warn["user_message"]
+    assert run_hook(home, "alice", p, policy="block", runtime="cursor")["permission"] == "deny"
+
+
+def test_hermes_pre_tool_call_write_is_blocked_under_block(home, bob_holds_parser):
+    p = _fixture("hermes-hooks", "authored__pre_tool_call_write_file.json")
+    p["cwd"] = bob_holds_parser
+    p["tool_input"]["path"] = "src/parser/lexer.py"
+    ans = run_hook(home, "alice", p, policy="block", runtime="hermes")
+    assert ans["action"] == "block" and "held by bob (rewrite the parser)" in ans["message"]
+    assert run_hook(home, "alice", p, runtime="hermes") == {}  # warn: Hermes has no channel to tell the agent
