@@ -109,6 +109,8 @@ class Activity:
                 if isinstance(env.get(f), str) and env[f]:
                     s[f] = env[f]
             etype = env.get("event_type")
+            if s.get("ended") and etype != "session_end" and at > float(s.get("ended_at") or 0):
+                s.pop("ended", None)  # resumed under the same session id
             if etype == "prompt":
                 task = _first_line(env.get("content"))
                 if task:
@@ -129,7 +131,7 @@ class Activity:
                     keep = sorted(s["touched"].items(), key=lambda kv: -kv[1]["at"])[:MAX_TOUCHED_PER_SESSION]
                     s["touched"] = dict(keep)
             elif etype == "session_end":
-                s["ended"] = True
+                s["ended"], s["ended_at"] = True, at
 
 
 def _spool_agent(paths, runtime: str, stem: str, files: list[str]) -> tuple[str | None, str | None]:
