@@ -15,15 +15,17 @@ TTL, so its leases expire by the store clock and are taken over.
 Evidence, gathered independently of the agents' beliefs:
 
 - every successful write (acquire, renew, release) is logged with the record written — its
-  ``updated_at`` is the store time the decision was made at;
-- every refusal is logged with the record it named and the store time of that read;
+  ``updated_at`` is the store time the decision was made at — and the moment the call returned;
+- every refusal is logged with the record it named, the store time of that read and the moment
+  the acquire call began;
 - a checker thread per key reads the lease object continuously (its own client) and logs
-  every version it sees with the store time of the read.
+  every version it sees.
 
 :func:`verify` then proves, per key: each epoch has exactly one holder; holding intervals —
-``[acquired_at, released_at or last expires_at)`` per epoch — never overlap, so there was never
-more than one unexpired holder at any instant; every version the checker saw is one the log
-has; every refusal named the holder of the epoch that was current at the refusal's store time.
+``[acquired_at, released_at or last expires_at)`` per epoch, in store time — never overlap, so
+there was never more than one unexpired holder at any instant; every version the checker saw
+is one the log has; every refusal named the holder of a version that was live at the refusal's
+store time and had not been superseded by another holder's write before the refusal began.
 Any failure is listed in ``violations``.
 
 Numbers printed per backend: attempts (acquire calls), grants, refusals, 412s (lost races,
@@ -64,8 +66,10 @@ def simulate(make_store, *, agents: int = 50, keys: int = 5, seconds: float = 10
 
     :param make_store: builds one store client (called once per agent and once per checker).
     :param ttl: lease TTL in store-clock seconds; agents renew at ``ttl/5``-ish random moments.
-    :returns: ``{"writes": [(kind, key, record)], "refusals": [(key, record, now)],
-        "observations": [(key, record|None, server_time)], "stats": {...}, "keys": [...]}``.
+    :returns: ``{"writes": [(kind, key, record, landed)], "refusals": [(key, record, now, started)],
+        "observations": [(key, record|None, server_time)], "stats": {...}, "keys": [...]}`` where
+        ``now``/``server_time`` are store times and ``landed``/``started`` this host's wall clock
+        when a write call returned / an acquire call began.
     """
     from lib.store import NotFound
 
@@ -102,7 +106,7 @@ def simulate(make_store, *, agents: int = 50, keys: int = 5, seconds: float = 10
                         try:
                             rec = live.renew(store, k, holder=me, ttl=ttl, log=race_log)
                             with lock:
-                                writes.append(("renew", k, rec))
+                                writes.append(("renew", k, rec, time.time()))
                             count("renewals")
                         except live.Lost:
                             holding.pop(k, None)
@@ -112,7 +116,7 @@ def simulate(make_store, *, agents: int = 50, keys: int = 5, seconds: float = 10
                         holding.pop(k, None)
                         if rec is not None:
                             with lock:
-                                writes.append(("release", k, rec))
+                                writes.append(("release", k, rec, time.time()))
                             count("releases")
                     else:
                         holding.clear()  # crash: nothing released; silent for up to a TTL
@@ -121,18 +125,18 @@ def simulate(make_store, *, agents: int = 50, keys: int = 5, seconds: float = 10
                 else:
                     k = rnd.choice(key_names)
                     count("attempts")
-                    t0 = time.perf_counter()
+                    t0, started = time.perf_counter(), time.time()
                     try:
                         rec, fresh = live.acquire_fresh(store, k, holder=me, session_id=f"s-{i}", reason=f"work {i}",
                                                         ttl=ttl, resource=k, repo="bench/repo", log=race_log)
                     except live.Refused as exc:
                         with lock:
-                            refusals.append((k, exc.record, exc.now))
+                            refusals.append((k, exc.record, exc.now, started))
                         count("refusals")
                     else:
                         with lock:
                             latencies.append(time.perf_counter() - t0)
-                            writes.append(("acquire" if fresh else "renew", k, rec))
+                            writes.append(("acquire" if fresh else "renew", k, rec, time.time()))
                         count("grants" if fresh else "renewals")
                         holding[k] = True
                 stop.wait(rnd.uniform(0, pause))
@@ -176,24 +180,30 @@ def _sig(rec: dict) -> tuple:
     return (rec.get("epoch"), rec.get("holder"), rec.get("expires_at"), rec.get("updated_at"))
 
 
-def verify(run: dict, *, release_slack: float = 1.0) -> dict:
+_RANK = {"acquire": 0, "renew": 1, "release": 2}
+
+
+def verify(run: dict) -> dict:
     """Check the evidence of :func:`simulate` (see the module docstring).
 
-    ``release_slack`` (seconds) allows a refusal read just before a release landed to carry a
-    store time a little after the release *decision*: the record says when the release was
-    decided, the write lands a request later, ``file://`` stamps a read after it finished and
-    S3's ``Date`` has whole-second resolution. Inside that slack another agent may already have
-    acquired (it read the released version); the refusal still named the holder of the version
-    it read, which the log must contain.
+    Holding intervals and liveness use the store times the records carry. Staleness of a
+    refusal uses local wall-clock brackets only: each write is logged with the moment its call
+    returned (after which any read must see it or a later version), each refusal with the
+    moment its acquire call began. A refusal is wrong if it named anyone but the holder of the
+    version it read, if that version was not live at the refusal's store time, or if a version
+    with another holder (a release or a takeover) had already landed before the refusal's call
+    began — the store would then have served a stale version.
 
     :returns: ``{"violations": [str], "epochs": n, "checked_refusals": n, "checked_observations": n}``.
     """
     violations: list[str] = []
     by_key: dict = defaultdict(lambda: defaultdict(list))
     logged = defaultdict(set)
-    for kind, key, rec in run["writes"]:
+    chains: dict = defaultdict(list)
+    for kind, key, rec, landed in run["writes"]:
         by_key[key][rec["epoch"]].append((kind, rec))
         logged[key].add(_sig(rec))
+        chains[key].append((rec["epoch"], _RANK[kind], rec["updated_at"], kind, rec, landed))
     intervals: dict = {}
     for key, epochs in by_key.items():
         spans = []
@@ -209,13 +219,12 @@ def verify(run: dict, *, release_slack: float = 1.0) -> dict:
                 violations.append(f"{key[-12:]}: epoch {e} has several acquisition times {sorted(starts)}")
             start = min(starts)
             if released:
-                end, how = min(r["released_at"] for r in released), "release"
-                late = [r for r in held if r["updated_at"] > end]
-                if late:
+                end = min(r["released_at"] for r in released)
+                if any(r["updated_at"] > end for r in held):
                     violations.append(f"{key[-12:]}: epoch {e} renewed after its release")
             else:
-                end, how = max(r["expires_at"] for r in held), "expiry"
-            spans.append((start, end, e, holders.pop(), how))
+                end = max(r["expires_at"] for r in held)
+            spans.append((start, end, e, holders.pop()))
         spans.sort(key=lambda s: (s[0], s[2]))
         for a, b in zip(spans, spans[1:]):
             if b[2] <= a[2]:
@@ -224,13 +233,25 @@ def verify(run: dict, *, release_slack: float = 1.0) -> dict:
                 violations.append(f"{key[-12:]}: two unexpired holders: {a[3]} (epoch {a[2]}, until {a[1]:.3f}) "
                                   f"and {b[3]} (epoch {b[2]}, from {b[0]:.3f})")
         intervals[key] = spans
+        chains[key].sort(key=lambda c: c[:3])
+    positions = {key: {_sig(c[4]): i for i, c in enumerate(chain)} for key, chain in chains.items()}
+    # for each chain position: the earliest landing of a later write by a different holder
+    first_other: dict = {}
+    for key, chain in chains.items():
+        out, best = [None] * len(chain), {}
+        for i in range(len(chain) - 1, -1, -1):
+            h = chain[i][4].get("holder")
+            out[i] = {k: v for k, v in best.items() if k != h}
+            cur = best.get(h)
+            if cur is None or chain[i][5] < cur[5]:
+                best = dict(best)
+                best[h] = chain[i]
+        first_other[key] = out
     for key, rec, t in run["observations"]:
-        if rec is None:
-            continue
-        if _sig(rec) not in logged[key]:
+        if rec is not None and _sig(rec) not in logged[key]:
             violations.append(f"{key[-12:]}: checker saw a version nobody logged: epoch {rec.get('epoch')} "
                               f"holder {rec.get('holder')} at {t}")
-    for key, rec, t in run["refusals"]:
+    for key, rec, t, started in run["refusals"]:
         spans = {s[2]: s for s in intervals.get(key, [])}
         s = spans.get(rec.get("epoch"))
         if s is None or s[3] != rec.get("holder") or _sig(rec) not in logged[key]:
@@ -238,14 +259,11 @@ def verify(run: dict, *, release_slack: float = 1.0) -> dict:
                               f"not a version the log has")
             continue
         if not (s[0] <= t < float(rec["expires_at"])):
-            violations.append(f"{key[-12:]}: refusal at {t} named {rec.get('holder')} whose lease was not live then "
-                              f"[{s[0]:.3f}, {rec['expires_at']:.3f})")
-        if s[4] == "release" and t > s[1] + release_slack:
-            violations.append(f"{key[-12:]}: refusal at {t} named {rec.get('holder')}, released at {s[1]:.3f}")
-        if t < s[1]:  # strictly inside the named holder's interval: nobody else may hold it then
-            others = [o for o in intervals.get(key, []) if o[2] != s[2] and o[0] < t < o[1]]
-            if others:
-                violations.append(f"{key[-12:]}: refusal at {t} named {rec.get('holder')} but {others[0][3]} held it then")
+            violations.append(f"{key[-12:]}: refusal at {t} named {rec.get('holder')} whose lease was not live then")
+        later = [c for c in first_other[key][positions[key][_sig(rec)]].values() if c[5] < started]
+        if later:
+            violations.append(f"{key[-12:]}: refusal named {rec.get('holder')} but a {later[0][3]} by "
+                              f"{later[0][4].get('holder')} had landed before the refusal's call began")
     violations += [f"error: {e}" for e in run.get("errors", [])]
     return {"violations": violations, "epochs": sum(len(v) for v in intervals.values()),
             "checked_refusals": len(run["refusals"]), "checked_observations": len(run["observations"])}
@@ -254,7 +272,7 @@ def verify(run: dict, *, release_slack: float = 1.0) -> dict:
 def run_backend(name: str, make_store, *, agents: int, keys: int, seconds: float, ttl: float, seed: int) -> dict:
     """:func:`simulate` then :func:`verify`; returns the counters, the check and the backend name."""
     result = simulate(make_store, agents=agents, keys=keys, seconds=seconds, ttl=ttl, seed=seed)
-    check = verify(result, release_slack=1.0 if name == "s3" else 0.25)
+    check = verify(result)
     return {"backend": name, **result["stats"], "epochs": check["epochs"], "violations": check["violations"],
             "checked_refusals": check["checked_refusals"]}
 
