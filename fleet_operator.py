@@ -66,9 +66,11 @@ def agent_of(pod, default_fleet: str) -> tuple[str, str] | None:
 
 def status_for(summary: dict, fleet_id: str, observed_at: str) -> dict:
     """The ``CtxlakeFleet.status`` object for a :func:`lib.fleet.fleet_status` summary
-    (camelCase, agent list capped at 100 names)."""
+    (camelCase; lists, not maps, because a merge patch replaces a list but only adds to a map;
+    at most 100 agents listed)."""
+    by_agent = [{"agentId": a, "leases": n} for a, n in summary["leases_by_agent"].items()][:100]
     return {"fleetId": fleet_id, "liveAgents": summary["live_agents"], "agents": summary["agents"][:100],
-            "leasesHeld": summary["leases_held"], "leasesByAgent": summary["leases_by_agent"],
+            "leasesHeld": summary["leases_held"], "leasesByAgent": by_agent,
             "maintenanceHolder": summary["maintenance_holder"], "lastSnapshotAt": summary["snapshot_built_at"],
             "lastSnapshotAgeSeconds": summary["snapshot_age_s"], "observedAt": observed_at, "error": None}
 
@@ -96,16 +98,21 @@ def _store_log(logger):
     return log
 
 
-@kopf.on.event("pods", labels={AGENT_LABEL: kopf.PRESENT})
-def agent_pod_event(type, body, memo, logger, **_):  # noqa: A002 - kopf passes `type`
-    """Retire the agent of a pod that ended (see :func:`pod_ended`); once per pod UID."""
+def retire_for_pod(event_type: str | None, pod, memo, logger) -> dict | None:
+    """Retire the agent of a pod that ended (see :func:`pod_ended`), once per pod UID.
+
+    Returns :func:`lib.fleet.retire_agent`'s result, or ``None`` when there was nothing to do
+    (pod still running, no agent label, already retired). Store outages are retried with
+    backoff (:func:`lib.store.retrying`); past that the lease TTL is the backstop.
+    """
     from lib import fleet
     from lib.store import retrying
 
-    if not pod_ended(type, body):
+    if not pod_ended(event_type, pod):
         return None
-    who = agent_of(body, memo.cfg.fleet_id)
-    uid = (body.get("metadata") or {}).get("uid") or (body.get("metadata") or {}).get("name")
+    who = agent_of(pod, memo.cfg.fleet_id)
+    md = pod.get("metadata") or {}
+    uid = md.get("uid") or f"{md.get('namespace')}/{md.get('name')}"
     if who is None or uid in memo.retired:
         return None
     fleet_id, agent_id = who
@@ -117,6 +124,13 @@ def agent_pod_event(type, body, memo, logger, **_):  # noqa: A002 - kopf passes 
                 f"heartbeat {'deleted' if result['heartbeat_deleted'] else 'absent'}, "
                 f"roster entry {'removed' if result['roster_removed'] else 'absent'}")
     return result
+
+
+@kopf.on.event("pods", labels={AGENT_LABEL: kopf.PRESENT})
+def agent_pod_event(type, body, memo, logger, **_):  # noqa: A002 - kopf passes `type`
+    """kopf handler: :func:`retire_for_pod`. Returns nothing, because kopf would store a return
+    value in the pod's status and the operator may not patch pods."""
+    retire_for_pod(type, body, memo, logger)
 
 
 @kopf.timer("ctxlake.io", "v1", "ctxlakefleets", interval=STATUS_INTERVAL_SECS)

@@ -36,9 +36,15 @@ def _roster_ids(store, fleet_id=FLEET) -> list[str]:
     return [a["agent_id"] for a in json.loads(store.get(fleet.roster_key(fleet_id)).data)["agents"]]
 
 
+def test_the_kopf_handler_returns_nothing_so_kopf_never_patches_the_pod(store):
+    populate(store)
+    assert op.agent_pod_event(type="DELETED", body=_pod(), memo=_memo(store), logger=LOG) is None
+    assert _roster_ids(store) == ["bob"]
+
+
 def test_a_running_agent_pod_changes_nothing(store):
     held = populate(store)
-    assert op.agent_pod_event(type="MODIFIED", body=_pod(), memo=_memo(store), logger=LOG) is None
+    assert op.retire_for_pod("MODIFIED", _pod(), _memo(store), LOG) is None
     assert all(live.read(store, k)[0]["holder"] == "alice" for k in held["alice"])
     assert _roster_ids(store) == ["alice", "bob"]
 
@@ -46,7 +52,7 @@ def test_a_running_agent_pod_changes_nothing(store):
 @pytest.mark.parametrize("event_type,phase", [("MODIFIED", "Succeeded"), ("MODIFIED", "Failed"), ("DELETED", "Running")])
 def test_an_ended_agent_pod_releases_its_leases_and_leaves_the_roster(store, event_type, phase):
     held = populate(store)
-    out = op.agent_pod_event(type=event_type, body=_pod(phase=phase), memo=_memo(store), logger=LOG)
+    out = op.retire_for_pod(event_type, _pod(phase=phase), _memo(store), LOG)
     assert sorted(out["leases_released"]) == sorted(held["alice"])
     assert out["heartbeat_deleted"] and out["roster_removed"]
     for key in held["alice"]:
@@ -64,16 +70,16 @@ def test_an_ended_agent_pod_releases_its_leases_and_leaves_the_roster(store, eve
 def test_retiring_is_once_per_pod_and_idempotent_per_agent(store):
     populate(store)
     memo = _memo(store)
-    assert op.agent_pod_event(type="DELETED", body=_pod(), memo=memo, logger=LOG)["leases_released"]
-    assert op.agent_pod_event(type="DELETED", body=_pod(), memo=memo, logger=LOG) is None
-    again = op.agent_pod_event(type="DELETED", body=_pod(uid="uid-2"), memo=memo, logger=LOG)
+    assert op.retire_for_pod("DELETED", _pod(), memo, LOG)["leases_released"]
+    assert op.retire_for_pod("DELETED", _pod(), memo, LOG) is None
+    again = op.retire_for_pod("DELETED", _pod(uid="uid-2"), memo, LOG)
     assert again["leases_released"] == [] and not again["heartbeat_deleted"] and not again["roster_removed"]
 
 
 def test_the_fleet_label_picks_the_fleet(store):
     populate(store, "team-b")
     populate(store, FLEET)
-    out = op.agent_pod_event(type="DELETED", body=_pod(fleet_label="team-b"), memo=_memo(store), logger=LOG)
+    out = op.retire_for_pod("DELETED", _pod(fleet_label="team-b"), _memo(store), LOG)
     assert out["fleet_id"] == "team-b" and len(out["leases_released"]) == 2
     assert _roster_ids(store, "team-b") == ["bob"] and _roster_ids(store, FLEET) == ["alice", "bob"]
 
@@ -82,7 +88,7 @@ def test_a_pod_without_the_agent_label_is_ignored(store):
     populate(store)
     pod = _pod(phase="Succeeded")
     del pod["metadata"]["labels"][op.AGENT_LABEL]
-    assert op.agent_pod_event(type="DELETED", body=pod, memo=_memo(store), logger=LOG) is None
+    assert op.retire_for_pod("DELETED", pod, _memo(store), LOG) is None
 
 
 def test_roster_removal_survives_a_concurrent_rebuild(store):
@@ -117,14 +123,15 @@ def test_fleet_status_handler_patches_live_agents_leases_and_snapshot_age(store)
     op.fleet_status(spec={"fleetId": FLEET}, name="team-a", memo=_memo(store), patch=patch, logger=LOG)
     st = patch["status"]
     assert st["fleetId"] == FLEET and st["liveAgents"] == 2 and st["agents"] == ["alice", "bob"]
-    assert st["leasesHeld"] == 3 and st["leasesByAgent"] == {"alice": 2, "bob": 1}
+    assert st["leasesHeld"] == 3
+    assert st["leasesByAgent"] == [{"agentId": "alice", "leases": 2}, {"agentId": "bob", "leases": 1}]
     assert st["maintenanceHolder"] == "maint@node-1:7"
     assert st["lastSnapshotAt"] == "2020-01-01T00:00:00.000Z" and st["lastSnapshotAgeSeconds"] > 86400
     assert st["error"] is None
-    op.agent_pod_event(type="DELETED", body=_pod(), memo=_memo(store), logger=LOG)
+    op.retire_for_pod("DELETED", _pod(), _memo(store), LOG)
     patch = kopf.Patch()
     op.fleet_status(spec={"fleetId": FLEET}, name="team-a", memo=_memo(store), patch=patch, logger=LOG)
-    assert patch["status"]["liveAgents"] == 1 and patch["status"]["leasesByAgent"] == {"bob": 1}
+    assert patch["status"]["liveAgents"] == 1 and patch["status"]["leasesByAgent"] == [{"agentId": "bob", "leases": 1}]
 
 
 def test_fleet_status_reports_a_store_outage_on_the_resource():
