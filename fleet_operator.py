@@ -56,9 +56,17 @@ def pod_ended(event_type: str | None, pod) -> bool:
 
 
 def agent_of(pod, default_fleet: str) -> tuple[str, str] | None:
-    """``(fleet_id, agent_id)`` from the pod's labels, or ``None`` without an agent-id label."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    agent = labels.get(AGENT_LABEL)
+    """``(fleet_id, agent_id)`` from the pod's labels, or ``None`` without an agent-id label.
+
+    An empty ``ctxlake.io/agent-id`` label means "the pod's name is the agent id" (pods of a
+    Deployment or StatefulSet cannot carry one label value each; they set ``CTXLAKE_AGENT_ID``
+    from ``metadata.name`` instead).
+    """
+    md = pod.get("metadata") or {}
+    labels = md.get("labels") or {}
+    if AGENT_LABEL not in labels:
+        return None
+    agent = labels[AGENT_LABEL] or md.get("name")
     if not agent:
         return None
     return labels.get(FLEET_LABEL) or default_fleet, agent

@@ -172,6 +172,10 @@ def test_pod_end_detection():
                                           "status": {"phase": "Running"}})
     assert op.agent_of(_pod(fleet_label="x"), "d") == ("x", "alice")
     assert op.agent_of(_pod(), "d") == ("d", "alice")
+    by_name = _pod(agent="")
+    by_name["metadata"]["name"] = "agents-7c9f-x2"
+    assert op.agent_of(by_name, "d") == ("d", "agents-7c9f-x2")
+    assert op.agent_of({"metadata": {"name": "web", "labels": {"app": "web"}}}, "d") is None
 
 
 def test_heartbeat_keys_follow_the_design_layout():
