@@ -11,6 +11,7 @@ role scripts' ``main``. Output is for humans; ``--json`` where a script would wa
     ctxlake query "SELECT ... FROM events" [--json]
     ctxlake demo [--fixtures DIR] [--keep]
     ctxlake doctor [--store URL] [--json]
+    ctxlake claims [--status S] [--explain] | --approve ID | --retire ID --reason R
     ctxlake sync [--once] | maint --once | hook <runtime> [<event>]
 """
 from __future__ import annotations
@@ -304,6 +305,54 @@ def cmd_demo(args, cfg, out) -> int:
     return 0
 
 
+def cmd_claims(args, cfg, out) -> int:
+    """List claims by status, explain what holds a candidate back, approve or retire one.
+
+    Reads the gate's fold (``claims/fleet/<f>/``) from the store; ``--approve``/``--retire``
+    write a human ClaimEvent the next maintenance pass folds in.
+    Example: ``ctxlake claims --status candidate --explain``
+    """
+    from lib import claims
+    from lib.paths import safe_segment
+    from lib.store import open_store
+
+    store = open_store(cfg.store)
+    if args.approve or args.retire:
+        cid = args.approve or args.retire
+        folded = claims.fold(claims.load_events(store, cfg.fleet_id))
+        matches = [c for c in folded if c.startswith(cid)]
+        if len(matches) != 1:
+            out.write(f"ctxlake claims: {cid!r} matches {len(matches)} claims; give more of the id\n")
+            return 2
+        if args.retire and not args.reason:
+            out.write("ctxlake claims: --retire needs --reason\n")
+            return 2
+        kind = "approved" if args.approve else "retired"
+        claims.write_event(store, cfg.fleet_id, "_human", {"kind": kind, "claim_id": matches[0], "by": cfg.agent_id,
+                                                           "reason": args.reason})
+        out.write(f"{kind} {matches[0]}; takes effect at the next `ctxlake maint --once`\n")
+        return 0
+    rows = []
+    for entry in store.list(f"claims/fleet/{safe_segment(cfg.fleet_id)}/"):
+        try:
+            c = json.loads(store.get(entry.key).data)
+        except ValueError:
+            continue
+        if not args.status or c.get("status") == args.status:
+            rows.append(c)
+    if args.json:
+        out.write(json.dumps(rows, sort_keys=True, default=str) + "\n")
+        return 0
+    for c in sorted(rows, key=lambda c: (c.get("status") or "", -(c.get("confidence") or 0))):
+        out.write(f"{c['claim_id']}  {c.get('status'):<10} {c.get('claim_type'):<11} conf {c.get('confidence') or 0:.2f}  "
+                  f"{len(c.get('evidence') or [])} cite(s)  {str(c.get('claim'))[:80]}\n")
+        if args.explain:
+            out.write(f"    why: {c.get('explain') or c.get('reason') or '-'}\n")
+    if not rows:
+        out.write("no claims" + (f" with status {args.status}" if args.status else "") + "\n")
+    return 0
+
+
 def _dispatch(module: str, argv: list[str]) -> int:
     mod = __import__(module)
     return mod.main(argv)
@@ -344,6 +393,13 @@ def main(argv=None, stdout=None) -> int:
     s = sub.add_parser("demo", help=cmd_demo.__doc__.splitlines()[0])
     s.add_argument("--fixtures", help="fixtures folder (default: tests/fixtures)")
     s.add_argument("--keep", action="store_true", help="keep the temporary home")
+    s = sub.add_parser("claims", help=cmd_claims.__doc__.splitlines()[0])
+    s.add_argument("--status", choices=["candidate", "promoted", "contested", "retired", "rejected"])
+    s.add_argument("--explain", action="store_true", help="say which gate rule holds each claim where it is")
+    s.add_argument("--approve", metavar="ID", help="approve a preference claim (human)")
+    s.add_argument("--retire", metavar="ID", help="retire a claim (human); needs --reason")
+    s.add_argument("--reason")
+    s.add_argument("--json", action="store_true")
     sub.add_parser("sync", help="run the sync daemon (syncd.py); --once for one pass")
     sub.add_parser("maint", help="run one maintenance pass (maint.py --once)")
     sub.add_parser("hook", help="run the hook for <runtime> [<event>] (what runtimes call)")
@@ -357,7 +413,7 @@ def main(argv=None, stdout=None) -> int:
         out.write(f"ctxlake: {exc}\n")
         return 2
     return {"init": cmd_init, "status": cmd_status, "sessions": cmd_sessions, "import": cmd_import,
-            "query": cmd_query, "demo": cmd_demo}[args.verb](args, cfg, out)
+            "query": cmd_query, "demo": cmd_demo, "claims": cmd_claims}[args.verb](args, cfg, out)
 
 
 if __name__ == "__main__":

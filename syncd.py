@@ -67,13 +67,26 @@ def refresh_cache(cfg, store, log) -> dict:
     return {"snapshot_sha": res["sha256"], "briefing_chars": len(text)}
 
 
+def ingest_proposals(cfg, store, log) -> dict:
+    """MCP ``proposed`` records → ClaimEvents in the store (:func:`lib.claims.ingest`); the
+    consumer's offsets advance only after the events were written."""
+    from lib import claims, spool
+
+    state = os.path.join(cfg.paths.state_dir, "consumers", f"claims-{cfg.fleet_id}.json")
+    records, commit = spool.consume_records(cfg.paths.mcp_spool(cfg.fleet_id), state)
+    proposals = [r for r in records if r.get("kind") == "proposed"]
+    out = claims.ingest(store, proposals, cfg.fleet_id, log=log) if proposals else {"proposed": 0, "rejected": 0}
+    commit()
+    return out
+
+
 def run_pass(cfg, store, log, should_stop=None) -> dict:
     """One syncd pass; returns a summary dict with ``errors`` (0 when all went well).
 
     ``should_stop()`` (optional; syncd's SIGTERM flag) ends shipping between batches and skips
-    the cache refresh, so a stopping daemon exits soon with every sent batch's watermark
-    written; the summary then has ``interrupted: True``. ``cache_refreshed`` says whether the
-    store → cache step ran to the end (readiness).
+    claim ingestion and the cache refresh, so a stopping daemon exits soon with every sent
+    batch's watermark written; the summary then has ``interrupted: True``. ``cache_refreshed``
+    says whether the store → cache step ran to the end (readiness).
     """
     from lib import ship, spool
     from lib.envelope import format_time
@@ -88,6 +101,11 @@ def run_pass(cfg, store, log, should_stop=None) -> dict:
     if should_stop is not None and should_stop():
         summary["interrupted"] = True
     else:
+        try:
+            summary["claims"] = ingest_proposals(cfg, store, log)
+        except Exception as exc:  # store outage: the records stay unconsumed for the next pass
+            summary["errors"] += 1
+            log("claim_ingest_failed", error=f"{type(exc).__name__}: {exc}"[:300])
         try:
             summary.update(refresh_cache(cfg, store, log))
             summary["cache_refreshed"] = True
@@ -173,6 +191,7 @@ def _loop(cfg, store, log, args, out, stopping, metrics) -> int:
         if stopping["flag"]:
             log("syncd_stopped", shipped_last_pass=summary["shipped"], interrupted=bool(summary.get("interrupted")))
             return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())
