@@ -198,8 +198,9 @@ def scan_spool(paths, fleet_id: str, activity: Activity, *, idle_secs: float, lo
 def summarize(activity: Activity, open_keys: set, *, offset: float) -> dict[str, dict]:
     """Heartbeat fields per agent with at least one open session (pure).
 
-    ``{agent_id: {"runtime", "session_id", "host_id"?, "repo"?, "branch"?, "task"?, "touched":
-    [{repo, path, at (store clock = local + offset), tool, write}]}}``: session, repo and branch
+    ``{agent_id: {"runtime", "session_id", "last_at" (local epoch s of its latest envelope),
+    "host_id"?, "repo"?, "branch"?, "task"?, "touched": [{repo, path, at (store clock = local +
+    offset), tool, write}]}}``: session, repo and branch
     of the agent's most recently active open session; task from it, else the latest task of
     its other open sessions; touched files of all its open sessions, newest first.
     """
@@ -212,7 +213,8 @@ def summarize(activity: Activity, open_keys: set, *, offset: float) -> dict[str,
     for agent, sessions in by_agent.items():
         sessions.sort(key=lambda s: (s.get("last_at") or 0, s["session_id"]), reverse=True)
         cur = sessions[0]
-        fields = {"runtime": cur["runtime"], "session_id": cur["session_id"]}
+        fields = {"runtime": cur["runtime"], "session_id": cur["session_id"],
+                  "last_at": max(float(s.get("last_at") or 0) for s in sessions)}
         for f in ("host_id", "repo", "branch"):
             if cur.get(f):
                 fields[f] = cur[f]

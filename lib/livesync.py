@@ -319,10 +319,24 @@ class LivePlane:
         for agent in sorted(fields):
             f = fields[agent]
             st = agents.get(agent)
+            if st and st.get("retired_at") is not None:
+                if f["last_at"] <= st["retired_at"]:
+                    continue  # retired elsewhere (the fleet operator) and nothing new since
+                del agents[agent]  # it is working again: it rejoins
+                st = None
             prev = st["heartbeat"] if st else roster.read_heartbeat(store, self.fleet, agent)
             joined = st is None
             switched = not prev or prev.get("session_id") != f["session_id"]
             if not (joined or switched or now - float(st["beat_at"]) >= cfg.sync.heartbeat_secs):
+                continue
+            if not joined and not switched and f["last_at"] <= float(st.get("activity_at") or 0) \
+                    and not roster.heartbeat_exists(store, self.fleet, agent):
+                # Idle since the last beat and the heartbeat is gone: someone retired this agent
+                # (its pod ended, the operator released its leases and roster entry). Do not bring
+                # it back until its session shows new activity.
+                st["retired_at"] = f["last_at"]
+                self.log("agent_retired_elsewhere", agent=agent, detail="heartbeat deleted by another process; "
+                         "not rewritten until the agent shows new activity")
                 continue
             touched = roster.merge_touched((prev or {}).get("touched"), f["touched"], now=now, window=TOUCH_WINDOW_SECS)
             changes = {"agent_id": agent, "fleet_id": self.fleet, "runtime": f["runtime"],
@@ -332,7 +346,7 @@ class LivePlane:
             hb = roster.next_heartbeat(prev, changes, now)
             hb.pop("ended", None)
             roster.write_heartbeat(store, self.fleet, hb)
-            agents[agent] = {"beat_at": now, "heartbeat": hb}
+            agents[agent] = {"beat_at": now, "heartbeat": hb, "activity_at": f["last_at"]}
             summary["heartbeats"] += 1
             if joined:
                 upserts.append(hb)
@@ -379,9 +393,10 @@ class LivePlane:
         paths, ttl = self.cfg.paths, self.cfg.sync.presence_ttl_secs
         refreshed = self.clock()
         store_time = refreshed + offset
-        mine = {a: s["heartbeat"] for a, s in self.state["agents"].items()}
+        mine = {a: s["heartbeat"] for a, s in self.state["agents"].items() if s.get("retired_at") is None}
+        gone = set(removals) | {a for a, s in self.state["agents"].items() if s.get("retired_at") is not None}
         entries = [a for a in ((current or {}).get("agents") or [])
-                   if isinstance(a, dict) and a.get("agent_id") not in mine and a.get("agent_id") not in removals]
+                   if isinstance(a, dict) and a.get("agent_id") not in mine and a.get("agent_id") not in gone]
         agents = roster.live_agents(entries + list(mine.values()), store_time, ttl)
         rost = {"agents": agents, "store_time": store_time, "refreshed_at": refreshed, "presence_ttl_secs": ttl,
                 "built_at": (current or {}).get("built_at"), "stale_since": None}

@@ -185,6 +185,17 @@ def delete_heartbeat(store, fleet_id: str, agent_id: str) -> None:
     store.delete(heartbeat_key(fleet_id, agent_id))
 
 
+def heartbeat_exists(store, fleet_id: str, agent_id: str) -> bool:
+    """True when ``agent_id``'s heartbeat object exists (one HEAD). :raises lib.store.Unavailable:"""
+    from lib.store import NotFound
+
+    try:
+        store.head(heartbeat_key(fleet_id, agent_id))
+        return True
+    except NotFound:
+        return False
+
+
 def read_heartbeat(store, fleet_id: str, agent_id: str) -> dict | None:
     """``agent_id``'s stored heartbeat, or ``None`` (absent or malformed)."""
     from lib.store import NotFound

@@ -242,3 +242,25 @@ def test_a_host_that_stops_beating_drops_out_of_every_view_after_the_ttl(tmp_pat
     cached = read_json(bob_cfg.paths.roster(F))
     assert [a["agent_id"] for a in cached["agents"]] == ["bob"]
     assert [a["agent_id"] for a in json.loads(store.get(roster.roster_key(F)).data)["agents"]] == ["bob"]
+
+
+def test_an_agent_retired_by_the_fleet_operator_is_not_resurrected_until_it_works_again(home, plane_env):
+    from lib import fleet
+
+    cfg, store, clock, plane, log, repo = plane_env
+    start_alice(home, repo)
+    syncd.run_pass(cfg, store, log, plane=plane)  # shipped: the plane knows alice's activity
+    mcp_record(cfg.paths, "lease_request", "alice", paths=["src/app.py"], reason="app", ttl_secs=100, cwd=repo)
+    run(plane, store)
+    assert roster.read_heartbeat(store, F, "alice") is not None
+    out = fleet.retire_agent(store, F, "alice")  # her pod ended; the operator cleans up at once
+    assert out["heartbeat_deleted"] and len(out["leases_released"]) == 1
+    for _ in range(3):  # heartbeats fall due; the session file is still there, idle
+        clock.advance(61)
+        run(plane, store)
+    assert roster.read_heartbeat(store, F, "alice") is None
+    assert "agent_retired_elsewhere" in log.names() and plane.state["held"] == {}
+    assert read_json(cfg.paths.roster(F))["agents"] == []
+    hook(home, "alice", prompt("sess-alice", repo, "back to work"))  # new activity: she rejoins
+    syncd.run_pass(cfg, store, log, plane=plane)
+    assert roster.read_heartbeat(store, F, "alice")["task"] == "back to work"
