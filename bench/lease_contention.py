@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python bench/lease_contention.py [--agents 50] [--keys 5] [--seconds 60] [--ttl 3]
-                                               [--backend file|s3|both] [--json]
+                                               [--backend file|s3|redis|both|all] [--json]
 
 Each simulated agent is a thread with its own store client (its own ``FileStore`` instance or
 its own boto3 session and connection pool) running the exact code syncd, maint and
@@ -285,14 +285,15 @@ def main(argv=None) -> int:
     p.add_argument("--keys", type=int, default=5)
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--ttl", type=float, default=3.0, help="lease TTL in store-clock seconds (default 3)")
-    p.add_argument("--backend", choices=("file", "s3", "both"), default="both")
+    p.add_argument("--backend", choices=("file", "s3", "redis", "both", "all"), default="both",
+                   help="both = file and s3 (the issue's pair); all adds redis (the live_store option)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     from lib.store import open_store
 
     results = []
-    if args.backend in ("file", "both"):
+    if args.backend in ("file", "both", "all"):
         tmp = tempfile.mkdtemp(prefix="ctxlake-contention-")
         try:
             url = "file://" + tmp
@@ -300,7 +301,7 @@ def main(argv=None) -> int:
                                        seconds=args.seconds, ttl=args.ttl, seed=args.seed))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    if args.backend in ("s3", "both"):
+    if args.backend in ("s3", "both", "all"):
         from tests.s3server import start_seaweed, weed_binary
 
         if not weed_binary():
@@ -320,13 +321,27 @@ def main(argv=None) -> int:
                     else:
                         os.environ[k] = v
                 server.stop()
+    if args.backend in ("redis", "all"):
+        from tests.redisserver import redis_binary, start_redis
+
+        if not redis_binary():
+            print("redis: skipped (no redis-server binary)")
+        else:
+            server = start_redis()
+            try:
+                url = server.url()
+                results.append(run_backend("redis", lambda: open_store(url), agents=args.agents, keys=args.keys,
+                                           seconds=args.seconds, ttl=args.ttl, seed=args.seed))
+            finally:
+                server.stop()
+                shutil.rmtree(server.workdir, ignore_errors=True)
     bad = 0
     for r in results:
         bad += len(r["violations"])
         if args.json:
             continue
         lat = "/".join("-" if r.get(f"latency_ms_{q}") is None else f"{r[f'latency_ms_{q}']:.1f}" for q in ("p50", "p95", "p99"))
-        print(f"{r['backend']:>4}: {args.agents} agents x {args.keys} keys, {r['elapsed_s']} s, ttl {args.ttl} s: "
+        print(f"{r['backend']:>5}: {args.agents} agents x {args.keys} keys, {r['elapsed_s']} s, ttl {args.ttl} s: "
               f"attempts {r.get('attempts', 0)}, grants {r.get('grants', 0)}, refusals {r.get('refusals', 0)}, "
               f"412s {r.get('412s', 0)}, renewals {r.get('renewals', 0)}, releases {r.get('releases', 0)}, "
               f"crashes {r.get('crashes', 0)}, lost renewals {r.get('lost', 0)}, epochs {r['epochs']}, "

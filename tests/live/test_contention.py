@@ -58,3 +58,8 @@ def test_the_checker_catches_two_holders_a_lost_update_and_a_stale_refusal():
                "errors": []}
     assert "two unexpired holders: a (epoch 1, until 103.000) and c (epoch 2, from 101.000)" in \
         bench.verify(overlap)["violations"][0]
+
+
+@pytest.mark.redis
+def test_fifty_agents_on_the_redis_live_store_never_overlap(redis_url):
+    _prove(lambda: open_store(redis_url))
