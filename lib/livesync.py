@@ -104,9 +104,9 @@ class LivePlane:
         summary = {"live_agents": 0, "heartbeats": 0, "lease_requests": 0, "renewed": 0, "released": 0,
                    "leases": 0, "roster": None}
         local = self.clock()
-        open_keys, ended = activity.scan_spool(cfg.paths, self.fleet, self.activity,
-                                               idle_secs=cfg.sync.session_idle_secs, local_now=local)
         try:
+            open_keys, ended = activity.scan_spool(cfg.paths, self.fleet, self.activity,
+                                                   idle_secs=cfg.sync.session_idle_secs, local_now=local)
             now = store.clock()
             offset = now - local
             self._requests(store, now, open_keys, summary)
@@ -128,7 +128,10 @@ class LivePlane:
             self.state["stale_since"] = self.state.get("stale_since") or local
             self._write_stale(summary["live_error"])
         finally:
-            self._save()
+            try:
+                self._save()
+            except OSError as exc:  # a full disk must not stop syncd; the next pass tries again
+                self.log("live_state_write_failed", error=str(exc)[:200])
         return summary
 
     # -- lease requests (MCP spool) -------------------------------------------------------
