@@ -36,24 +36,33 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, environ=None) -> int:
 
         p = argparse.ArgumentParser(prog="mcp_server.py", description=__doc__.split("\n\n")[0])
         p.parse_args(argv)
-    from lib import config, jsonrpc, logs, mcp_tools
+    from lib import jsonrpc, logs, mcp_tools
 
     env = os.environ if environ is None else environ
     err = stderr or sys.stderr
     log = logs.setup("mcp", stream=err, quiet=bool(env.get("CTXLAKE_MCP_QUIET")))
-    try:
-        cfg = config.load(env)
-    except config.ConfigError as exc:  # fail open: defaults plus environment, and say why
-        log("config_failed", error=str(exc)[:500])
-        cfg = config.load(env, path=os.devnull + ".missing")
-    ctx = mcp_tools.Context(cfg, session_id=env.get("CTXLAKE_SESSION_ID"), cwd=os.getcwd(), log=log)
-    server = jsonrpc.Server(SERVER_NAME, SERVER_VERSION, mcp_tools.build_tools(ctx),
+    cwd = os.getcwd()
+
+    def context():
+        """Built on the first tool call: ``initialize`` is answered before the config loads."""
+        from lib import config
+
+        try:
+            cfg = config.load(env)
+        except config.ConfigError as exc:  # fail open: defaults plus environment, and say why
+            log("config_failed", error=str(exc)[:500])
+            cfg = config.load(env, path=os.devnull + ".missing")
+        log("mcp_config", fleet_id=cfg.fleet_id, agent_id=cfg.agent_id, cache=cfg.paths.fleet_cache(cfg.fleet_id),
+            source=cfg.source)
+        return mcp_tools.Context(cfg, session_id=env.get("CTXLAKE_SESSION_ID"), cwd=cwd, log=log)
+
+    server = jsonrpc.Server(SERVER_NAME, SERVER_VERSION, mcp_tools.build_tools(context),
                             instructions=mcp_tools.INSTRUCTIONS, log=log)
     out = stdout if stdout is not None else sys.stdout.buffer
     real_stdout = sys.stdout
     if stdout is None:
         sys.stdout = err  # a stray print() anywhere can never corrupt a frame
-    log("mcp_start", fleet_id=cfg.fleet_id, agent_id=cfg.agent_id, cache=cfg.paths.fleet_cache(cfg.fleet_id))
+    log("mcp_start", pid=os.getpid())
     try:
         return server.serve(stdin if stdin is not None else sys.stdin.buffer, out)
     except KeyboardInterrupt:

@@ -5,10 +5,11 @@ Where it sits: maint embeds each claim when it builds the snapshot (``claims.emb
 by cosine. A query is only compared with vectors from the same embedder: different embedders'
 spaces are unrelated, so a mismatch means FTS-only ranking, said out loud.
 
-The one embedder here is ``hash256-v1``, a deterministic hashing-trick bag of words: lowercase
-word tokens (``\\w+``) minus a short English stopword list, each hashed with BLAKE2b into one of
-256 buckets with a ±1 sign (the sign makes bucket collisions cancel on average instead of adding
-up), then L2-normalised. It is lexical, not semantic — "flaky" and "intermittent" do not meet —
+The one embedder here is ``hash256-v1``, a deterministic hashing-trick set of words: the
+distinct lowercase word tokens (``\\w+``) minus a short English stopword list, each hashed with
+BLAKE2b into one of 256 buckets with a ±1 sign (the sign makes bucket collisions cancel on
+average instead of adding up), then L2-normalised. Presence, not counts: a claim repeating a
+word is not more about it, and without corpus statistics (no IDF) counts only reward repetition. It is lexical, not semantic — "flaky" and "intermittent" do not meet —
 and it is what every host can compute with the standard library alone. A semantic embedder
 (WordLlama ``l2_supercat``) registers under its own id in :data:`EMBEDDERS`.
 
@@ -49,10 +50,10 @@ def _bucket(token: str) -> tuple[int, float]:
 
 
 def hash_embed(text: str) -> array:
-    """The ``hash256-v1`` vector of ``text``: ``array('f')`` of 256, unit length (all zeros
+    """The ``hash256-v1`` vector of ``text`` (its distinct non-stopword words): ``array('f')`` of 256, unit length (all zeros
     when ``text`` has no token). Deterministic across processes, hosts and Python versions."""
     vec = [0.0] * DIM
-    for tok in tokens(text):
+    for tok in set(tokens(text)):
         b, sign = _bucket(tok)
         vec[b] += sign
     norm = math.sqrt(sum(v * v for v in vec))
@@ -63,6 +64,9 @@ def hash_embed(text: str) -> array:
 
 EMBEDDERS = {HASH_EMBEDDER_ID: hash_embed}
 """Embedder id → ``fn(text) -> array('f')`` of :data:`DIM`. The id is stored with every claim."""
+LEXICAL = frozenset({HASH_EMBEDDER_ID})
+"""Embedders whose similarity is word overlap. A candidate such an embedder finds without
+sharing a word with the query only met it through a hash collision: noise, never a hit."""
 
 
 def get(embedder_id: str):

@@ -44,9 +44,6 @@ from __future__ import annotations
 
 import json
 import sys
-import traceback
-from dataclasses import dataclass, field
-from typing import Any, Callable
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -106,7 +103,6 @@ class SchemaError(ValueError):
         self.path = path
 
 
-@dataclass(frozen=True)
 class Tool:
     """One tool: what ``tools/list`` publishes and what ``tools/call`` runs.
 
@@ -115,14 +111,18 @@ class Tool:
     when it is a dict and the session negotiated 2025-06-18), a ``str`` as plain text.
     Raise :class:`ToolError` to refuse, :class:`InvalidParams` for a semantic argument error.
     ``annotations`` are MCP tool hints (``readOnlyHint``...), sent from 2025-03-26 on.
+    (A plain class, not a dataclass: importing ``dataclasses`` costs more start-up than this module.)
     """
 
-    name: str
-    description: str
-    input_schema: dict
-    handler: Callable[[dict], Any]
-    title: str | None = None
-    annotations: dict | None = field(default=None)
+    __slots__ = ("name", "description", "input_schema", "handler", "title", "annotations")
+
+    def __init__(self, name: str, description: str, input_schema: dict, handler, title: str | None = None,
+                 annotations: dict | None = None):
+        self.name, self.description, self.input_schema = name, description, input_schema
+        self.handler, self.title, self.annotations = handler, title, annotations
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
 
 
 # -- JSON-Schema subset ---------------------------------------------------------------------
@@ -363,13 +363,13 @@ class Server:
             if tool.input_schema.get("type") != "object":
                 raise ValueError(f"{tool.name}.inputSchema must have type object")
             self.tools[tool.name] = tool
-        self.methods: dict[str, Callable[[dict], Any]] = {
+        self.methods: dict = {
             "initialize": self._initialize, "ping": lambda params: {},
             "tools/list": self._tools_list, "tools/call": self._tools_call,
         }
-        self.notifications: dict[str, Callable[[dict], None]] = {}
+        self.notifications: dict = {}
 
-    def register(self, method: str, fn: Callable[[dict], Any], *, notification: bool = False) -> None:
+    def register(self, method: str, fn, *, notification: bool = False) -> None:
         """Add a request method (``fn(params) -> result``) or a notification handler."""
         (self.notifications if notification else self.methods)[method] = fn
 
@@ -438,6 +438,8 @@ class Server:
         except RpcError:
             raise
         except Exception as exc:  # a bug in a tool must not end the session: report it in-band
+            import traceback
+
             self.log("tool_failed", tool=name, error=f"{type(exc).__name__}: {exc}"[:500],
                      traceback=traceback.format_exc(limit=8))
             return {"content": [{"type": "text", "text": f"tool {name} failed: {type(exc).__name__}: {exc}"[:2000]}],
@@ -513,6 +515,8 @@ class Server:
         except RpcError as exc:
             return error_frame(rid, exc.code, exc.message, exc.data)
         except Exception as exc:
+            import traceback
+
             self.log("method_failed", method=method, error=f"{type(exc).__name__}: {exc}"[:500],
                      traceback=traceback.format_exc(limit=8))
             return error_frame(rid, INTERNAL_ERROR, f"internal error: {type(exc).__name__}")

@@ -29,18 +29,15 @@ Spool records (one JSON object per line)::
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import time
 
-from lib import cache_view, embed, live, memory_index, redact, spool
-from lib.briefing import attribution
 from lib.jsonrpc import InvalidParams, Tool, ToolError
-from lib.paths import safe_segment
-from lib.sanitize import clean, clean_deep
-from lib.ulid import new_ulid
+
+# Everything else is imported where a tool first needs it: ``initialize`` and ``tools/list``
+# are answered before the redactor's patterns compile or sqlite3 loads (start-up is on the
+# agent's path; ``bench/mcp.py`` measures it).
 
 ROW_DEFAULT = 50
 """Rows ``fleet_history``/``memory_timeline`` return when ``limit`` is not given."""
@@ -82,10 +79,21 @@ class Context:
         self.cwd = cwd or os.getcwd()
         self.clock = clock
         self.log = log or (lambda *a, **k: None)
-        self.snapshot = memory_index.SnapshotReader(cfg.paths.snapshot(cfg.fleet_id))
+        self._snapshot = None
+
+    @property
+    def snapshot(self):
+        """The fleet's :class:`lib.memory_index.SnapshotReader` (created on first use)."""
+        if self._snapshot is None:
+            from lib import memory_index
+
+            self._snapshot = memory_index.SnapshotReader(self.paths.snapshot(self.fleet_id))
+        return self._snapshot
 
     def now_iso(self) -> str:
-        return cache_view.format_time(self.clock())
+        from lib.cache_view import format_time
+
+        return format_time(self.clock())
 
 
 # -- schemas (the single source for tools/list and for validation) ---------------------------
@@ -180,7 +188,6 @@ def clamp(value, default: int) -> int:
     return max(1, min(n, ROW_CEILING))
 
 
-_AGE = re.compile(r"^(\d{1,6})\s*([smhdw])$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
@@ -190,12 +197,14 @@ def parse_since(text: str | None, now: float) -> str | None:
     Accepts ISO-8601 (date only = midnight UTC) or an age ``<n>[smhdw]`` before ``now``.
     :raises InvalidParams: anything else.
     """
+    from lib import cache_view
+
     if text is None or not text.strip():
         return None
     t = text.strip()
-    m = _AGE.match(t)
-    if m:
-        return cache_view.format_time(now - int(m.group(1)) * _UNIT[m.group(2)])
+    number, unit = t[:-1].strip(), t[-1:]
+    if unit in _UNIT and number.isdigit() and number.isascii() and len(number) <= 6:
+        return cache_view.format_time(now - int(number) * _UNIT[unit])
     ts = cache_view.parse_time(t)
     if ts is None:
         raise InvalidParams(f"argument `since` must be an ISO-8601 time (2026-09-10, 2026-09-10T08:00:00Z) "
@@ -205,6 +214,9 @@ def parse_since(text: str | None, now: float) -> str | None:
 
 def render_claim(row: dict) -> str:
     """``[observer, date, N independent session(s), conf 0.81(, CONTESTED)]`` + the claim on one line."""
+    from lib.briefing import attribution
+    from lib.sanitize import clean
+
     return attribution(row) + "\n  " + clean(str(row.get("claim") or ""), 2000, single_line=True)
 
 
@@ -262,10 +274,20 @@ def _dedupe(items: list[str]) -> list[str]:
 
 class Tools:
     """The tool handlers bound to one :class:`Context`; :meth:`list` gives the
-    :class:`lib.jsonrpc.Tool` objects in their published order."""
+    :class:`lib.jsonrpc.Tool` objects in their published order.
 
-    def __init__(self, ctx: Context):
-        self.ctx = ctx
+    ``ctx`` may be a :class:`Context` or a zero-argument factory returning one: the server
+    passes a factory so the config is loaded on the first tool call, not before ``initialize``.
+    """
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    @property
+    def ctx(self) -> Context:
+        if not isinstance(self._ctx, Context):
+            self._ctx = self._ctx()
+        return self._ctx
 
     def list(self) -> list[Tool]:
         handlers = {"fleet_status": self.fleet_status, "fleet_claim": self.fleet_claim,
@@ -281,6 +303,8 @@ class Tools:
         """Every result leaves through :func:`clean_deep`: no cache string escapes uncleaned."""
 
         def run(args):
+            from lib.sanitize import clean_deep
+
             return clean_deep(fn(args))
 
         run.__name__ = fn.__name__
@@ -289,6 +313,8 @@ class Tools:
 
     # -- shared read plumbing ------------------------------------------------------------
     def _sync_info(self) -> dict:
+        from lib import cache_view
+
         info = cache_view.sync_status(self.ctx.paths.sync_status(self.ctx.fleet_id), self.ctx.clock())
         out = {"last_run_at": info["last_run_at"], "age_secs": info["age_secs"]}
         if info["last_run_at"] is None:
@@ -298,6 +324,8 @@ class Tools:
 
     def _snapshot_or_none(self, empty_key: str) -> dict | None:
         """``None`` when the snapshot opened; else the honest ``enabled: false`` answer."""
+        from lib import memory_index
+
         try:
             self.ctx.snapshot.conn()
             return None
@@ -338,6 +366,8 @@ class Tools:
     # -- fleet_status ----------------------------------------------------------------------
     def fleet_status(self, args: dict) -> dict:
         """Roster, unexpired leases and this agent's lease requests, with cache ages."""
+        from lib import cache_view, live
+
         ctx, now = self.ctx, self.ctx.clock()
         roster = cache_view.roster(ctx.paths.roster(ctx.fleet_id), now, ctx.cfg.sync.presence_ttl_secs)
         leases = cache_view.leases(ctx.paths.leases(ctx.fleet_id), now)
@@ -370,6 +400,8 @@ class Tools:
     def _my_requests(self, outcomes: list[dict]) -> list[dict]:
         """This agent's lease requests: spooled ones (``pending`` until an outcome shows up in
         leases.json) and outcomes syncd reported for it. Newest first."""
+        from lib import cache_view
+
         ctx = self.ctx
         spooled = cache_view.spooled_records(ctx.paths.mcp_spool(ctx.fleet_id), ctx.agent_id, LEASE_KINDS)
         by_id = {o["record_id"]: o for o in outcomes if isinstance(o.get("record_id"), str)}
@@ -424,51 +456,17 @@ class Tools:
             return out
         subject, ctype = args.get("subject") or None, args.get("claim_type") or None
         reader = self.ctx.snapshot
-        notes = []
         if not query.strip():
             rows = reader.list_claims(k + 1, subject, ctype)
             out.update(results=[_claim_entry(r) for r in rows[:k]], truncated=len(rows) > k, ranking="confidence (blank query)")
             return out
-        pool = max(4 * k, 100)
-        match = memory_index.fts_query(query)
-        fts_ids = reader.fts(match, pool, subject, ctype) if match else []
-        cos: list[tuple[str, float]] = []
-        embedders = reader.claim_embedders()
-        usable = [e for e in embedders if embed.get(e)]
-        if usable:
-            eid = usable[0]
-            cos = reader.vector_index(eid).search(embed.get(eid)(query), pool, subject, ctype)
-            ranking = f"rrf(fts5 bm25, cosine {eid})"
-            others = [e for e in embedders if e != eid]
-            if others:
-                notes.append(f"Claims embedded with {', '.join(others)} are matched by FTS5 only.")
-        else:
-            ranking = "fts5 bm25 only"
-            notes.append(f"Claims here are embedded with {', '.join(embedders)}, which this host cannot compute: ranked by FTS5 only."
-                         if embedders else "No claim in this snapshot carries an embedding: ranked by FTS5 only.")
-        floor = reader.relevance_floor()
-        fused: dict[str, float] = {}
-        how: dict[str, list] = {}
-        for rank, cid in enumerate(fts_ids, 1):
-            fused[cid] = 1.0 / (memory_index.RRF_K + rank)
-            how[cid] = ["fts5"]
-        cosines = {}
-        for rank, (cid, c) in enumerate(cos, 1):
-            if cid in fused or c >= floor:
-                fused[cid] = fused.get(cid, 0.0) + 1.0 / (memory_index.RRF_K + rank)
-                how.setdefault(cid, []).append("cosine")
-                cosines[cid] = c
-        order = sorted(fused, key=lambda c: (-fused[c], c))
-        rows = reader.claims_by_id(order[:k])
-        results = []
-        for cid in order[:k]:
-            if cid in rows:
-                entry = _claim_entry(rows[cid])
-                entry["matched_by"] = how[cid]
-                if cid in cosines:
-                    entry["cosine"] = round(cosines[cid], 3)
-                results.append(entry)
-        out.update(results=results, truncated=len(order) > k, ranking=ranking, relevance_floor=floor)
+        found = reader.search(query, k, subject, ctype)
+        rows = reader.claims_by_id([h["claim_id"] for h in found["hits"]])
+        results = [dict(_claim_entry(rows[h["claim_id"]]), **{key: v for key, v in h.items() if key != "claim_id"})
+                   for h in found["hits"] if h["claim_id"] in rows]
+        notes = found["notes"]
+        out.update(results=results, truncated=found["truncated"], ranking=found["ranking"],
+                   relevance_floor=found["relevance_floor"])
         if not results:
             notes.append("Nothing relevant: no claim matched a query term or came within the relevance floor.")
         if notes:
@@ -506,6 +504,10 @@ class Tools:
         """Scrub every string of every argument at any depth (``redact.scrub_deep``) before
         anything is built from them. Returns ``(clean_args, quarantine_records)``; a withheld
         argument yields a quarantine record (rules, field, sha256 — never the value)."""
+        import hashlib
+
+        from lib import redact
+
         ctx = self.ctx
         clean_args, quarantine = {}, []
         for name, value in args.items():
@@ -529,6 +531,9 @@ class Tools:
         :raises ToolError: the spool is at its cap (:class:`lib.spool.SpoolFull`) or the disk
             refused the write — nothing was queued, and the agent is told so.
         """
+        from lib import spool
+        from lib.paths import safe_segment
+
         ctx = self.ctx
         rec = {"kind": kind, "record_id": record_id, "fleet_id": ctx.fleet_id, "agent_id": ctx.agent_id}
         if ctx.session_id:
@@ -562,6 +567,9 @@ class Tools:
 
     def fleet_claim(self, args: dict) -> dict:
         """Queue a lease request; report what the cache knows of current holders (advisory)."""
+        from lib import cache_view, live
+        from lib.ulid import new_ulid
+
         rid = new_ulid()
         a, quarantine = self._guard(args, rid)
         paths = _dedupe(a["paths"])
@@ -582,6 +590,8 @@ class Tools:
 
     def fleet_release(self, args: dict) -> dict:
         """Queue a release of the given paths, or of every lease this agent holds."""
+        from lib.ulid import new_ulid
+
         rid = new_ulid()
         a, quarantine = self._guard(args, rid)
         if "paths" in a:
@@ -596,6 +606,7 @@ class Tools:
     def fleet_handoff(self, args: dict) -> dict:
         """Queue a handoff note for whoever picks the work up next."""
         from lib import repo as repomod
+        from lib.ulid import new_ulid
 
         rid = new_ulid()
         a, quarantine = self._guard(args, rid)
@@ -615,6 +626,8 @@ class Tools:
 
     def memory_propose(self, args: dict) -> dict:
         """Queue a ``proposed`` claim event (scope ``agent``, always). Refuses without evidence."""
+        from lib.ulid import new_ulid
+
         evidence = args["evidence"]
         if not evidence:
             raise ToolError("Not queued: no evidence, no claim. Cite at least one captured message as "
@@ -644,6 +657,7 @@ class Tools:
             "decides what the fleet sees; this call cannot make it fleet knowledge."))
 
 
-def build_tools(ctx: Context) -> list[Tool]:
-    """The eight tools for ``ctx``, in published order (:data:`TOOL_NAMES`)."""
+def build_tools(ctx) -> list[Tool]:
+    """The eight tools for ``ctx`` (a :class:`Context`, or a factory returning one on first
+    use), in published order (:data:`TOOL_NAMES`)."""
     return Tools(ctx).list()

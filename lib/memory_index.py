@@ -14,15 +14,16 @@ Ranking (``memory_search``): reciprocal-rank fusion (k = 60) of
   the claims whose component is non-zero, so a claim sharing no dimension with the query is
   never touched (its cosine is exactly 0). It is built once per snapshot file, lazily.
 
-A hit must be relevant, not merely the least bad: a lexical (FTS5) match qualifies; a
-cosine-only candidate qualifies only at ``cosine >= relevance_floor`` (``snapshot_meta`` key
+A hit must be relevant, not merely the least bad: a lexical match (FTS5, or a query word
+among the claim's own words) qualifies; a candidate only the embedding found qualifies when the
+embedder is semantic and ``cosine >= relevance_floor`` (``snapshot_meta`` key
 ``relevance_floor``, calibrated by ``bench/memory_eval.py``; :data:`DEFAULT_RELEVANCE_FLOOR`
-when absent). Only claims with ``visible_to_agents = 1`` and status ``promoted``/``contested``
+when absent). With a lexical embedder (``hash256-v1``, :data:`lib.embed.LEXICAL`) such a
+candidate shares no word with the query — a hash collision — and never qualifies. Only claims with ``visible_to_agents = 1`` and status ``promoted``/``contested``
 are ever read. Standard library only (``sqlite3``); ``lib.snapshot`` provides the connection.
 """
 from __future__ import annotations
 
-import heapq
 import json
 import math
 import os
@@ -36,14 +37,18 @@ from lib import embed
 RRF_K = 60
 """Reciprocal-rank fusion constant: score = Σ 1 / (RRF_K + rank)."""
 DEFAULT_RELEVANCE_FLOOR = 0.5
-"""Minimum cosine for a candidate no FTS5 term matched, when the snapshot does not carry a
-calibrated ``relevance_floor``. High on purpose: with the lexical hash embedder a cosine-only
-candidate shares only colliding buckets with the query, which is noise below this."""
+"""Minimum cosine for a candidate only a semantic embedder found, when the snapshot carries no
+calibrated ``relevance_floor``: deliberately strict until ``bench/memory_eval.py`` calibrates one."""
 SERVED_STATUSES = ("promoted", "contested")
 _VISIBLE = "c.visible_to_agents = 1 AND c.status IN ('promoted', 'contested')"
 _REQUIRED = {"claims": {"claim_id", "claim", "status", "visible_to_agents"},
              "sessions": {"session_id", "ended_at"}, "snapshot_meta": {"key", "value"}}
 MAX_QUERY_TOKENS = 32
+RANK_DF_BUDGET = 3000
+"""Most FTS5 matches one query ranks by bm25 (see :meth:`SnapshotReader.search`)."""
+COSINE_SCAN_CAP = 20_000
+"""Most embedding postings one query reads (see :meth:`VectorIndex.search`)."""
+"""Most FTS5 matches one query ranks by bm25 (see :meth:`SnapshotReader.search`)."""
 
 
 class Unavailable(Exception):
@@ -55,12 +60,13 @@ class Unavailable(Exception):
 
 
 class VectorIndex:
-    """Sparse per-dimension postings of one snapshot's agent-visible claim embeddings.
+    """Impact-ordered sparse postings of one snapshot's agent-visible claim embeddings.
 
-    ``ids[i]``, ``subjects[i]`` (lowercased), ``types[i]`` describe row ``i``; ``post_idx[d]``
-    (``array('i')``) and ``post_val[d]`` (``array('f')``) list the rows whose component ``d`` is
-    non-zero; ``norms[i]`` is row ``i``'s L2 norm. Memory is proportional to non-zero
-    components (about 8 bytes each), not to 256 × rows.
+    ``ids[i]``, ``subjects[i]`` (lowercased), ``types[i]`` describe row ``i``; for each
+    dimension ``d``, ``post_idx[d]`` (``array('i')``) and ``post_val[d]`` (``array('f')``, the
+    component divided by the row's L2 norm) list the rows whose component ``d`` is non-zero, so
+    the dot product with a unit query is the cosine. A dimension a capped scan reads is sorted
+    by value on first use, so it can be read most-contributing first from either end. Memory is about 8 bytes per non-zero component.
     """
 
     def __init__(self, embedder_id: str):
@@ -70,85 +76,145 @@ class VectorIndex:
         self.types: list[str] = []
         self.post_idx = [array("i") for _ in range(embed.DIM)]
         self.post_val = [array("f") for _ in range(embed.DIM)]
-        self.norms: list[float] = []
+        self.norms = array("f")
+        self._sorted = [False] * embed.DIM
 
     @classmethod
     def build(cls, conn: sqlite3.Connection, embedder_id: str, chunk: int = 8192) -> "VectorIndex":
         """Load every agent-visible claim embedded by ``embedder_id`` (blobs of exactly 1,024
-        bytes; others are skipped), ``chunk`` rows at a time so peak memory stays small."""
+        bytes; others are skipped), ``chunk`` rows at a time so peak memory stays small.
+
+        The zero test runs on the blob's bytes read as ``uint32`` (a zero component is four zero
+        bytes, and the interpreter's cached ``0`` costs no allocation), so only non-zero
+        components ever become Python objects.
+        """
         idx = cls(embedder_id)
         cur = conn.execute(
             "SELECT c.claim_id, lower(coalesce(c.subject, '')), coalesce(c.claim_type, ''), c.embedding FROM claims c "
             f"WHERE {_VISIBLE} AND c.embedder = ? AND length(c.embedding) = ? ORDER BY c.claim_id",
             (embedder_id, embed.BLOB_BYTES))
+        local = tuple(range(chunk))
         base = 0
+        dim = embed.DIM
         while True:
             rows = cur.fetchmany(chunk)
             if not rows:
                 break
-            n = len(rows)
-            arr = array("f")
-            arr.frombytes(b"".join(r[3] for r in rows))
+            raw = b"".join(r[3] for r in rows)
+            words, floats = array("I"), array("f")
+            words.frombytes(raw)
+            floats.frombytes(raw)
             if sys.byteorder == "big":
-                arr.byteswap()
-            rng = range(base, base + n)
-            for d in range(embed.DIM):
-                col = arr[d::embed.DIM]
-                idx.post_idx[d].extend(compress(rng, col))
-                idx.post_val[d].extend(compress(col, col))
+                words.byteswap()
+                floats.byteswap()
+            for d in range(dim):
+                where = array("i", compress(local, words[d::dim]))
+                if where:
+                    idx.post_val[d].extend(map(floats[d::dim].__getitem__, where))
+                    idx.post_idx[d].extend(map(base.__add__, where))
             for r in rows:
                 idx.ids.append(r[0])
                 idx.subjects.append(r[1])
                 idx.types.append(r[2])
-            base += n
-        norms = [0.0] * base
-        for d in range(embed.DIM):
+            base += len(rows)
+        sq = [0.0] * base
+        for d in range(dim):
             for i, v in zip(idx.post_idx[d], idx.post_val[d]):
-                norms[i] += v * v
-        idx.norms = [math.sqrt(x) for x in norms]
+                sq[i] += v * v
+        idx.norms = array("f", map(math.sqrt, sq))
+        unit = all(abs(x - 1.0) <= 1e-4 for x in idx.norms if x)
+        if not unit:
+            for d in range(dim):
+                pi, pv = idx.post_idx[d], idx.post_val[d]
+                idx.post_val[d] = array("f", [v / idx.norms[i] for i, v in zip(pi, pv)])
         return idx
+
+    def _impact_ordered(self, d: int) -> None:
+        """Sort dimension ``d``'s postings by value, once, the first time a capped scan needs it
+        (most dimensions of most snapshots never do, so the build does not pay for it)."""
+        if not self._sorted[d]:
+            pi, pv = self.post_idx[d], self.post_val[d]
+            order = sorted(range(len(pv)), key=pv.__getitem__)
+            self.post_idx[d] = array("i", map(pi.__getitem__, order))
+            self.post_val[d] = array("f", map(pv.__getitem__, order))
+            self._sorted[d] = True
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def search(self, qvec, limit: int, subject: str | None = None, claim_type: str | None = None) -> list[tuple[str, float]]:
-        """Top ``limit`` ``(claim_id, cosine)`` by cosine, best first (ties by claim_id), over
-        rows passing the filters (``subject`` compared lowercased). Rows sharing no non-zero
-        dimension with ``qvec`` have cosine 0 and are not returned."""
+    def search(self, qvec, limit: int, subject: str | None = None, claim_type: str | None = None,
+               scan_cap: int | None = None, exact_rows=None) -> tuple[list[tuple[str, float]], bool]:
+        """Top ``limit`` ``(claim_id, cosine)`` by cosine, best first, over rows passing the
+        filters (``subject`` compared lowercased); rows with cosine ≤ 0 are left out.
+
+        Returns ``(hits, exact)``. When the query's dimensions hold at most ``scan_cap``
+        postings in all (default :data:`COSINE_SCAN_CAP`) every one is read and ``exact`` is
+        True. Otherwise each dimension is read most-contributing first up to a fair share of the
+        cap (short dimensions whole, the rest split evenly), ``exact`` is False, and the best
+        ``limit`` candidates are rescored exactly by ``exact_rows(ids) -> {id: blob}`` when given.
+        """
+        cap = COSINE_SCAN_CAP if scan_cap is None else scan_cap
         qn = math.sqrt(sum(v * v for v in qvec))
         if not qn or not self.ids:
-            return []
-        dots: dict[int, float] = {}
-        get = dots.get
-        for d, qv in enumerate(qvec):
-            if qv:
-                for i, v in zip(self.post_idx[d], self.post_val[d]):
-                    dots[i] = get(i, 0.0) + qv * v
-        subj = subject.lower() if subject else None
-        scored = []
-        for i, dot in dots.items():
-            if dot <= 0 or not self.norms[i]:
+            return [], True
+        dims = [(d, qv / qn) for d, qv in enumerate(qvec) if qv]
+        sizes = sorted((len(self.post_idx[d]), d) for d, _ in dims)
+        share, left, budget = {}, len(sizes), cap
+        for n, d in sizes:
+            share[d] = min(n, budget // left)
+            budget -= share[d]
+            left -= 1
+        exact = all(share[d] == len(self.post_idx[d]) for d, _ in dims)
+        acc: dict[int, float] = {}
+        for n, (d, w) in enumerate(sorted(dims, key=lambda dw: -share[dw[0]])):
+            m = share[d]
+            if m < len(self.post_idx[d]):
+                self._impact_ordered(d)
+            pi, pv = self.post_idx[d], self.post_val[d]
+            if m < len(pi):  # most-contributing first: the largest values for w > 0, the smallest for w < 0
+                pi, pv = (pi[len(pi) - m:], pv[len(pv) - m:]) if w > 0 else (pi[:m], pv[:m])
+            if n == 0:  # the longest dimension in one C-level pass
+                acc = dict(zip(pi, map(w.__mul__, pv)))
+                get = acc.get
                 continue
-            if subj is not None and self.subjects[i] != subj:
-                continue
-            if claim_type is not None and self.types[i] != claim_type:
-                continue
-            scored.append((-dot / (qn * self.norms[i]), self.ids[i]))
-        return [(cid, -neg) for neg, cid in heapq.nsmallest(limit, scored)]
+            for i, v in zip(pi, pv):
+                acc[i] = get(i, 0.0) + w * v
+        if subject is not None or claim_type is not None:
+            subj = subject.lower() if subject else None
+            acc = {i: x for i, x in acc.items() if (subj is None or self.subjects[i] == subj)
+                   and (claim_type is None or self.types[i] == claim_type)}
+        if len(acc) > limit:  # the limit-th best score by a C-level float sort, then one filter pass
+            floor = sorted(acc.values())[-limit]
+            best = [i for i, x in acc.items() if x >= floor]
+        else:
+            best = list(acc)
+        best.sort(key=lambda i: (-acc[i], i))
+        best = best[:limit]
+        if not exact and exact_rows is not None and best:
+            blobs = exact_rows([self.ids[i] for i in best])
+            for i in best:
+                blob = blobs.get(self.ids[i])
+                if blob is not None and self.norms[i]:
+                    vec = embed.from_blob(blob)
+                    acc[i] = sum(w * vec[d] for d, w in dims) / self.norms[i]
+            best.sort(key=lambda i: (-acc[i], i))
+        return [(self.ids[i], min(1.0, acc[i])) for i in best if acc[i] > 0], exact
 
 
-def fts_query(text: str) -> str | None:
-    """FTS5 MATCH expression for free text: distinct non-stopword tokens, quoted, OR-joined;
-    ``None`` when nothing is left to match."""
+def query_terms(text: str) -> list[str]:
+    """Distinct non-stopword tokens of ``text`` in order, at most :data:`MAX_QUERY_TOKENS`."""
     seen: list[str] = []
     for tok in embed.tokens(text):
         if tok not in seen:
             seen.append(tok)
         if len(seen) >= MAX_QUERY_TOKENS:
             break
-    if not seen:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in seen)
+    return seen
+
+
+def match_expr(terms: list[str]) -> str | None:
+    """FTS5 MATCH expression: each term quoted, OR-joined; ``None`` for no terms."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) if terms else None
 
 
 def _like(text: str) -> str:
@@ -172,6 +238,7 @@ class SnapshotReader:
         self.columns: dict[str, set] = {}
         self._index: VectorIndex | None = None
         self._index_for: str | None = None
+        self._embedders: list[str] | None = None
 
     def conn(self) -> sqlite3.Connection:
         try:
@@ -208,17 +275,20 @@ class SnapshotReader:
                 self._conn.close()
             except sqlite3.Error:
                 pass
-        self._conn, self._ident, self._index, self._index_for = None, None, None, None
+        self._conn, self._ident, self._index, self._index_for, self._embedders = None, None, None, None, None
 
     # -- claims ----------------------------------------------------------------------------
     def claim_embedders(self) -> list[str]:
-        """Embedder ids of agent-visible claims, most used first."""
-        if "embedder" not in self.columns.get("claims", ()):
-            return []
-        rows = self.conn().execute(
-            f"SELECT c.embedder, count(*) AS n FROM claims c WHERE {_VISIBLE} AND c.embedder IS NOT NULL "
-            "GROUP BY c.embedder ORDER BY n DESC, c.embedder").fetchall()
-        return [r[0] for r in rows if isinstance(r[0], str)]
+        """Embedder ids of agent-visible claims, most used first (computed once per snapshot)."""
+        conn = self.conn()
+        if self._embedders is None:
+            rows = []
+            if "embedder" in self.columns.get("claims", ()):
+                rows = conn.execute(
+                    f"SELECT c.embedder, count(*) AS n FROM claims c WHERE {_VISIBLE} AND c.embedder IS NOT NULL "
+                    "GROUP BY c.embedder ORDER BY n DESC, c.embedder").fetchall()
+            self._embedders = [r[0] for r in rows if isinstance(r[0], str)]
+        return self._embedders
 
     def vector_index(self, embedder_id: str) -> VectorIndex:
         """The :class:`VectorIndex` for ``embedder_id`` on the current snapshot (built on first use)."""
@@ -236,24 +306,107 @@ class SnapshotReader:
             return DEFAULT_RELEVANCE_FLOOR
         return v if 0.0 <= v <= 1.0 else DEFAULT_RELEVANCE_FLOOR
 
-    def fts(self, match: str, limit: int, subject: str | None, claim_type: str | None) -> list[str]:
-        """Claim ids matching the FTS5 expression, best bm25 first, at most ``limit``."""
+    def doc_count(self, term: str, cap: int) -> int:
+        """Agent-visible claims whose text or subject holds ``term`` (FTS5 tokenization), counted
+        up to ``cap`` (matching is cheap; it is bm25 ranking that costs per match)."""
+        try:
+            return self.conn().execute("SELECT count(*) FROM (SELECT 1 FROM claims_fts WHERE claims_fts MATCH ? LIMIT ?)",
+                                       (match_expr([term]), cap)).fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+    def fts_ranked(self, match: str, limit: int, subject: str | None, claim_type: str | None) -> list[str]:
+        """Claim ids matching the FTS5 expression, best bm25 first, at most ``limit``.
+
+        ``claims_fts`` holds agent-visible claims only, so without filters the claims table is
+        not joined (the caller re-checks visibility and status on the rows it keeps); with a
+        ``subject``/``claim_type`` filter it is.
+        """
         if "claim_id" not in self.columns.get("claims_fts", ()):
             return []
-        where, args = [_VISIBLE], [match]
-        if subject:
-            where.append("lower(c.subject) = lower(?)")
-            args.append(subject)
-        if claim_type:
-            where.append("c.claim_type = ?")
-            args.append(claim_type)
-        args.append(limit)
-        q = ("SELECT c.claim_id FROM claims_fts JOIN claims c ON c.claim_id = claims_fts.claim_id "
-             f"WHERE claims_fts MATCH ? AND {' AND '.join(where)} ORDER BY bm25(claims_fts), c.claim_id LIMIT ?")
+        if not subject and not claim_type:
+            q, args = "SELECT claim_id FROM claims_fts WHERE claims_fts MATCH ? ORDER BY rank LIMIT ?", [match, limit]
+        else:
+            where, args = [_VISIBLE], [match]
+            if subject:
+                where.append("lower(c.subject) = lower(?)")
+                args.append(subject)
+            if claim_type:
+                where.append("c.claim_type = ?")
+                args.append(claim_type)
+            args.append(limit)
+            q = ("SELECT c.claim_id FROM claims_fts JOIN claims c ON c.claim_id = claims_fts.claim_id "
+                 f"WHERE claims_fts MATCH ? AND {' AND '.join(where)} ORDER BY claims_fts.rank LIMIT ?")
         try:
             return [r[0] for r in self.conn().execute(q, args)]
         except sqlite3.OperationalError:
             return []
+
+    def search(self, query: str, k: int, subject: str | None = None, claim_type: str | None = None) -> dict:
+        """Rank agent-visible claims for ``query`` (see the module docstring).
+
+        Returns ``{"hits": [{"claim_id", "matched_by": ["fts5"?, "cosine"?], "cosine"?}],
+        "truncated": bool, "ranking": str, "relevance_floor": float, "notes": [str]}`` with at
+        most ``k`` hits, best first (ties by claim_id). ``truncated`` is true when more claims
+        qualified than were returned.
+
+        Lexical side: terms found in more than :data:`RANK_DF_BUDGET` claims are left out of the
+        bm25 query when rarer terms exist (their IDF is low, so they barely move bm25, while
+        ranking every match costs microseconds each); a cosine candidate still counts as a
+        lexical match when its own words contain a query word. With no usable embedding, every
+        term is ranked by bm25.
+        """
+        terms = query_terms(query)
+        pool = max(4 * k, 100)
+        notes: list[str] = []
+        embedders = self.claim_embedders()
+        usable = [e for e in embedders if embed.get(e)]
+        ranked_terms = terms
+        if usable and terms:
+            dfs = {t: self.doc_count(t, RANK_DF_BUDGET + 1) for t in terms}
+            ranked_terms, budget = [], RANK_DF_BUDGET
+            for t in sorted(terms, key=lambda t: dfs[t]):
+                if 0 < dfs[t] <= budget:
+                    ranked_terms.append(t)
+                    budget -= dfs[t]
+        fts_ids = self.fts_ranked(match_expr(ranked_terms), pool, subject, claim_type) if ranked_terms else []
+        cos: list[tuple[str, float]] = []
+        if usable:
+            eid = usable[0]
+            cos, exact = self.vector_index(eid).search(embed.get(eid)(query), pool, subject, claim_type,
+                                                       exact_rows=self.embeddings_by_id)
+            ranking = f"rrf(fts5 bm25, cosine {eid})" if exact else \
+                f"rrf(fts5 bm25, cosine {eid} over the {COSINE_SCAN_CAP} most-contributing postings)"
+            others = [e for e in embedders if e != eid]
+            if others:
+                notes.append(f"Claims embedded with {', '.join(others)} are matched by FTS5 only.")
+        else:
+            ranking = "fts5 bm25 only"
+            notes.append(f"Claims here are embedded with {', '.join(embedders)}, which this host cannot compute: ranked by FTS5 only."
+                         if embedders else "No claim in this snapshot carries an embedding: ranked by FTS5 only.")
+        lexical = set(fts_ids)
+        unknown = [cid for cid, _ in cos if cid not in lexical]
+        if unknown:  # a query word in the claim's own words is a lexical match too (bm25 skipped it or ranked it low)
+            wanted = set(terms)
+            for cid, row in self.claims_by_id(unknown).items():
+                if wanted.intersection(embed.tokens(f"{row.get('claim') or ''} {row.get('subject') or ''}")):
+                    lexical.add(cid)
+        semantic = bool(usable) and usable[0] not in embed.LEXICAL
+        floor = self.relevance_floor()
+        fused: dict[str, float] = {}
+        hits: dict[str, dict] = {}
+        for rank, cid in enumerate(fts_ids, 1):
+            fused[cid] = 1.0 / (RRF_K + rank)
+            hits[cid] = {"claim_id": cid, "matched_by": ["fts5"]}
+        for rank, (cid, c) in enumerate(cos, 1):
+            if cid in lexical or (semantic and c >= floor):
+                fused[cid] = fused.get(cid, 0.0) + 1.0 / (RRF_K + rank)
+                hit = hits.setdefault(cid, {"claim_id": cid, "matched_by": ["fts5"] if cid in lexical else []})
+                hit["matched_by"].append("cosine")
+                hit["cosine"] = round(c, 3)
+        order = sorted(fused, key=lambda c: (-fused[c], c))
+        return {"hits": [hits[c] for c in order[:k]], "truncated": len(order) > k, "ranking": ranking,
+                "relevance_floor": floor, "notes": notes}
 
     def claims_by_id(self, ids: list[str]) -> dict[str, dict]:
         """``{claim_id: row}`` for agent-visible claims among ``ids``."""
@@ -266,6 +419,17 @@ class SnapshotReader:
             q = f"SELECT {cols} FROM claims c WHERE {_VISIBLE} AND c.claim_id IN ({','.join('?' * len(part))})"
             for r in self.conn().execute(q, part):
                 out[r["claim_id"]] = dict(r)
+        return out
+
+    def embeddings_by_id(self, ids: list[str]) -> dict[str, bytes]:
+        """``{claim_id: embedding blob}`` for ``ids`` (primary-key lookups)."""
+        out = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            q = f"SELECT claim_id, embedding FROM claims WHERE claim_id IN ({','.join('?' * len(part))})"
+            for cid, blob in self.conn().execute(q, part):
+                if isinstance(blob, bytes) and len(blob) == embed.BLOB_BYTES:
+                    out[cid] = blob
         return out
 
     def _claim_cols(self) -> str:

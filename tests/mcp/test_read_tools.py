@@ -275,14 +275,26 @@ def test_blank_query_lists_best_supported_claims(make_session, cfg):
     assert [r["claim_id"] for r in out["results"]] == ["01A", "01F"] and out["truncated"] is True
 
 
-def test_cosine_only_candidate_needs_the_relevance_floor(make_session, cfg):
+def test_hash_collision_alone_is_never_a_hit(make_session, cfg):
     odd = claim("01Z", "an unrelated sentence about gardening", subject="garden")
-    odd["embedding"] = embed.to_blob(embed.hash_embed("zanzibar quokka"))
+    odd["embedding"] = embed.to_blob(embed.hash_embed("zanzibar quokka"))  # same buckets, no shared word
     write_snapshot(cfg, claims=CLAIMS + [odd])
-    hit = make_session().call("memory_search", {"query": "zanzibar quokka"})["results"]
-    assert [(h["claim_id"], h["matched_by"]) for h in hit] == [("01Z", ["cosine"])]
-    write_snapshot(cfg, claims=CLAIMS + [odd], meta={"relevance_floor": "1.01"})  # out of range: default floor
-    assert make_session().call("memory_search", {"query": "zanzibar quokka"})["results"][0]["claim_id"] == "01Z"
+    out = make_session().call("memory_search", {"query": "zanzibar quokka"})
+    assert out["results"] == []
+
+
+def test_semantic_embedder_candidate_needs_the_relevance_floor(make_session, cfg, monkeypatch):
+    monkeypatch.setitem(embed.EMBEDDERS, "toy-semantic-v1", lambda text: embed.hash_embed("quokka"))
+    near = claim("01Q", "small marsupials live on Rottnest island", subject="fauna", embedder="toy-semantic-v1")
+    near["embedding"] = embed.to_blob(embed.hash_embed("quokka"))
+    far = claim("01R", "the build uses make", subject="build", embedder="toy-semantic-v1")
+    far["embedding"] = embed.to_blob(embed.hash_embed("unrelated words entirely"))
+    write_snapshot(cfg, claims=[near, far])
+    hits = make_session().call("memory_search", {"query": "which animals are cute"})
+    assert [(h["claim_id"], h["matched_by"], h["cosine"]) for h in hits["results"]] == [("01Q", ["cosine"], 1.0)]
+    assert hits["ranking"] == "rrf(fts5 bm25, cosine toy-semantic-v1)"
+    write_snapshot(cfg, claims=[near, far], meta={"relevance_floor": "1.01"})  # out of range: the default floor
+    assert [h["claim_id"] for h in make_session().call("memory_search", {"query": "animals"})["results"]] == ["01Q"]
 
 
 def test_foreign_embedder_falls_back_to_fts_and_says_so(make_session, cfg):
