@@ -44,9 +44,9 @@ _VISIBLE = "c.visible_to_agents = 1 AND c.status IN ('promoted', 'contested')"
 _REQUIRED = {"claims": {"claim_id", "claim", "status", "visible_to_agents"},
              "sessions": {"session_id", "ended_at"}, "snapshot_meta": {"key", "value"}}
 MAX_QUERY_TOKENS = 32
-RANK_DF_BUDGET = 3000
+RANK_DF_BUDGET = 2000
 """Most FTS5 matches one query ranks by bm25 (see :meth:`SnapshotReader.search`)."""
-COSINE_SCAN_CAP = 20_000
+COSINE_SCAN_CAP = 10_000
 """Most embedding postings one query reads (see :meth:`VectorIndex.search`)."""
 """Most FTS5 matches one query ranks by bm25 (see :meth:`SnapshotReader.search`)."""
 
@@ -166,26 +166,27 @@ class VectorIndex:
             left -= 1
         exact = all(share[d] == len(self.post_idx[d]) for d, _ in dims)
         acc: dict[int, float] = {}
-        for n, (d, w) in enumerate(sorted(dims, key=lambda dw: -share[dw[0]])):
+        for d, w in dims:
             m = share[d]
             if m < len(self.post_idx[d]):
                 self._impact_ordered(d)
             pi, pv = self.post_idx[d], self.post_val[d]
             if m < len(pi):  # most-contributing first: the largest values for w > 0, the smallest for w < 0
                 pi, pv = (pi[len(pi) - m:], pv[len(pv) - m:]) if w > 0 else (pi[:m], pv[:m])
-            if n == 0:  # the longest dimension in one C-level pass
-                acc = dict(zip(pi, map(w.__mul__, pv)))
-                get = acc.get
-                continue
-            for i, v in zip(pi, pv):
-                acc[i] = get(i, 0.0) + w * v
+            part = dict(zip(pi, map(w.__mul__, pv)))  # C-level; Python only touches rows in both
+            if acc:
+                for i in acc.keys() & part.keys():
+                    part[i] += acc[i]
+                acc.update(part)
+            else:
+                acc = part
         if subject is not None or claim_type is not None:
             subj = subject.lower() if subject else None
             acc = {i: x for i, x in acc.items() if (subj is None or self.subjects[i] == subj)
                    and (claim_type is None or self.types[i] == claim_type)}
-        if len(acc) > limit:  # the limit-th best score by a C-level float sort, then one filter pass
+        if len(acc) > limit:  # the limit-th best score by a C-level float sort, then a C-level filter
             floor = sorted(acc.values())[-limit]
-            best = [i for i, x in acc.items() if x >= floor]
+            best = list(compress(acc, map(floor.__le__, acc.values())))
         else:
             best = list(acc)
         best.sort(key=lambda i: (-acc[i], i))

@@ -61,3 +61,18 @@ def test_serving_every_tool_pulls_in_nothing_network_or_heavy(role_env, home):
     loaded = modules(SESSION, role_env)
     assert {"lib.mcp_tools", "lib.memory_index", "sqlite3"} <= loaded
     assert not loaded & set(FORBIDDEN), sorted(loaded & set(FORBIDDEN))
+
+
+def test_initialize_and_tools_list_load_no_tool_machinery(role_env):
+    code = r"""
+import io, json, sys
+import mcp_server
+frames = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+          {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+out = io.BytesIO()
+mcp_server.main([], io.BytesIO(b"".join(json.dumps(f).encode() + b"\n" for f in frames)), out, io.StringIO())
+assert len(out.getvalue().splitlines()) == 2
+print(json.dumps(sorted(sys.modules)))
+"""
+    loaded = modules(code, role_env)
+    assert not loaded & {"lib.config", "dataclasses", "sqlite3", "lib.redact", "lib.memory_index", "lib.cache_view"}
