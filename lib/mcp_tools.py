@@ -479,6 +479,8 @@ class Tools:
         limit = clamp(args.get("limit"), ROW_DEFAULT)
         since = parse_since(args.get("since"), self.ctx.clock())
         subject = args["subject"].strip()
+        if not subject:
+            raise InvalidParams("argument `subject` must not be blank")
         done, base = self._memory_gate("entries")
         if done:
             return dict(done, subject=subject)

@@ -357,6 +357,7 @@ def test_memory_timeline_merges_sessions_and_claims_newest_first(make_session, c
     assert len(one["entries"]) == 1 and one["truncated"] is True
     assert s.call("memory_timeline", {"subject": "postgres", "since": "2026-09-01"})["entries"][0]["session_id"] == "s-mig"
     assert s.call("memory_timeline", {"subject": "kubernetes"})["entries"] == []
+    assert s.call_raw("memory_timeline", {"subject": "   "})["error"]["code"] == -32602
 
 
 def test_reads_write_nothing(make_session, cfg):
