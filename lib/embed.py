@@ -5,15 +5,16 @@ Where it sits: maint embeds each claim when it builds the snapshot (``claims.emb
 by cosine. A query is only compared with vectors from the same embedder: different embedders'
 spaces are unrelated, so a mismatch means FTS-only ranking, said out loud.
 
-The one embedder here is ``hash256-v1``, a deterministic hashing-trick set of words: the
-distinct lowercase word tokens (``\\w+``) minus a short English stopword list, each hashed with
-BLAKE2b into one of 256 buckets with a ±1 sign (the sign makes bucket collisions cancel on
-average instead of adding up), then L2-normalised. Presence, not counts: a claim repeating a
-word is not more about it, and without corpus statistics (no IDF) counts only reward repetition. It is lexical, not semantic — "flaky" and "intermittent" do not meet —
-and it is what every host can compute with the standard library alone. A semantic embedder
-(WordLlama ``l2_supercat``) registers under its own id in :data:`EMBEDDERS`.
+The one embedder here is ``hash256-v1``, a deterministic hashing-trick bag of words: lowercase
+word tokens (``\\w+``) minus a short English stopword list, each hashed with BLAKE2b into one of
+256 buckets with a ±1 sign (the sign makes bucket collisions cancel on average instead of adding
+up), then L2-normalised. It is lexical, not semantic — "flaky" and "intermittent" do not meet —
+and it is what every host can compute with the standard library alone. The semantic embedder
+(WordLlama ``l2_supercat``, ``wordllama-l2_supercat-256``) registers itself in :data:`EMBEDDERS`
+when its wheel is installed; its tokenizer and weights load from the wheel's own files.
 
-Standard library only (``array``, ``hashlib``, ``re``).
+The hashing embedder is standard library only; WordLlama needs ``numpy`` and ``tokenizers``
+(imported on first use).
 """
 from __future__ import annotations
 
@@ -50,10 +51,10 @@ def _bucket(token: str) -> tuple[int, float]:
 
 
 def hash_embed(text: str) -> array:
-    """The ``hash256-v1`` vector of ``text`` (its distinct non-stopword words): ``array('f')`` of 256, unit length (all zeros
+    """The ``hash256-v1`` vector of ``text``: ``array('f')`` of 256, unit length (all zeros
     when ``text`` has no token). Deterministic across processes, hosts and Python versions."""
     vec = [0.0] * DIM
-    for tok in set(tokens(text)):
+    for tok in tokens(text):
         b, sign = _bucket(tok)
         vec[b] += sign
     norm = math.sqrt(sum(v * v for v in vec))
@@ -65,8 +66,77 @@ def hash_embed(text: str) -> array:
 EMBEDDERS = {HASH_EMBEDDER_ID: hash_embed}
 """Embedder id → ``fn(text) -> array('f')`` of :data:`DIM`. The id is stored with every claim."""
 LEXICAL = frozenset({HASH_EMBEDDER_ID})
-"""Embedders whose similarity is word overlap. A candidate such an embedder finds without
-sharing a word with the query only met it through a hash collision: noise, never a hit."""
+"""Embedders whose similarity is word overlap (sparse vectors). A candidate such an embedder finds
+without sharing a word with the query only met it through a hash collision: noise, never a hit."""
+
+WORDLLAMA_ID = "wordllama-l2_supercat-256"
+_WORDLLAMA = None
+
+
+def _wordllama_files() -> tuple[str, str] | None:
+    """Paths of the WordLlama ``l2_supercat`` tokenizer and 256-d weights shipped *inside* the
+    ``wordllama`` wheel, found without importing the package (its ``__init__`` imports
+    ``requests``, and the MCP server must not import network clients). ``None`` if absent."""
+    import importlib.util
+    import os
+
+    try:
+        spec = importlib.util.find_spec("wordllama")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    base = list(spec.submodule_search_locations)[0]
+    tok = os.path.join(base, "tokenizers", "l2_supercat_tokenizer_config.json")
+    weights = os.path.join(base, "weights", "l2_supercat_256.safetensors")
+    return (tok, weights) if os.path.exists(tok) and os.path.exists(weights) else None
+
+
+def _load_wordllama():
+    """Load the tokenizer (``tokenizers``) and the fp16 embedding matrix (safetensors header +
+    numpy) from the wheel's own files: no download is possible, whatever the environment says."""
+    global _WORDLLAMA
+    if _WORDLLAMA is None:
+        import json
+        import struct
+
+        import numpy as np
+        from tokenizers import Tokenizer
+
+        tok_path, w_path = _wordllama_files()
+        tok = Tokenizer.from_file(tok_path)
+        tok.no_padding()
+        tok.no_truncation()
+        with open(w_path, "rb") as fh:
+            (hlen,) = struct.unpack("<Q", fh.read(8))
+            header = json.loads(fh.read(hlen))
+            meta = header["embedding.weight"]
+            start, end = meta["data_offsets"]
+            fh.seek(8 + hlen + start)
+            raw = fh.read(end - start)
+        dtype = {"F16": np.float16, "F32": np.float32}[meta["dtype"]]
+        matrix = np.frombuffer(raw, dtype=dtype).reshape(meta["shape"]).astype(np.float32)
+        _WORDLLAMA = (tok, matrix)
+    return _WORDLLAMA
+
+
+def wordllama_embed(text: str) -> array:
+    """WordLlama ``l2_supercat`` 256-d vector of ``text``: the mean of its tokens' rows of the
+    embedding matrix (no special tokens), L2-normalised — what ``WordLlama.embed(norm=True)``
+    computes, without importing the package. All zeros for text with no token."""
+    import numpy as np
+
+    tok, matrix = _load_wordllama()
+    ids = np.clip(np.asarray(tok.encode(text, add_special_tokens=False).ids, dtype=np.int64), 0, matrix.shape[0] - 1)
+    if ids.size == 0:
+        return array("f", [0.0] * DIM)
+    v = matrix[ids].mean(axis=0)
+    n = float(np.linalg.norm(v))
+    return array("f", (v / n if n else v).astype(np.float32).tolist())
+
+
+if _wordllama_files() is not None:
+    EMBEDDERS[WORDLLAMA_ID] = wordllama_embed
 
 
 def get(embedder_id: str):
@@ -106,3 +176,12 @@ def cosine(a, b) -> float:
     if not na or not nb:
         return 0.0
     return dot / math.sqrt(na * nb)
+
+
+def default_embedder():
+    """``(embedder_id, fn)`` maint uses for claims: WordLlama when its wheel is installed (a real
+    semantic embedder, DESIGN.md §10), else the hashing trick. The id goes into the snapshot so
+    queries use the same space or fall back to FTS only."""
+    if WORDLLAMA_ID in EMBEDDERS:
+        return WORDLLAMA_ID, wordllama_embed
+    return HASH_EMBEDDER_ID, hash_embed
