@@ -39,6 +39,10 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, environ=None) -> int:
     from lib import jsonrpc, logs, mcp_tools
 
     env = os.environ if environ is None else environ
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        # one BLAS thread: a dense memory_search is one matrix-vector product, and idle BLAS
+        # threads spin on cores the agent needs (numpy reads these when a tool first imports it)
+        os.environ.setdefault(var, "1")
     err = stderr or sys.stderr
     log = logs.setup("mcp", stream=err, quiet=bool(env.get("CTXLAKE_MCP_QUIET")))
     cwd = os.getcwd()

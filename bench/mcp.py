@@ -4,11 +4,12 @@
 
 Usage::
 
-    python bench/mcp.py [--claims 100000] [--queries 300] [--starts 10] [--snapshot PATH]
+    python bench/mcp.py [--claims 100000] [--queries 300] [--starts 10] [--embedder ID] [--snapshot PATH]
 
 Builds a synthetic snapshot with :func:`lib.snapshot.build` (claims of 6–20 words drawn from a
-6,000-word vocabulary with Zipf weights, see :func:`zipf`; 50 subjects, 95 % agent-visible, embedded with
-``hash256-v1``), places it as ``cache/<fleet>/snapshot.bin`` in a temporary ``CTXLAKE_HOME``
+6,000-word vocabulary with Zipf weights, see :func:`zipf`; 50 subjects, 95 % agent-visible, embedded
+like maint embeds them — WordLlama when its wheel is installed, else ``hash256-v1``; ``--embedder``
+picks one), places it as ``cache/<fleet>/snapshot.bin`` in a temporary ``CTXLAKE_HOME``
 and drives a real ``mcp_server.py`` process over its pipes, like an agent runtime would:
 
 - start-up: spawn → first ``initialize`` answer, ``--starts`` times (median and max), next to
@@ -64,8 +65,10 @@ def zipf(n: int) -> list[float]:
     return [1.0 / (i + 10) for i in range(n)]
 
 
-def build_snapshot(path: str, n_claims: int, vocab: list[str], rng: random.Random) -> None:
+def build_snapshot(path: str, n_claims: int, vocab: list[str], rng: random.Random, embedder_id: str) -> None:
     from lib import embed, snapshot
+
+    fn = embed.get(embedder_id)
 
     weights = zipf(len(vocab))
     subjects = [f"area{i}" for i in range(50)]  # one token each, like ci, auth, db
@@ -79,7 +82,7 @@ def build_snapshot(path: str, n_claims: int, vocab: list[str], rng: random.Rando
                        "observed_by": f"cc-{i % 40:02d}", "observed_at": "2026-09-%02dT10:00:00.000Z" % (1 + i % 28),
                        "independent_sessions": 1 + i % 4, "evidence": [{"session_id": f"s{i}", "message_id": f"m{i}"}],
                        "visible_to_agents": 0 if i % 20 == 0 else 1,
-                       "embedding": embed.to_blob(embed.hash_embed(text + " " + subject)), "embedder": embed.HASH_EMBEDDER_ID})
+                       "embedding": embed.to_blob(fn(text)), "embedder": embedder_id})
     data = snapshot.build(FLEET, [], claims, meta={"summarize_mode": "agent"})
     with open(path, "wb") as fh:
         fh.write(data)
@@ -140,7 +143,14 @@ def main(argv=None) -> int:
     p.add_argument("--queries", type=int, default=300, help="warm memory_search calls (default 300)")
     p.add_argument("--starts", type=int, default=10, help="start-up measurements (default 10)")
     p.add_argument("--snapshot", help="reuse this snapshot file instead of building one")
+    p.add_argument("--embedder", help="embed the claims with this id (default: what maint uses, "
+                                      "lib.embed.default_embedder(): WordLlama when its wheel is installed, else hash256-v1)")
     args = p.parse_args(argv)
+    from lib import embed
+
+    embedder_id = args.embedder or embed.default_embedder()[0]
+    if embed.get(embedder_id) is None:
+        p.error(f"embedder {embedder_id!r} is not available here (known: {', '.join(embed.EMBEDDERS)})")
     rng = random.Random(42)
     vocab = vocabulary(6000, rng)
     home = tempfile.mkdtemp(prefix="ctxlake-bench-mcp-")
@@ -155,9 +165,10 @@ def main(argv=None) -> int:
             build_s = None
             with sqlite3.connect(snap) as conn:
                 args.claims = conn.execute("SELECT count(*) FROM claims").fetchone()[0]
+                embedder_id = conn.execute("SELECT embedder FROM claims LIMIT 1").fetchone()[0]
         else:
             t = time.perf_counter()
-            build_snapshot(snap, args.claims, vocab, rng)
+            build_snapshot(snap, args.claims, vocab, rng, embedder_id)
             build_s = time.perf_counter() - t
         env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure the server as deployed: bytecode cached
@@ -206,7 +217,7 @@ def main(argv=None) -> int:
 
     p50, p95, worst = pct(warm, 50) * 1000, pct(warm, 95) * 1000, max(warm) * 1000
     rows = [
-        ("snapshot", f"{args.claims} claims" + (f", built in {build_s:.1f} s" if build_s else " (reused)"), "", ""),
+        ("snapshot", f"{args.claims} claims, {embedder_id}" + (f", built in {build_s:.0f} s" if build_s else " (reused)"), "", ""),
         ("bare `python -c pass` spawn (median)", f"{statistics.median(bare) * 1000:.1f} ms", "", ""),
         ("start-up → first initialize answer (median / max)",
          f"{statistics.median(starts) * 1000:.1f} / {max(starts) * 1000:.1f} ms", "", ""),

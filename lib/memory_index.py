@@ -10,17 +10,23 @@ Ranking (``memory_search``): reciprocal-rank fusion (k = 60) of
 - FTS5 ``bm25`` over ``claims_fts`` (agent-visible claims only; query tokens quoted and
   OR-joined, stopwords dropped), and
 - cosine between the query's embedding and every agent-visible claim embedded with the same
-  ``embedder`` id. The scan is exact but sparse: a :class:`VectorIndex` keeps, per dimension,
-  the claims whose component is non-zero, so a claim sharing no dimension with the query is
-  never touched (its cosine is exactly 0). It is built once per snapshot file, lazily.
+  ``embedder`` id, from an index built once per snapshot file on first use:
+
+  - a lexical embedder (``hash256-v1``: sparse vectors) gets a :class:`VectorIndex` — per
+    dimension, the claims whose component is non-zero, so a claim sharing no dimension with the
+    query is never touched (its cosine is exactly 0). Exact up to :data:`COSINE_SCAN_CAP`
+    postings per query; past it, most-contributing postings first and exact rescoring;
+  - a semantic embedder (WordLlama: dense vectors) gets a :class:`DenseIndex` — one numpy
+    matrix, one matrix-vector product per query, always exact.
 
 A hit must be relevant, not merely the least bad: a lexical match (FTS5, or a query word
 among the claim's own words) qualifies; a candidate only the embedding found qualifies when the
 embedder is semantic and ``cosine >= relevance_floor`` (``snapshot_meta`` key
-``relevance_floor``, calibrated by ``bench/memory_eval.py``; :data:`DEFAULT_RELEVANCE_FLOOR`
-when absent). With a lexical embedder (``hash256-v1``, :data:`lib.embed.LEXICAL`) such a
-candidate shares no word with the query — a hash collision — and never qualifies. Only claims with ``visible_to_agents = 1`` and status ``promoted``/``contested``
-are ever read. Standard library only (``sqlite3``); ``lib.snapshot`` provides the connection.
+``relevance_floor``, to be calibrated on negative queries; :data:`DEFAULT_RELEVANCE_FLOOR` when
+absent). With a lexical embedder (:data:`lib.embed.LEXICAL`) such a candidate shares no word
+with the query — a hash collision — and never qualifies. Only claims with
+``visible_to_agents = 1`` and status ``promoted``/``contested`` are ever read. Standard library
+(``sqlite3``) except the dense index, which imports numpy when first built.
 """
 from __future__ import annotations
 
@@ -48,7 +54,6 @@ RANK_DF_BUDGET = 2000
 """Most FTS5 matches one query ranks by bm25 (see :meth:`SnapshotReader.search`)."""
 COSINE_SCAN_CAP = 10_000
 """Most embedding postings one query reads (see :meth:`VectorIndex.search`)."""
-"""Most FTS5 matches one query ranks by bm25 (see :meth:`SnapshotReader.search`)."""
 
 
 class Unavailable(Exception):
@@ -202,6 +207,86 @@ class VectorIndex:
         return [(self.ids[i], min(1.0, acc[i])) for i in best if acc[i] > 0], exact
 
 
+class DenseIndex:
+    """One snapshot's agent-visible claim embeddings from a dense (semantic) embedder, as a
+    numpy ``float32`` matrix of unit rows: a query is one matrix-vector product.
+
+    Used for embedders outside :data:`lib.embed.LEXICAL` (WordLlama): their vectors have all 256
+    components non-zero, where postings would cost more than the matrix. The matrix is
+    allocated once at its final size and filled ``chunk`` rows at a time (peak memory = the
+    matrix, about 1 KiB per claim, plus one chunk). numpy is imported here, on first use — the
+    embedder computing the query needs it anyway. Subjects and types are kept as integer codes
+    so filters are vectorised masks.
+    """
+
+    def __init__(self, embedder_id: str):
+        self.embedder_id = embedder_id
+        self.ids: list[str] = []
+        self.matrix = None
+        self.subject_code: dict[str, int] = {}
+        self.type_code: dict[str, int] = {}
+        self.subjects = None
+        self.types = None
+
+    @classmethod
+    def build(cls, conn: sqlite3.Connection, embedder_id: str, chunk: int = 8192) -> "DenseIndex":
+        """Load every agent-visible claim embedded by ``embedder_id`` (1,024-byte blobs only).
+        :raises ImportError: numpy is not installed (the caller falls back to FTS5 only)."""
+        import numpy as np
+
+        where = f"WHERE {_VISIBLE} AND c.embedder = ? AND length(c.embedding) = ?"
+        args = (embedder_id, embed.BLOB_BYTES)
+        n = conn.execute(f"SELECT count(*) FROM claims c {where}", args).fetchone()[0]
+        idx = cls(embedder_id)
+        idx.matrix = np.zeros((n, embed.DIM), dtype=np.float32)
+        subjects, types = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32)
+        cur = conn.execute("SELECT c.claim_id, lower(coalesce(c.subject, '')), coalesce(c.claim_type, ''), c.embedding "
+                           f"FROM claims c {where} ORDER BY c.claim_id", args)
+        row = 0
+        while row < n:
+            rows = cur.fetchmany(chunk)[: n - row]
+            if not rows:
+                break
+            block = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(len(rows), embed.DIM)
+            idx.matrix[row:row + len(rows)] = block
+            for j, r in enumerate(rows, row):
+                idx.ids.append(r[0])
+                subjects[j] = idx.subject_code.setdefault(r[1], len(idx.subject_code))
+                types[j] = idx.type_code.setdefault(r[2], len(idx.type_code))
+            row += len(rows)
+        idx.matrix = idx.matrix[:row]
+        norms = np.linalg.norm(idx.matrix, axis=1)
+        norms[norms == 0] = 1.0
+        idx.matrix /= norms[:, None]
+        idx.subjects, idx.types = subjects[:row], types[:row]
+        return idx
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def search(self, qvec, limit: int, subject: str | None = None, claim_type: str | None = None,
+               scan_cap: int | None = None, exact_rows=None) -> tuple[list[tuple[str, float]], bool]:
+        """Top ``limit`` ``(claim_id, cosine)`` over every row, best first (ties by claim_id);
+        rows with cosine ≤ 0 are left out. Always exact: returns ``(hits, True)``."""
+        import numpy as np
+
+        q = np.asarray(qvec, dtype=np.float32)
+        qn = float(np.linalg.norm(q))
+        if not qn or not self.ids:
+            return [], True
+        scores = self.matrix @ (q / qn)
+        if subject is not None:
+            code = self.subject_code.get(subject.lower())
+            scores = np.where(self.subjects == code, scores, -np.inf) if code is not None else np.full_like(scores, -np.inf)
+        if claim_type is not None:
+            code = self.type_code.get(claim_type)
+            scores = np.where(self.types == code, scores, -np.inf) if code is not None else np.full_like(scores, -np.inf)
+        k = min(limit, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k]
+        best = sorted(top.tolist(), key=lambda i: (-float(scores[i]), i))
+        return [(self.ids[i], min(1.0, float(scores[i]))) for i in best if scores[i] > 0], True
+
+
 def query_terms(text: str) -> list[str]:
     """Distinct non-stopword tokens of ``text`` in order, at most :data:`MAX_QUERY_TOKENS`."""
     seen: list[str] = []
@@ -291,11 +376,15 @@ class SnapshotReader:
             self._embedders = [r[0] for r in rows if isinstance(r[0], str)]
         return self._embedders
 
-    def vector_index(self, embedder_id: str) -> VectorIndex:
-        """The :class:`VectorIndex` for ``embedder_id`` on the current snapshot (built on first use)."""
+    def vector_index(self, embedder_id: str):
+        """The cosine index for ``embedder_id`` on the current snapshot, built on first use: a
+        sparse :class:`VectorIndex` for a lexical embedder, a :class:`DenseIndex` otherwise.
+        :raises ImportError: a dense index without numpy."""
         conn = self.conn()
         if self._index is None or self._index_for != embedder_id:
-            self._index = VectorIndex.build(conn, embedder_id)
+            self._index = None
+            kind = VectorIndex if embedder_id in embed.LEXICAL else DenseIndex
+            self._index = kind.build(conn, embedder_id)
             self._index_for = embedder_id
         return self._index
 
@@ -362,8 +451,27 @@ class SnapshotReader:
         notes: list[str] = []
         embedders = self.claim_embedders()
         usable = [e for e in embedders if embed.get(e)]
+        cos: list[tuple[str, float]] = []
+        ranking = "fts5 bm25 only"
+        if usable:
+            eid = usable[0]
+            try:
+                cos, exact = self.vector_index(eid).search(embed.get(eid)(query), pool, subject, claim_type,
+                                                           exact_rows=self.embeddings_by_id)
+                ranking = f"rrf(fts5 bm25, cosine {eid})" if exact else \
+                    f"rrf(fts5 bm25, cosine {eid} over the {COSINE_SCAN_CAP} most-contributing postings)"
+            except Exception as exc:  # the embedder or numpy failed on this host: lexical ranking still works
+                usable = []
+                notes.append(f"The {eid} embedder failed here ({type(exc).__name__}: {str(exc)[:120]}): ranked by FTS5 only.")
+            others = [e for e in embedders if e != eid]
+            if others:
+                notes.append(f"Claims embedded with {', '.join(others)} are matched by FTS5 only.")
+        elif embedders:
+            notes.append(f"Claims here are embedded with {', '.join(embedders)}, which this host cannot compute: ranked by FTS5 only.")
+        else:
+            notes.append("No claim in this snapshot carries an embedding: ranked by FTS5 only.")
         ranked_terms = terms
-        if usable and terms:
+        if usable and terms:  # cosine candidates get a lexical check, so very common words can leave bm25
             dfs = {t: self.doc_count(t, RANK_DF_BUDGET + 1) for t in terms}
             ranked_terms, budget = [], RANK_DF_BUDGET
             for t in sorted(terms, key=lambda t: dfs[t]):
@@ -371,20 +479,6 @@ class SnapshotReader:
                     ranked_terms.append(t)
                     budget -= dfs[t]
         fts_ids = self.fts_ranked(match_expr(ranked_terms), pool, subject, claim_type) if ranked_terms else []
-        cos: list[tuple[str, float]] = []
-        if usable:
-            eid = usable[0]
-            cos, exact = self.vector_index(eid).search(embed.get(eid)(query), pool, subject, claim_type,
-                                                       exact_rows=self.embeddings_by_id)
-            ranking = f"rrf(fts5 bm25, cosine {eid})" if exact else \
-                f"rrf(fts5 bm25, cosine {eid} over the {COSINE_SCAN_CAP} most-contributing postings)"
-            others = [e for e in embedders if e != eid]
-            if others:
-                notes.append(f"Claims embedded with {', '.join(others)} are matched by FTS5 only.")
-        else:
-            ranking = "fts5 bm25 only"
-            notes.append(f"Claims here are embedded with {', '.join(embedders)}, which this host cannot compute: ranked by FTS5 only."
-                         if embedders else "No claim in this snapshot carries an embedding: ranked by FTS5 only.")
         lexical = set(fts_ids)
         unknown = [cid for cid, _ in cos if cid not in lexical]
         if unknown:  # a query word in the claim's own words is a lexical match too (bm25 skipped it or ranked it low)

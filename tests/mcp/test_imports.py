@@ -76,3 +76,26 @@ print(json.dumps(sorted(sys.modules)))
 """
     loaded = modules(code, role_env)
     assert not loaded & {"lib.config", "dataclasses", "sqlite3", "lib.redact", "lib.memory_index", "lib.cache_view"}
+
+
+def test_wordllama_search_loads_numpy_but_nothing_network(role_env, home):
+    from lib import embed, snapshot
+    from lib.config import load
+    from lib.spool import atomic_write
+
+    if embed.WORDLLAMA_ID not in embed.EMBEDDERS:
+        import pytest
+
+        pytest.skip("the wordllama wheel is not installed")
+    cfg = load(role_env)
+    text = "postgres migrations run first"
+    data = snapshot.build(cfg.fleet_id, [], [{"claim_id": "c1", "claim": text, "claim_type": "outcome", "subject": "db",
+                                              "status": "promoted", "visible_to_agents": 1, "confidence": 0.7,
+                                              "independent_sessions": 1, "embedder": embed.WORDLLAMA_ID,
+                                              "embedding": embed.to_blob(embed.wordllama_embed(text))}])
+    atomic_write(cfg.paths.snapshot(cfg.fleet_id), data)
+    loaded = modules(SESSION, role_env)
+    assert {"numpy", "tokenizers"} <= {m.split(".")[0] for m in loaded}
+    network = set(FORBIDDEN) - {"numpy", "sqlite_utils"}
+    assert not loaded & network, sorted(loaded & network)
+    assert "wordllama" not in loaded  # its package __init__ imports requests; only its files are read

@@ -15,7 +15,7 @@ WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel
 @pytest.fixture
 def reader(cfg):
     rng = random.Random(7)
-    rows = [claim(f"01X{i:05d}", " ".join(rng.choices(WORDS, k=rng.randint(3, 8))) + f" w{i}", subject=f"s{i % 5}",
+    rows = [claim(f"01X{i:05d}", " ".join(rng.sample(WORDS, k=rng.randint(3, 8))) + f" w{i}", subject=f"s{i % 5}",
                   claim_type="outcome" if i % 2 else "convention") for i in range(600)]
     rows.append(claim("01Y00000", "hidden alpha bravo", visible=0))
     write_snapshot(cfg, claims=rows)
@@ -75,3 +75,60 @@ def test_query_terms_are_distinct_and_stopword_free():
     assert memory_index.query_terms("How do I run the tests? Run THE tests!") == ["run", "tests"]
     assert memory_index.match_expr(['say "hi"', "x"]) == '"say ""hi""" OR "x"'
     assert memory_index.match_expr([]) is None
+
+
+def _dense(text: str):
+    """A toy dense embedder: every component non-zero, deterministic per text."""
+    rng = random.Random(text)
+    return [rng.gauss(0, 1) for _ in range(embed.DIM)]
+
+
+@pytest.fixture
+def dense_reader(cfg, monkeypatch):
+    monkeypatch.setitem(embed.EMBEDDERS, "toy-dense-v1", _dense)
+    rows = []
+    for i in range(300):
+        row = claim(f"01D{i:05d}", f"dense claim number {i}", subject=f"s{i % 3}", claim_type="outcome" if i % 2 else "convention",
+                    embedder="toy-dense-v1")
+        row["embedding"] = embed.to_blob(_dense(f"v{i}"))
+        rows.append(row)
+    rows.append(dict(rows[0], claim_id="01E00000", visible_to_agents=0))
+    write_snapshot(cfg, claims=rows)
+    r = memory_index.SnapshotReader(cfg.paths.snapshot(cfg.fleet_id))
+    r.conn()
+    return r
+
+
+@pytest.mark.parametrize("filters", [{}, {"subject": "S1"}, {"claim_type": "outcome"}, {"subject": "nope"}])
+def test_dense_embedder_uses_the_matrix_and_equals_brute_force(dense_reader, filters):
+    index = dense_reader.vector_index("toy-dense-v1")
+    assert isinstance(index, memory_index.DenseIndex) and len(index) == 300
+    q = _dense("v7")
+    hits, exact = index.search(q, 20, **filters)
+    assert exact is True
+    rows = dense_reader.conn().execute("SELECT claim_id, subject, claim_type, embedding FROM claims WHERE visible_to_agents = 1")
+    want = sorted(((embed.cosine(q, embed.from_blob(r["embedding"])), r["claim_id"]) for r in rows
+                   if (not filters.get("subject") or r["subject"].lower() == filters["subject"].lower())
+                   and (not filters.get("claim_type") or r["claim_type"] == filters["claim_type"])),
+                  key=lambda t: (-t[0], t[1]))
+    want = [(cid, c) for c, cid in want if c > 0][:20]
+    assert [cid for cid, _ in hits] == [cid for cid, _ in want]
+    assert [round(c, 4) for _, c in hits] == [round(c, 4) for _, c in want]
+    if not filters:
+        assert hits[0] == ("01D00007", pytest.approx(1.0))
+
+
+def test_semantic_hit_without_a_shared_word_needs_the_floor(dense_reader):
+    found = dense_reader.search("v7", 5)  # no claim contains the word v7; only the embedding matches
+    assert [h["claim_id"] for h in found["hits"]] == ["01D00007"]
+    assert found["hits"][0]["matched_by"] == ["cosine"] and found["ranking"] == "rrf(fts5 bm25, cosine toy-dense-v1)"
+
+
+def test_a_failing_embedder_degrades_to_fts_with_a_note(dense_reader, monkeypatch):
+    def broken(text):
+        raise OSError("weights missing")
+
+    monkeypatch.setitem(embed.EMBEDDERS, "toy-dense-v1", broken)
+    found = dense_reader.search("dense claim 42", 3)
+    assert found["ranking"] == "fts5 bm25 only" and "weights missing" in found["notes"][0]
+    assert found["hits"] and all(h["matched_by"] == ["fts5"] for h in found["hits"])

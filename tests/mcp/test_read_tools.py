@@ -298,11 +298,11 @@ def test_semantic_embedder_candidate_needs_the_relevance_floor(make_session, cfg
 
 
 def test_foreign_embedder_falls_back_to_fts_and_says_so(make_session, cfg):
-    foreign = [dict(c, embedder="wordllama-l2_supercat-256") for c in CLAIMS]
+    foreign = [dict(c, embedder="unknown-embedder-256") for c in CLAIMS]
     write_snapshot(cfg, claims=foreign)
     out = make_session().call("memory_search", {"query": "postgres migrations"})
     assert out["ranking"] == "fts5 bm25 only"
-    assert "wordllama-l2_supercat-256" in out["note"]
+    assert "unknown-embedder-256" in out["note"]
     assert out["results"][0]["claim_id"] == "01B" and out["results"][0]["matched_by"] == ["fts5"]
 
 
@@ -369,3 +369,20 @@ def test_reads_write_nothing(make_session, cfg):
     assert spool_lines(cfg) == []
     assert not os.path.exists(cfg.paths.spool_dir)
     assert FLEET in cfg.paths.fleet_cache(FLEET)
+
+
+@pytest.mark.skipif(embed.WORDLLAMA_ID not in embed.EMBEDDERS, reason="the wordllama wheel is not installed")
+def test_wordllama_snapshot_is_searched_with_wordllama(make_session, cfg):
+    eid, fn = embed.default_embedder()
+    assert eid == embed.WORDLLAMA_ID
+    rows = []
+    for c in CLAIMS:
+        r = dict(c, embedder=eid)
+        r["embedding"] = embed.to_blob(fn(c["claim"]))
+        rows.append(r)
+    write_snapshot(cfg, claims=rows, meta={"embedder": eid})
+    s = make_session()
+    out = s.call("memory_search", {"query": "postgres migrations"})
+    assert out["ranking"] == f"rrf(fts5 bm25, cosine {eid})"
+    assert out["results"][0]["claim_id"] == "01B" and "cosine" in out["results"][0]["matched_by"]
+    assert s.call("memory_search", {"query": "banana bread recipe"})["results"] == []
