@@ -248,16 +248,15 @@ class DenseIndex:
             if not rows:
                 break
             block = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(len(rows), embed.DIM)
-            idx.matrix[row:row + len(rows)] = block
+            norms = np.sqrt(np.einsum("ij,ij->i", block, block))  # no full-size temporaries
+            norms[norms == 0] = 1.0
+            idx.matrix[row:row + len(rows)] = block / norms[:, None]
             for j, r in enumerate(rows, row):
                 idx.ids.append(r[0])
                 subjects[j] = idx.subject_code.setdefault(r[1], len(idx.subject_code))
                 types[j] = idx.type_code.setdefault(r[2], len(idx.type_code))
             row += len(rows)
         idx.matrix = idx.matrix[:row]
-        norms = np.linalg.norm(idx.matrix, axis=1)
-        norms[norms == 0] = 1.0
-        idx.matrix /= norms[:, None]
         idx.subjects, idx.types = subjects[:row], types[:row]
         return idx
 
@@ -447,7 +446,7 @@ class SnapshotReader:
         term is ranked by bm25.
         """
         terms = query_terms(query)
-        pool = max(4 * k, 100)
+        pool = max(4 * k, 40)
         notes: list[str] = []
         embedders = self.claim_embedders()
         usable = [e for e in embedders if embed.get(e)]
