@@ -1,7 +1,7 @@
 """Per-language extraction rules: which tree-sitter nodes are definitions, their names and
 kinds, how far their range reaches, where a doc comment may sit, and which nodes are imports.
 
-Each backend is a :class:`Backend` whose ``visit(node, data)`` returns the :class:`Spec` list
+Each backend is a :class:`Backend` whose ``visit(node, data, parent)`` returns the :class:`Spec` list
 for one node plus whether the walk descends into it. The walk itself (iterative, pre-order),
 signatures and doc comments live in :mod:`lib.code.symbols`; this module only knows grammars.
 
@@ -87,11 +87,11 @@ def _python_docstring(body, data: bytes) -> str | None:
     return " ".join(paragraph) or None
 
 
-def _python(node, data):
+def _python(node, data, parent):
     t = node.type
     if t in ("function_definition", "class_definition"):
         name = field_text(node, "name", data)
-        outer = node.parent if node.parent is not None and node.parent.type == "decorated_definition" else node
+        outer = parent if parent is not None and parent.type == "decorated_definition" else node
         body = node.child_by_field_name("body")
         kind = "class" if t == "class_definition" else "function"
         return [Spec(name, kind, node, outer, body, doc=_python_docstring(body, data))], True
@@ -128,7 +128,7 @@ _RUST_KINDS = {"function_item": "function", "function_signature_item": "function
                "type_item": "type", "const_item": "const", "static_item": "var"}
 
 
-def _rust(node, data):
+def _rust(node, data, parent):
     kind = _RUST_KINDS.get(node.type)
     if kind:
         return [Spec(field_text(node, "name", data), kind, node, node, node.child_by_field_name("body"))], True
@@ -193,10 +193,9 @@ _TS_KINDS = {"function_declaration": "function", "generator_function_declaration
 _MODULE_LEVEL = ("program", "export_statement")
 
 
-def _ts(node, data):
+def _ts(node, data, parent):
     t = node.type
     kind = _TS_KINDS.get(t)
-    parent = node.parent
     exported = parent is not None and parent.type == "export_statement"
     if kind:
         name = field_text(node, "name", data)
@@ -268,19 +267,19 @@ def _ts_imports(root, data):
 
 # -- Go ----------------------------------------------------------------------------------------
 
-def _go(node, data):
+def _go(node, data, parent):
     t = node.type
     if t == "function_declaration":
         return [Spec(field_text(node, "name", data), "function", node, node, node.child_by_field_name("body"))], False
     if t == "method_declaration":
         return [Spec(field_text(node, "name", data), "method", node, node, node.child_by_field_name("body"))], False
     if t in ("type_spec", "type_alias"):
-        outer = _go_outer(node)
+        outer = _go_outer(node, parent)
         typ = node.child_by_field_name("type")
         body = next((c for c in typ.children if c.type == "field_declaration_list"), None) if typ is not None else None
         return [Spec(field_text(node, "name", data), "type", outer, outer, body)], True
     if t in ("const_spec", "var_spec"):
-        outer = _go_outer(node)
+        outer = _go_outer(node, parent)
         kind = "const" if t == "const_spec" else "var"
         return [Spec(text(n, data), kind, outer, outer, None) for n in node.children_by_field_name("name")], False
     if t in ("block", "func_literal"):
@@ -288,8 +287,7 @@ def _go(node, data):
     return [], True
 
 
-def _go_outer(spec):
-    parent = spec.parent
+def _go_outer(spec, parent):
     if parent is not None and parent.type in ("type_declaration", "const_declaration", "var_declaration"):
         specs = [c for c in parent.children if c.type in ("type_spec", "type_alias", "const_spec", "var_spec")]
         if len(specs) == 1:
@@ -319,7 +317,7 @@ _JAVA_KINDS = {"class_declaration": "class", "record_declaration": "class", "int
                "method_declaration": "method", "constructor_declaration": "method"}
 
 
-def _java(node, data):
+def _java(node, data, parent):
     t = node.type
     kind = _JAVA_KINDS.get(t)
     if kind:
@@ -379,9 +377,8 @@ def _declarator_name(decl, data):
     return None, is_function
 
 
-def _c_family(node, data, cpp: bool):
+def _c_family(node, data, parent, cpp: bool):
     t = node.type
-    parent = node.parent
     if t in ("preproc_def", "preproc_function_def"):
         return [Spec(field_text(node, "name", data), "const", node, node, None)], False
     if t == "function_definition":
@@ -428,12 +425,12 @@ def _typedef_body(node):
     return typ.child_by_field_name("body") if typ is not None else None
 
 
-def _c(node, data):
-    return _c_family(node, data, cpp=False)
+def _c(node, data, parent):
+    return _c_family(node, data, parent, cpp=False)
 
 
-def _cpp(node, data):
-    return _c_family(node, data, cpp=True)
+def _cpp(node, data, parent):
+    return _c_family(node, data, parent, cpp=True)
 
 
 def _c_imports(root, data, cpp=False):
@@ -470,7 +467,7 @@ _CS_KINDS = {"class_declaration": "class", "record_declaration": "class", "recor
              "file_scoped_namespace_declaration": "type"}
 
 
-def _csharp(node, data):
+def _csharp(node, data, parent):
     t = node.type
     kind = _CS_KINDS.get(t)
     if kind:
@@ -509,7 +506,7 @@ def _csharp_imports(root, data):
 
 # -- Ruby --------------------------------------------------------------------------------------
 
-def _ruby(node, data):
+def _ruby(node, data, parent):
     t = node.type
     if t in ("method", "singleton_method"):
         return [Spec(field_text(node, "name", data), "function", node, node, node.child_by_field_name("body"))], True
@@ -541,11 +538,11 @@ def _ruby_imports(root, data):
 
 # -- Lua ---------------------------------------------------------------------------------------
 
-def _lua(node, data):
+def _lua(node, data, parent):
     t = node.type
     if t == "function_declaration":
         return [Spec(field_text(node, "name", data), "function", node, node, node.child_by_field_name("body"))], True
-    if t == "variable_declaration" and node.parent is not None and node.parent.type == "chunk":
+    if t == "variable_declaration" and parent is not None and parent.type == "chunk":
         specs = []
         assign = next((c for c in node.children if c.type == "assignment_statement"), None)
         holder = assign if assign is not None else node
@@ -581,7 +578,7 @@ def _lua_imports(root, data):
 
 # -- Markup ------------------------------------------------------------------------------------
 
-def _html(node, data):
+def _html(node, data, parent):
     if node.type in ("element", "script_element", "style_element"):
         tag = next((c for c in node.children if c.type in ("start_tag", "self_closing_tag")), None)
         if tag is not None:
@@ -599,7 +596,7 @@ def _html(node, data):
     return [], True
 
 
-def _css(node, data):
+def _css(node, data, parent):
     if node.type == "rule_set":
         sel = next((c for c in node.children if c.type == "selectors"), None)
         if sel is not None:
@@ -608,7 +605,7 @@ def _css(node, data):
     return [], True
 
 
-def _markdown(node, data):
+def _markdown(node, data, parent):
     if node.type == "section":
         head = next((c for c in node.children if c.is_named), None)
         if head is not None and head.type in ("atx_heading", "setext_heading"):

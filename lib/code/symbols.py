@@ -152,15 +152,17 @@ def walk_specs(parsed: Parsed):
     """Yield every :class:`~lib.code.backends.Spec` of the tree in source pre-order."""
     backend = _backends.BACKENDS[parsed.language]
     visit, data = backend.visit, parsed.data
-    stack = [parsed.tree.root_node]
+    # parents travel on the stack: tree-sitter's Node.parent walks down from the root, which
+    # would make the walk quadratic on deeply nested source
+    stack = [(parsed.tree.root_node, None)]
     while stack:
-        node = stack.pop()
-        specs, descend = visit(node, data)
+        node, parent = stack.pop()
+        specs, descend = visit(node, data, parent)
         for spec in specs:
             if spec.name:
                 yield spec
         if descend and node.child_count:
-            stack.extend(reversed(node.children))
+            stack.extend((child, node) for child in reversed(node.children))
 
 
 def extract(parsed: Parsed, starts: list | None = None) -> list:
