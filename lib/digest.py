@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import re
 
-DIGEST_SCHEMA_VERSION = 1
+DIGEST_SCHEMA_VERSION = 2
+"""2 added ``ids`` (message and event ids, for the gate's evidence check) and ``injected_claims``."""
+SHELL_TOOLS = ("Bash", "Shell", "terminal")
+"""Shell tool names: Claude Code ``Bash``, Cursor ``Shell``, Hermes ``terminal``."""
 _TEST_CMD = re.compile(r"\b(cargo test|pytest|py\.test|npm (?:run )?test|yarn test|pnpm test|go test|jest|vitest|mvn test|"
                        r"make test|gradle test|rspec|phpunit|tox|nox|mix test|dotnet test)\b")
 
@@ -43,7 +46,8 @@ def digest(envs: list[dict]) -> dict:
     Returns ``{schema_version, session_id, fleet_id, agent_id, runtime, repo, branch,
     started_at, ended_at, duration_ms, turn_count, files_touched[], commands[{tool, command,
     exit_code, is_test}], commands_ok, commands_failed, tests_run[], commits[], usage{…},
-    outcome: clean|error|abandoned, friction[], summary, imported}``. ``repo`` is the
+    outcome: clean|error|abandoned, friction[], summary, imported, ids[] (every message and
+    event id: what a claim may cite), injected_claims[] (claim ids the session was shown)}``. ``repo`` is the
     normalized origin when the hook could resolve it, else the working directory's name.
     :raises ValueError: no envelopes.
     """
@@ -57,7 +61,14 @@ def digest(envs: list[dict]) -> dict:
     turns, first_prompt, last_assistant, ended = 0, None, None, False
     repo = branch = cwd = None
     path_count: dict = {}
+    ids: set = set()
+    injected: set = set()
     for e in envs:
+        ids.add(e["event_id"])
+        if e.get("message_id"):
+            ids.add(e["message_id"])
+        for c in e.get("injected_context") or []:
+            injected.add(c if isinstance(c, str) else str(c.get("claim_id")) if isinstance(c, dict) else str(c))
         repo = repo or e.get("repo")
         cwd = cwd or e.get("cwd")
         branch = branch or e.get("branch")
@@ -82,7 +93,7 @@ def digest(envs: list[dict]) -> dict:
                     seen_calls.add(call_id)
                     cmd = _command(tool)
                     commands.append({"tool": tool.get("name"), "command": cmd, "exit_code": tool["exit_code"],
-                                     "is_test": bool(tool.get("name") == "Bash" and _TEST_CMD.search(cmd))})
+                                     "is_test": bool(tool.get("name") in SHELL_TOOLS and _TEST_CMD.search(cmd))})
         u = e.get("usage")
         if u:
             for k in usage:
@@ -128,5 +139,5 @@ def digest(envs: list[dict]) -> dict:
         "tests_run": [c["command"] for c in commands if c["is_test"]],
         "commits": [c["command"] for c in commands if c["command"].startswith("git commit")],
         "usage": usage, "outcome": outcome, "friction": friction, "summary": summary,
-        "imported": bool(first.get("imported")),
+        "imported": bool(first.get("imported")), "ids": sorted(ids), "injected_claims": sorted(injected),
     }

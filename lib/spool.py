@@ -317,3 +317,42 @@ def wait_for_hooks(state_dir: str, timeout: float = 10.0) -> bool:
                 time.sleep(0.01)
     finally:
         os.close(fd)
+
+
+def consume_records(base_path: str, state_path: str, *, max_records: int = 10000) -> tuple[list[dict], callable]:
+    """Read new records of a rotating spool file (``base_path`` and ``base_path.<n>``) for one
+    consumer whose offsets live in ``state_path`` (keyed by file identity).
+
+    Returns ``(records, commit)``: call ``commit()`` only after the records were applied, so a
+    crash re-delivers them (consumers must be idempotent). Several consumers may read the same
+    file with their own ``state_path``; none deletes it (records are small; rotation bounds files).
+    """
+    directory, base = os.path.split(base_path)
+    try:
+        with open(state_path, "rb") as fh:
+            offsets = json.loads(fh.read()).get("files", {})
+    except (OSError, ValueError, AttributeError):
+        offsets = {}
+    files = []
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        names = []
+    rotated = sorted((int(m.group("n")), n) for n in names if (m := _ROTATED.match(n)) and m.group("base") == base)
+    files = [os.path.join(directory, n) for _, n in rotated] + ([base_path] if base in names else [])
+    records, new_offsets = [], dict(offsets)
+    for path in files:
+        ident = file_identity(path)
+        if ident is None:
+            continue
+        lines, end = read_complete_lines(path, int(offsets.get(ident, 0)), max_lines=max_records - len(records))
+        recs, _ = decode_lines(lines)
+        records.extend(recs)
+        new_offsets[ident] = end
+        if len(records) >= max_records:
+            break
+
+    def commit():
+        atomic_write(state_path, json.dumps({"files": new_offsets}).encode())
+
+    return records, commit
