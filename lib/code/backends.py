@@ -87,6 +87,14 @@ def _python_docstring(body, data: bytes) -> str | None:
     return " ".join(paragraph) or None
 
 
+_PY_CONTAINERS = frozenset({
+    "module", "block", "decorated_definition", "if_statement", "elif_clause", "else_clause", "try_statement",
+    "except_clause", "except_group_clause", "finally_clause", "with_statement", "for_statement", "while_statement",
+    "match_statement", "case_clause", "ERROR"})
+"""Python nodes that may hold a ``def``/``class``; expressions and simple statements never do,
+so the walk skips them (most of a Python tree)."""
+
+
 def _python(node, data, parent):
     t = node.type
     if t in ("function_definition", "class_definition"):
@@ -95,7 +103,7 @@ def _python(node, data, parent):
         body = node.child_by_field_name("body")
         kind = "class" if t == "class_definition" else "function"
         return [Spec(name, kind, node, outer, body, doc=_python_docstring(body, data))], True
-    return [], True
+    return [], t in _PY_CONTAINERS
 
 
 def _python_imports(root, data):

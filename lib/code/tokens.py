@@ -79,11 +79,10 @@ def count(text: str) -> int:
 
 
 def count_many(texts) -> int:
-    """Sum of :func:`count` over ``texts`` (batched; same result as counting one by one)."""
-    texts = [t for t in texts if t]
-    if not texts:
-        return 0
-    return sum(len(ids) for ids in encoding().encode_batch(texts, allowed_special="all", num_threads=1))
+    """Sum of :func:`count` over ``texts``. (Not ``encode_batch``: its thread pool costs ~3 ms of
+    wall time per call, far more than encoding a few lines.)"""
+    enc = encoding()
+    return sum(len(enc.encode(t, allowed_special="all")) for t in texts if t)
 
 
 def percent(before: int, after: int) -> int:
