@@ -188,3 +188,16 @@ def test_every_command_has_help_text():
     assert set(sub.choices) == {"outline", "symbol", "read", "deps", "exec", "mcp"}
     for name, sp in sub.choices.items():
         assert sp.description, name
+
+
+def test_docs_cover_every_command_and_the_mcp_tool_list():
+    from lib.code import mcp
+    from tests.ctxctl.conftest import ROOT
+
+    with open(os.path.join(ROOT, "docs", "ctxctl.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+    for command in ("outline", "symbol", "read", "deps", "exec", "mcp"):
+        assert f"ctxctl.py {command}" in doc, command
+    for tool in mcp.tool_list():
+        assert f"`{tool['name']}`" in doc, tool["name"]
+    assert "reads the real docstring" in doc
