@@ -13,7 +13,7 @@ in 0–100 (0 when ``before`` is 0).
 """
 from __future__ import annotations
 
-import base64
+import binascii
 import hashlib
 import importlib.util
 import os
@@ -61,11 +61,8 @@ def encoding():
                     data = fh.read()
                 if hashlib.sha256(data).hexdigest() != CL100K_SHA256:
                     raise VocabularyError(f"{path}: cl100k_base hash mismatch")
-                ranks = {}
-                for line in data.splitlines():
-                    if line:
-                        token, rank = line.split()
-                        ranks[base64.b64decode(token)] = int(rank)
+                a2b = binascii.a2b_base64
+                ranks = {a2b(token): int(rank) for token, rank in map(bytes.split, filter(None, data.splitlines()))}
                 _encoding = tiktoken.Encoding(name="cl100k_base", pat_str=CL100K_PATTERN,
                                               mergeable_ranks=ranks, special_tokens=CL100K_SPECIAL)
     return _encoding
