@@ -89,3 +89,15 @@ def test_vocabulary_file_is_verified_by_hash():
 
     with open(tokens.vocabulary_path(), "rb") as fh:
         assert hashlib.sha256(fh.read()).hexdigest() == tokens.CL100K_SHA256
+
+
+def test_file_commands_import_no_network_or_store_modules():
+    code = (f"import io, sys; sys.path.insert(0, {ROOT!r}); import ctxctl\n"
+            f"for argv in (['outline', {os.path.join(FIXTURES, 'sample.rs')!r}],\n"
+            f"             ['deps', {os.path.join(FIXTURES, 'deps', 'deps.py')!r}]):\n"
+            "    assert ctxctl.main(argv, stdout=io.StringIO(), stderr=io.StringIO()) == 0\n"
+            "import json; print(json.dumps(sorted(sys.modules)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    mods = {m.split(".")[0] for m in json.loads(r.stdout)}
+    assert not mods & {"requests", "urllib3", "http", "ssl", "socket", "boto3", "botocore", "pyarrow", "numpy"}
