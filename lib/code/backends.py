@@ -10,7 +10,7 @@ const, var, trait, type, heading, rule, element.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 

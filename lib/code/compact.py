@@ -155,7 +155,7 @@ def compact(parsed, sym, prefix: str) -> str:
     body = spec.body if spec is not None else None
     if body is None:
         return raw
-    starts_idx = _line_index(data, sym_line)
+    starts_idx = _line_starts(data)
     body_first = line_of(starts_idx, body.start_byte) - sym_line
     body_last = line_of(starts_idx, max(body.start_byte, body.end_byte - 1)) - sym_line
     body_text = data[body.start_byte:body.end_byte].decode("utf-8", "replace")
@@ -224,7 +224,7 @@ def _line_start(data: bytes, offset: int) -> int:
     return data.rfind(b"\n", 0, offset) + 1
 
 
-def _line_index(data: bytes, _first_line: int) -> list:
+def _line_starts(data: bytes) -> list:
     starts = [0]
     i = data.find(b"\n")
     while i != -1:

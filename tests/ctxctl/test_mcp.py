@@ -232,7 +232,7 @@ def test_mini_outline_caps_at_20_and_hides_nested_symbols(adapter, workspace):
 # -- the official SDK client ------------------------------------------------------------------------
 
 def test_official_sdk_client_over_stdio(workspace):
-    mcp = pytest.importorskip("mcp", reason="the official MCP SDK is pinned in requirements-dev.txt")
+    pytest.importorskip("mcp", reason="the official MCP SDK is pinned in requirements-dev.txt")
     import anyio
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
