@@ -34,6 +34,15 @@ Methods: ``initialize`` (protocol negotiation: the client's ``protocolVersion`` 
 it is one of ``protocol_versions``, else ``default_protocol`` is answered), ``ping``,
 ``tools/list``, ``tools/call``; :meth:`Server.register` adds more.
 
+Reuse (ctxctl's adapter, ``tests/mcp/test_jsonrpc_reuse.py``): a server pinned to one revision
+that treats ``"id": null`` as a notification and answers tool calls its own way::
+
+    server = Server("ctxctl", version, [], protocol_versions=("2025-03-26",),
+                    default_protocol="2025-03-26", null_id="notification")
+    server.register("tools/list", list_fn)
+    server.register("tools/call", call_fn)
+    server.serve(sys.stdin.buffer, sys.stdout.buffer)
+
 Tool arguments are validated against the very ``inputSchema`` that ``tools/list`` publishes (one
 source of truth) by :func:`validate`, a hand-written checker for the JSON-Schema subset listed
 in :data:`SCHEMA_KEYWORDS`. jsonschema is not imported: it costs more start-up time than this
