@@ -264,3 +264,33 @@ def test_an_agent_retired_by_the_fleet_operator_is_not_resurrected_until_it_work
     hook(home, "alice", prompt("sess-alice", repo, "back to work"))  # new activity: she rejoins
     syncd.run_pass(cfg, store, log, plane=plane)
     assert roster.read_heartbeat(store, F, "alice")["task"] == "back to work"
+
+
+def test_fleet_claim_and_release_through_the_real_mcp_tools(home, cfg, git_repo):
+    """The MCP server's fleet_claim/fleet_release queue records; syncd applies them in one pass;
+    fleet_status then reports the outcome and the lease (DESIGN.md §9, §11)."""
+    import time
+
+    from lib import mcp_tools
+
+    hook(home, "alice", prompt("sess-alice", git_repo, "rewrite the parser"))
+    alice = mcp_tools.Tools(mcp_tools.Context(cfg, cwd=git_repo))
+    queued = alice.fleet_claim({"paths": ["src/parser/"], "reason": "rewrite the parser"})
+    assert queued["queued"] is True
+    store = open_store(cfg.store)
+    syncd.run_pass(cfg, store, Log())
+    status = alice.fleet_status({})
+    mine = [r for r in status["my_requests"] if r["record_id"] == queued["record_id"]]
+    assert mine and mine[0]["outcome"]["outcome"] == "granted"
+    assert [(x["holder"], x["path"], x["mine"]) for x in status["leases"]] == [("alice", "src/parser/", True)]
+    bob_cfg = dataclasses.replace(cfg, agent_id="bob")
+    bob = mcp_tools.Tools(mcp_tools.Context(bob_cfg, cwd=git_repo, clock=time.time))
+    answer = bob.fleet_claim({"paths": ["src/parser/lexer.py"], "reason": "typo"})
+    assert [h["holder"] for h in answer["held_by_others_as_of_cache"]] == ["alice"]
+    syncd.run_pass(cfg, store, Log())
+    out = read_json(cfg.paths.leases(F))["requests"][answer["record_id"]]
+    assert out["outcome"] == "refused" and out["holder"] == "alice" and out["reason"] == "rewrite the parser"
+    released = alice.fleet_release({})
+    syncd.run_pass(cfg, store, Log())
+    assert read_json(cfg.paths.leases(F))["requests"][released["record_id"]]["outcome"] == "released"
+    assert read_json(cfg.paths.leases(F))["leases"] == []
