@@ -31,6 +31,7 @@ bench: $(DEVSTAMP)
 	$(BIN)/python bench/hook_latency.py
 	$(BIN)/python bench/ctxctl_savings.py
 	$(BIN)/python bench/mcp.py
+	$(BIN)/python bench/lease_contention.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
