@@ -20,13 +20,13 @@ def hook(home: str, agent: str, payload: dict, fleet: str = "fleet-live", env_ex
 
 def prompt(session: str, cwd: str, text: str) -> dict:
     """A UserPromptSubmit payload shaped like Claude Code's."""
-    return {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": cwd, "permission_mode": "default",
+    return {"session_id": session, "transcript_path": f"/home/dev/.claude/projects/widget/{session}.jsonl", "cwd": cwd, "permission_mode": "default",
             "hook_event_name": "UserPromptSubmit", "prompt": text}
 
 
 def tool(session: str, cwd: str, name: str, tool_input: dict, event: str = "PreToolUse", use_id: str = "toolu_01") -> dict:
     """A PreToolUse/PostToolUse payload shaped like Claude Code's."""
-    p = {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": cwd, "permission_mode": "default",
+    p = {"session_id": session, "transcript_path": f"/home/dev/.claude/projects/widget/{session}.jsonl", "cwd": cwd, "permission_mode": "default",
          "hook_event_name": event, "tool_name": name, "tool_input": tool_input, "tool_use_id": use_id}
     if event == "PostToolUse":
         p["tool_response"] = {"success": True}
@@ -34,7 +34,7 @@ def tool(session: str, cwd: str, name: str, tool_input: dict, event: str = "PreT
 
 
 def session_end(session: str, cwd: str) -> dict:
-    return {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": cwd,
+    return {"session_id": session, "transcript_path": f"/home/dev/.claude/projects/widget/{session}.jsonl", "cwd": cwd,
             "hook_event_name": "SessionEnd", "reason": "exit"}
 
 
