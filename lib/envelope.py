@@ -170,8 +170,10 @@ class Builder:
         name = str(tool.get("name") or "unknown")
         paths = [str(p) for p in tool.get("paths") or [] if p]
         out: dict = {"name": name}
-        denied = redact.denied_path(paths)
         raw_input = tool.get("input")
+        denied = redact.denied_path(paths)
+        if not denied and isinstance(raw_input, dict) and isinstance(raw_input.get("command"), str):
+            denied = redact.denied_in_command(raw_input["command"])  # Bash: `cat ~/.aws/credentials`
         input_text = truncate(to_text(raw_input)) if raw_input is not None else None
         if input_text is not None:
             if denied:

@@ -127,7 +127,8 @@ def _table(classes: dict, default: int) -> bytes:
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _TOKEN_CLS = _table({_ALNUM + "_-": ord("a")}, ord(" "))   # provider-token runs
 _ENT_CLS = _table({_ALNUM + "+/=_-": ord("a")}, ord(" "))  # entropy runs (DESIGN.md §7)
-_DIGIT_CLS = _table({"0123456789": ord("d"), " ": ord("s"), "-": ord("-")}, ord("x"))
+_DIGIT_CLS = _table({"0123456789": ord("d"), " ": ord("s"), "-": ord("-"),
+                     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_": ord("w")}, ord("x"))
 _WORD_BYTES = frozenset((_ALNUM + "_").encode())
 _LOWER_LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyz")
 
@@ -278,16 +279,21 @@ _PREFIXED = [
 _SENDGRID = re.compile(rb"SG\.([A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})")
 
 
-def _compile_markers(rows):
-    by_first: dict = {}
-    for anchor, rule, pat, mixed in rows:
-        by_first.setdefault(anchor[0], []).append((anchor, rule, re.compile(pat), mixed))
-    return by_first
+def _by_first_two(markers, prefixed) -> dict:
+    """First two bytes of an anchor → [(anchor, rule, regex, needs mixed tail, in place)],
+    most specific (longest) anchor first."""
+    rows = [(a, rule, re.compile(p), mixed, False) for a, rule, p, mixed in markers]
+    rows += [(a, rule, rx, False, True) for a, rule, rx in prefixed]
+    out: dict = {}
+    for row in rows:
+        out.setdefault(row[0][:2], []).append(row)
+    for key in out:
+        out[key].sort(key=lambda r: -len(r[0]))
+    return out
 
 
-_START_BY_FIRST = _compile_markers(_START_MARKERS)
-_JWT = next(rx for a, _, rx, _ in _START_BY_FIRST[ord("e")] if a == b"eyJ")
-_START_ANCHORS = tuple(a for a, *_ in _START_MARKERS) + tuple(a for a, *_ in _PREFIXED)
+_START_BY_2 = _by_first_two(_START_MARKERS, _PREFIXED)
+_JWT = re.compile(next(p for a, _, p, _ in _START_MARKERS if a == b"eyJ"))
 _DOT_ROWS = [(a, rule, re.compile(p), m) for a, rule, p, m in _DOT_MARKERS]
 _DOT_ANCHORS = tuple(a for a, *_ in _DOT_MARKERS) + (b"SG.",)
 
@@ -318,20 +324,18 @@ _KV_GROUPS = [
         (b"private_key", "private_key", True),
         (b"secret_key", "secret_assignment", True),
     ]),
-    (b"secret", re.compile(rb"secret" + _KV_SEP + _KV_VALUE), [
+    (b"_secret", re.compile(rb"_secret" + _KV_SEP + _KV_VALUE), [
         (b"client_secret", "secret_assignment", True),
         (b"api_secret", "secret_assignment", True),
     ]),
-    (b"pass", re.compile(rb"pass(?:word|wd)?" + _KV_SEP + _KV_VALUE), [
-        (b"pgpass", "postgres_password_kv", True),
+    (b"p", re.compile(rb"p(?:ass(?:word|wd)?|wd)" + _KV_SEP + _KV_VALUE), [
+        (b"pgpassword", "postgres_password_kv", True),
+        (b"db_password", "secret_assignment", True),
         (b"db_pass", "secret_assignment", True),
-        (b"pass", "password_assignment", False),
-    ]),
-    (b"pwd", re.compile(rb"pwd" + _KV_SEP + _KV_VALUE), [
         (b"mysql_pwd", "mysql_password_kv", True),
-    ]),
-    (b"credentials", re.compile(rb"credentials" + _KV_SEP + _KV_VALUE), [
-        (b"google_application_credentials", "gcp_adc_kv", True),
+        (b"password", "password_assignment", False),
+        (b"passwd", "password_assignment", False),
+        (b"pass", "password_assignment", False),
     ]),
 ]
 _AUTH_HEADER = re.compile(
@@ -345,12 +349,18 @@ _URL_SIG = re.compile(rb"sig(?:nature)?=([A-Za-z0-9%+/=_-]{16,})")
 _SIG_BEFORE = (b"?", b"&", b";", b"?x-amz-", b"&x-amz-", b"?x-goog-", b"&x-goog-")
 _SSN_SHAPE = re.compile(rb"ddd-dd-dddd(?<![d-]ddd-dd-dddd)(?![d-])")
 _CARD_SHAPE = re.compile(
-    rb"dddd(?<![d-]dddd)(?:d{9,15}|([s-])dddd\1dddd\1d{1,7}|([s-])dddddd\2d{4,5})(?![d-])")
+    rb"dddd(?<![dw-]dddd)(?:d{9,15}|([s-])dddd\1dddd\1d{1,4}(?:\1d{1,4})?|([s-])dddddd\2d{4,5})(?![dw-])")
 # Issuer prefixes and lengths (ISO/IEC 7812 IIN ranges as published by the card networks).
 _CARD_BRANDS = re.compile(
     rb"4(?:\d{12}|\d{15}|\d{18})|5[1-5]\d{14}|2(?:2[2-9]|[3-6]\d|7[01])\d{13}|2720\d{12}"
-    rb"|3[47]\d{13}|3(?:0[0-5]|[689]\d)\d{11,16}|6(?:011|5\d\d|4[4-9]\d)\d{12,15}"
-    rb"|35(?:2[89]|[3-8]\d)\d{12,15}|62\d{14,17}")
+    rb"|3[47]\d{13}|3(?:0[0-5]|[689]\d)(?:\d{11}|\d{13})|6(?:011|5\d\d|4[4-9]\d)(?:\d{12}|\d{15})"
+    rb"|35(?:2[89]|[3-8]\d)(?:\d{12}|\d{15})|62(?:\d{14}|\d{17})")
+"""Issuer prefixes and PAN lengths (ISO/IEC 7812 IIN ranges as the networks publish them):
+Visa 4 (13/16/19), Mastercard 51–55 and 2221–2720 (16), Amex 34/37 (15), Diners 300–305/36/38/39
+(14/16), Discover 6011/644–649/65 (16/19), JCB 3528–3589 (16/19), UnionPay 62 (16/19). No
+network issues 17- or 18-digit PANs, so nanosecond timings and snowflake ids of that length never
+match; every 13–19 digit number with a valid prefix still has a 1-in-10 chance of passing Luhn,
+which is the residual false-positive rate of unseparated numbers."""
 
 # -- 3. prefixed: Bearer ----------------------------------------------------------------
 _BEARER = re.compile(rb"bearer[ \t]+([A-Za-z0-9._~+/=-]{16,})")
@@ -421,8 +431,8 @@ def _entropy_secret(b: bytes, s: int, e: int) -> bool:
         return False  # entropy <= log2(18) = 4.17 bits/char: below both thresholds
     if _HEX.fullmatch(run) or _UUIDISH.fullmatch(run) or _INTEGRITY.fullmatch(run):
         return False
-    if s >= 3 and b[s - 3:s] == b"h1:":
-        return False  # go.sum / Go module hashes
+    if b.endswith(_DIGEST_PREFIXES, max(0, s - 8), s):
+        return False  # go.sum "h1:", wheel RECORD "sha256=", SRI/Nix "sha256:" digests
     if run.startswith(_IMAGE_MAGIC) or (s >= 12 and _DATA_URI.search(b, max(0, s - 64), s)):
         return False  # image/font payloads are data, not secrets (precision over recall)
     if _ULIDS.fullmatch(run) or _ANTHROPIC_ID.fullmatch(run):
@@ -441,8 +451,10 @@ _SAME_CHAR = re.compile(rb"(.)\1+")
 
 def _secretish(v: bytes) -> bool:
     """A keyed value that could be a secret (not a variable, placeholder or code reference)."""
-    if v[:1] in (b"$", b"%", b"@", b"*", b"&", b"!", b"#", b"|", b"/", b"~") or b"ctxlake:" in v:
+    if v[:1] in (b"$", b"%", b"@", b"*", b"&", b"!", b"#", b"|") or b"ctxlake:" in v:
         return False
+    if (v[:1] in (b"/", b"~", b".") or b"/" in v) and _wordy(v):
+        return False  # a file path (GOOGLE_APPLICATION_CREDENTIALS=/etc/sa.json), not a secret
     if _LETTER_WORDS.fullmatch(v) or _SAME_CHAR.fullmatch(v):
         return False  # letters-only words (your_password_here, settings.DB_PASSWORD), xxxxxx
     if b"xxxx" in v.lower() or b"..." in v or b"***" in v:
@@ -496,35 +508,44 @@ class _Scan:
         self.inplace.add(rule)
 
 
-def _marker_at(sc: _Scan, s: int) -> None:
+def _marker_at(sc: _Scan, s: int, rows) -> None:
     b = sc.b
-    for anchor, rule, rx, mixed in _START_BY_FIRST.get(b[s], ()):
+    for anchor, rule, rx, mixed, inplace in rows:
         if b.startswith(anchor, s):
             m = rx.match(b, s)
-            if m and (not mixed or _mixed(m.group(0)[len(anchor):])):
+            if not m:
+                continue
+            if inplace:  # prefixed token (reference spec §6 step 3): keep the prefix
+                if _mixed(m.group(1)):
+                    sc.span(m.start(1), m.end(1), _P, rule)
+                return
+            if not mixed or _mixed(m.group(0)[len(anchor):]):
                 sc.marks.add(rule)
                 return
-    for anchor, rule, rx in _PREFIXED:
-        if b.startswith(anchor, s):
-            m = rx.match(b, s)
-            if m and _mixed(m.group(1)):
-                sc.span(m.start(1), m.end(1), _P, rule)
-            return
+
+
+_RUN20 = re.compile(b"a" * _MARKER_MIN_RUN + b"a*")
 
 
 def _scan_tokens(sc: _Scan) -> None:
-    """Markers and prefixed tokens: every token run of >= 20 characters, whole field."""
+    """Markers and prefixed tokens: every token run of >= 20 characters, whole field.
+
+    A run is tried against the markers whose anchor starts with the run's first two bytes
+    (one dict lookup per run); the byte before the run selects the context rules (``.`` for
+    ``ya29.``/``SG.``-style anchors and split JWTs, ``/`` for webhook URLs and Google refresh
+    tokens, ``:`` for Telegram bot tokens)."""
     b = sc.b
-    cls = b.translate(_TOKEN_CLS)
-    for k, j in _runs(cls, _MARKER_MIN_RUN):
-        first = b[k]
+    by2 = _START_BY_2
+    for m in _RUN20.finditer(b.translate(_TOKEN_CLS)):
+        k, j = m.span()
         s = k
-        if k >= 1 and first in b"ntr" and b[k - 1] == 92:
+        if k and b[k - 1] == 92 and b[k] in b"ntr":
             s = k + 1  # run begins right after a JSON escape such as \n
-        if b.startswith(_START_ANCHORS, s) and _bounded(b, s):
-            _marker_at(sc, s)
-        elif s != k and b.startswith(_START_ANCHORS, k) and _bounded(b, k):
-            _marker_at(sc, k)
+        rows = by2.get(b[s:s + 2])
+        if rows is not None:
+            _marker_at(sc, s, rows)
+        if j - k == 50 and _MAILGUN_NEW.fullmatch(b, k, j):
+            sc.marks.add("mailgun_key")
         if k == 0:
             continue
         prev = b[k - 1]
@@ -536,9 +557,9 @@ def _scan_tokens(sc: _Scan) -> None:
                         sc.marks.add(rule)
                         break
                 if k >= 3 and b.startswith(b"SG.", k - 3) and _bounded(b, k - 3):
-                    m = _SENDGRID.match(b, k - 3)
-                    if m and _mixed(m.group(1)):
-                        sc.span(m.start(1), m.end(1), _P, "sendgrid_key")
+                    sg = _SENDGRID.match(b, k - 3)
+                    if sg and _mixed(sg.group(1)):
+                        sc.span(sg.start(1), sg.end(1), _P, "sendgrid_key")
             if b.startswith(b"eyJ", k):  # JWT whose header run was shorter than 20
                 h = b.rfind(b"eyJ", max(0, k - 4096), k - 1)
                 if h >= 0 and _bounded(b, h) and _JWT.match(b, h):
@@ -551,15 +572,17 @@ def _scan_tokens(sc: _Scan) -> None:
             elif k >= 3 and b[k - 3:k] == b"1//" and _GOOGLE_REFRESH.match(b, k - 3):
                 sc.marks.add("google_refresh_token")
         elif prev == 58:  # ":"
-            if j - k == 35 and b.startswith(b"AA", k) and _TELEGRAM.match(b, max(0, k - 11), j + 1):
+            if j - k == 35 and b.startswith(b"AA", k) and _TELEGRAM.search(b, max(0, k - 11), j):
                 sc.marks.add("telegram_bot_token")
-            elif j - k == 35 and b.startswith(b"AA", k) and _TELEGRAM.search(b, max(0, k - 11), j):
-                sc.marks.add("telegram_bot_token")
-        elif prev == 126:  # "~"
-            if k >= 5 and b[k - 2] == 81 and _AZURE_AD_SECRET.search(b, max(0, k - 6), min(len(b), k + 40)):
-                sc.marks.add("azure_ad_client_secret")
-        if j - k == 50 and _MAILGUN_NEW.fullmatch(b, k, j):
-            sc.marks.add("mailgun_key")
+
+
+def _kv_key_len(low: bytes, m) -> int:
+    """Length of the key word a keyed-assignment match starts with (up to the separator)."""
+    i = m.start()
+    n = m.start(1)
+    while i < n and (97 <= low[i] <= 122 or low[i] == 95):
+        i += 1
+    return i - m.start()
 
 
 def _scan_keywords(sc: _Scan) -> None:
@@ -571,8 +594,8 @@ def _scan_keywords(sc: _Scan) -> None:
             v = b[m.start(1):m.end(1)]
             if not _secretish(v):
                 continue
+            end = m.start() + _kv_key_len(low, m)
             for name, rule, quarantine in names:
-                end = m.start() + len(tail)
                 if not low.endswith(name, 0, end):
                     continue
                 if quarantine:
@@ -590,8 +613,14 @@ def _scan_keywords(sc: _Scan) -> None:
         v = b[m.start(1):m.end(1)]
         if _mixed(v) and _secretish(v):
             sc.span(m.start(1), m.end(1), _P, "bearer_token")
-    if b"-----BEGIN" in b and _PEM_PRIVATE.search(b):
+    if _PEM_PRIVATE.search(b):
         sc.marks.add("private_key")
+    i = b.find(b"Q~")
+    while i >= 0:  # Azure AD client secrets: 3 chars, a digit, "Q~", 31-34 chars (dots allowed)
+        if i >= 4 and _AZURE_AD_SECRET.match(b, i - 4, min(len(b), i + 40)):
+            sc.marks.add("azure_ad_client_secret")
+            break
+        i = b.find(b"Q~", i + 2)
 
 
 def _scan_structural(sc: _Scan) -> None:
@@ -626,12 +655,17 @@ def _scan_structural(sc: _Scan) -> None:
         digits = raw.replace(b" ", b"").replace(b"-", b"")
         if _CARD_BRANDS.fullmatch(digits) and _luhn(digits):
             sc.span(m.start(), m.end(), _P_CARD, "card_number")
-    if b"ddd-dd-dddd" in cls:
+    if True:
         for m in _SSN_SHAPE.finditer(cls):
             area, group, serial = b[m.start():m.start() + 3], b[m.start() + 4:m.start() + 6], b[m.end() - 4:m.end()]
             if area in (b"000", b"666") or area[:1] == b"9" or group == b"00" or serial == b"0000":
                 continue
             sc.span(m.start(), m.end(), _P_SSN, "ssn")
+
+
+_DIGEST_PREFIXES = (b"h1:", b"sha1=", b"sha224=", b"sha256=", b"sha384=", b"sha512=", b"md5=",
+                    b"sha256:", b"sha512:", b"sha384:", b"sha1:")
+_EQ_PIECE = re.compile(rb"[^=]+=*")
 
 
 def _scan_entropy(sc: _Scan) -> None:
@@ -642,7 +676,14 @@ def _scan_entropy(sc: _Scan) -> None:
         s = k
         if k >= 1 and b[k] in b"ntr" and b[k - 1] == 92:
             s = k + 1  # keep the JSON escape (\n) out of the redacted span
-        if j - s >= ENTROPY_MIN_LEN and _entropy_secret(b, s, j):
+        eq = b.find(b"=", s, j)
+        if 0 <= eq < j - 1 and b[eq + 1:j].strip(b"="):
+            # "name=value" joined into one run: base64 has "=" only at its end, so judge each
+            # "=" separated piece on its own and keep the names.
+            for m in _EQ_PIECE.finditer(b, s, j):
+                if m.end() - m.start() >= ENTROPY_MIN_LEN and _entropy_secret(b, m.start(), m.end()):
+                    sc.span(m.start(), m.end(), _P_SECRET, "high_entropy_run")
+        elif j - s >= ENTROPY_MIN_LEN and _entropy_secret(b, s, j):
             sc.span(s, j, _P_SECRET, "high_entropy_run")
 
 

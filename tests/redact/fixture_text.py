@@ -90,3 +90,24 @@ def tool_output_sample(limit_bytes: int = 1 << 20) -> str:
                 break
     raw = "\n".join(parts).encode("utf-8")[:limit_bytes]
     return raw.decode("utf-8", "ignore")
+
+
+JUDGED_HITS = {
+    # (file, line, field): (rules expected, judgement). Each was inspected by eye.
+    ("spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 66, "tool.result"):
+        (("high_entropy_run",), "Claude thinking-block 'signature' (opaque base64 blob) inside a transcript the agent "
+                                "read: not a credential, but opaque and useless in the lake; acceptable"),
+    ("spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 78, "tool.result"):
+        (("high_entropy_run",), "same: thinking-block signature; acceptable"),
+    ("spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 1327, "tool.result"):
+        (("high_entropy_run",), "Phoenix LiveView data-phx-session / data-phx-static signed tokens (SFMyNTY...): "
+                                "signed session tokens, a real secret class; correct"),
+    ("spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 1357, "tool.result"):
+        (("high_entropy_run",), "Phoenix LiveView signed session tokens; correct"),
+    ("spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 1392, "tool.result"):
+        (("high_entropy_run",), "Phoenix LiveView signed session tokens; correct"),
+}
+"""Every field of the fixture transcripts on which a rule fires, with the judgement made after
+reading the hit. The replaced CSRF-token fakes in spotter__8463c716 (``FffFFFFf0...``) use three
+symbols (~1.5 bits/char) and do not fire: judged acceptable, because a real CSRF token (random
+base64url) does fire — see ``test_real_csrf_token_in_meta_tag_is_redacted``."""

@@ -1,0 +1,111 @@
+"""Property tests (hypothesis) on scrub() and scrub_deep().
+
+Properties, and why they must hold:
+* no exception escapes for any str (the hook fails open, but a redactor exception would drop
+  the event, and scrub_deep guards MCP writes);
+* the output is a str that round-trips through UTF-8 with ``surrogatepass`` (spool lines are
+  written that way) and, for valid text, encodes as plain UTF-8;
+* status and rules agree (clean ⇔ no rules; rules sorted and unique); clean returns the input;
+* idempotence: scrub(scrub(x)) == scrub(x) — placeholders are built from characters the rules
+  never match, so a second pass finds nothing new (an envelope re-scrubbed by import or by the
+  MCP guard does not change);
+* a planted secret never survives, whatever surrounds it, and never appears in a placeholder;
+* determinism: the same input gives the same output (same secret → same placeholder).
+"""
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from lib import redact
+from tests.redact import secrets_corpus
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TOKENISH = st.text(alphabet=st.sampled_from("abcXYZ019+/=_-.:@ \n\\\"'~é😀"), max_size=80)
+ANY_TEXT = st.one_of(st.text(max_size=300), TOKENISH)
+SECRETS = st.sampled_from(secrets_corpus.SECRETS)
+
+
+@SETTINGS
+@given(ANY_TEXT, st.booleans())
+@example("\ud800 postgres://u:p@h", True)
+@example("4111 1111 1111 1111\udfff", False)
+def test_scrub_never_raises_and_returns_consistent_outcome(text, tool):
+    out, oc = redact.scrub(text, tool)
+    assert isinstance(out, str)
+    out.encode("utf-8", "surrogatepass")
+    assert oc.status in redact.STATUS_ORDER
+    assert (oc.status == "clean") == (not oc.rules)
+    assert list(oc.rules) == sorted(set(oc.rules))
+    if oc.status == "clean":
+        assert out is text
+
+
+@SETTINGS
+@given(st.text(max_size=300), st.booleans())
+def test_valid_text_stays_valid_utf8(text, tool):
+    out, _ = redact.scrub(text, tool)
+    out.encode("utf-8")  # raises on lone surrogates: none may be created
+
+
+@SETTINGS
+@given(ANY_TEXT, st.booleans())
+def test_scrub_is_idempotent(text, tool):
+    once, _ = redact.scrub(text, tool)
+    twice, _ = redact.scrub(once, tool)
+    assert twice == once
+
+
+@SETTINGS
+@given(ANY_TEXT, SECRETS, ANY_TEXT, st.booleans())
+def test_planted_secret_never_survives(before, secret, after, tool):
+    text = before + " " + secret + "\n" + after
+    out, oc = redact.scrub(text, tool)
+    assert secret not in out
+    assert oc.status != "clean"
+    assert redact.scrub(text, tool) == (out, oc)  # deterministic
+
+
+@SETTINGS
+@given(SECRETS, st.booleans())
+def test_placeholder_never_contains_the_input(secret, tool):
+    out, _ = redact.scrub(secret, tool)
+    for placeholder in _placeholders(out):
+        assert secret not in placeholder
+        assert secret[-12:] not in placeholder
+
+
+def _placeholders(text):
+    i = text.find("[ctxlake")
+    while i >= 0:
+        j = text.find("]", i)
+        yield text[i:j + 1]
+        i = text.find("[ctxlake", j)
+
+
+JSONISH = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), ANY_TEXT, SECRETS),
+    lambda children: st.one_of(st.lists(children, max_size=4),
+                               st.dictionaries(st.one_of(st.text(max_size=10), SECRETS), children, max_size=4)),
+    max_leaves=20)
+
+
+@SETTINGS
+@given(JSONISH, st.booleans())
+def test_scrub_deep_never_raises_and_removes_every_secret(value, tool):
+    out, outcomes = redact.scrub_deep(value, tool)
+    blob = json.dumps(out, ensure_ascii=False, default=str)
+    for s in secrets_corpus.SECRETS:
+        if s in json.dumps(value, ensure_ascii=False, default=str):
+            assert s not in blob
+    assert all(isinstance(o, redact.Outcome) and o.status != "clean" for o in outcomes)
+    again, more = redact.scrub_deep(out, tool)
+    assert again == out
+
+
+def test_scrub_deep_catches_card_numbers_given_as_json_numbers():
+    out, outcomes = redact.scrub_deep({"pan": 4111111111111111, "qty": 3, "ok": True})
+    assert out == {"pan": "[ctxlake:redacted-card]", "qty": 3, "ok": True}
+    assert outcomes[0].rules == ("card_number",)
