@@ -650,11 +650,18 @@ def _scan_structural(sc: _Scan) -> None:
     cls = b.translate(_DIGIT_CLS)
     if b"dddd" not in cls:
         return
-    for m in _CARD_SHAPE.finditer(cls):
-        raw = b[m.start():m.end()]
-        digits = raw.replace(b" ", b"").replace(b"-", b"")
+    pos = 0
+    search = _CARD_SHAPE.search
+    while True:
+        m = search(cls, pos)
+        if m is None:
+            break
+        digits = b[m.start():m.end()].replace(b" ", b"").replace(b"-", b"")
         if _CARD_BRANDS.fullmatch(digits) and _luhn(digits):
             sc.span(m.start(), m.end(), _P_CARD, "card_number")
+            pos = m.end()
+        else:
+            pos = m.start() + 1  # "5559 2221 4828 6689 7209": the card may start at the next group
     if True:
         for m in _SSN_SHAPE.finditer(cls):
             area, group, serial = b[m.start():m.start() + 3], b[m.start() + 4:m.start() + 6], b[m.end() - 4:m.end()]

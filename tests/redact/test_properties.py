@@ -15,6 +15,7 @@ Properties, and why they must hold:
 from __future__ import annotations
 
 import json
+import os
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -22,7 +23,9 @@ from hypothesis import strategies as st
 from lib import redact
 from tests.redact import secrets_corpus
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# CTXLAKE_HYPOTHESIS_EXAMPLES raises the budget for a long local run (e.g. 5000).
+SETTINGS = settings(max_examples=int(os.environ.get("CTXLAKE_HYPOTHESIS_EXAMPLES", "300")), deadline=None,
+                    database=None, suppress_health_check=[HealthCheck.too_slow])
 TOKENISH = st.text(alphabet=st.sampled_from("abcXYZ019+/=_-.:@ \n\\\"'~é😀"), max_size=80)
 ANY_TEXT = st.one_of(st.text(max_size=300), TOKENISH)
 SECRETS = st.sampled_from(secrets_corpus.SECRETS)

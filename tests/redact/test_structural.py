@@ -97,3 +97,9 @@ def test_presigned_aws_url_with_session_key_is_quarantined():
     url = ("https://b.s3.amazonaws.com/o?X-Amz-Credential=ASIAIOSFODNN7EXAMPLE%2F20300101%2Fus-east-1%2Fs3"
            "&X-Amz-Signature=" + "ab12" * 16)
     assert redact.scrub(url)[1].status == "quarantined"
+
+
+def test_card_after_an_unrelated_digit_group_is_found():
+    """Found by the atheris target: a leading group swallowed the card's first group."""
+    out, oc = redact.scrub("ref 5559 2221 4828 6689 7209 ok")
+    assert "2221 4828 6689 7209" not in out and oc.rules == ("card_number",)
