@@ -60,6 +60,43 @@ def recall(n: int, seed: int) -> dict:
     return out
 
 
+def known_limits(n: int, seed: int) -> dict:
+    """Secrets the rules miss by design, measured so the trade stays visible (not in tests).
+
+    * ``hex_key_no_context`` — 32-hex keys (Datadog-style) with a name the rules do not know:
+      pure hex is never an entropy hit (git SHAs and digests are hex);
+    * ``lower_alnum_32_tool`` — 32-char ``[a-z0-9]`` tokens in tool output (entropy ~4.3 and
+      often judged "wordy");
+    * ``letters_only_password`` — ``password: <letters>``: letters-only values are treated as
+      placeholders (``changeme``, ``your_password_here``);
+    * ``random_token_in_prose`` — a bare random token in a prompt: entropy applies to tool
+      fields only.
+    """
+    import random
+    import string
+    rng = random.Random(f"limits:{seed}")
+    alnum = string.ascii_letters + string.digits
+    gens = {
+        "hex_key_no_context": (lambda: "".join(rng.choice("0123456789abcdef") for _ in range(32)),
+                               lambda s: f"DD_API_KEY={s}", True),
+        "lower_alnum_32_tool": (lambda: "".join(rng.choice(string.ascii_lowercase + string.digits) for _ in range(32)),
+                                lambda s: f'{{"token": "{s}"}}', True),
+        "letters_only_password": (lambda: "".join(rng.choice(string.ascii_letters) for _ in range(14)),
+                                  lambda s: f"password: {s}", False),
+        "random_token_in_prose": (lambda: "".join(rng.choice(alnum) for _ in range(40)),
+                                  lambda s: f"use this key: {s} thanks", False),
+    }
+    out = {}
+    for name, (secret, carrier, tool) in gens.items():
+        hit = 0
+        for _ in range(n):
+            sec = secret()
+            if sec not in redact.scrub(carrier(sec), is_tool_output=tool)[0]:
+                hit += 1
+        out[name] = {"n": n, "recalled": hit, "recall": hit / n}
+    return out
+
+
 def false_positives(seed: int, n: int) -> dict:
     """Negative category → {n, fp, rate, rules (Counter of rules fired), examples}."""
     cats: dict = collections.defaultdict(lambda: {"n": 0, "fp": 0, "rules": collections.Counter(), "examples": []})
@@ -119,10 +156,11 @@ def main(argv=None, out=sys.stdout) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     rec = recall(args.n, args.seed)
+    lim = known_limits(args.n, args.seed)
     fps = false_positives(args.seed, max(50, args.n // 3))
     tim = timing(args.runs)
     if args.json:
-        json.dump({"recall": rec, "false_positives": fps, "timing": tim}, out, indent=2)
+        json.dump({"recall": rec, "known_limits": lim, "false_positives": fps, "timing": tim}, out, indent=2)
         out.write("\n")
         return 0 if tim["within_budget"] else 1
     w = out.write
@@ -134,7 +172,13 @@ def main(argv=None, out=sys.stdout) -> int:
         w(f"  {fam:24s} {row['recalled']:5d}/{row['n']:<5d} {row['recall']:7.2%}  {row['statuses']}\n")
         for m in row["misses"]:
             w(f"      miss: {m!r}\n")
-    w(f"  {'ALL':24s} {tot_hit:5d}/{tot_n:<5d} {tot_hit / tot_n:7.2%}\n\n")
+    w(f"  {'ALL':24s} {tot_hit:5d}/{tot_n:<5d} {tot_hit / tot_n:7.2%}\n")
+    w("  (the corpus was written together with the rules: read 100 % as 'every documented\n"
+      "   format is covered', not as field recall; the known limits below are misses by design)\n\n")
+    w("known limits (by design; see known_limits())\n")
+    for name, row in lim.items():
+        w(f"  {name:24s} {row['recalled']:5d}/{row['n']:<5d} {row['recall']:7.2%}\n")
+    w("\n")
     w("false positives per negative category (text changed by scrub)\n")
     for cat, row in sorted(fps.items()):
         w(f"  {cat:28s} {row['fp']:5d}/{row['n']:<6d} {row['rate']:7.2%}  {row['rules'] or ''}\n")

@@ -345,9 +345,8 @@ _AUTH_HEADER = re.compile(
 # -- 2. structural spans ----------------------------------------------------------------
 _URI_CRED = re.compile(rb"://([^\s/?#@\"'<>`\\]*):([^\s/?#\"'<>`\\]+)@")
 _CURL_USER = re.compile(rb"(?:-u|--user)[ \t]+[\"']?([^\s:\"']+):([^\s\"'@]+)")
-_URL_SIG = re.compile(rb"sig(?:nature)?=([A-Za-z0-9%+/=_-]{16,})")
+_URL_SIG = re.compile(rb"(?:sig|signature)=([A-Za-z0-9%+/=_-]{16,})")
 _SIG_BEFORE = (b"?", b"&", b";", b"?x-amz-", b"&x-amz-", b"?x-goog-", b"&x-goog-")
-_SSN_SHAPE = re.compile(rb"ddd-dd-dddd(?<![d-]ddd-dd-dddd)(?![d-])")
 _CARD_SHAPE = re.compile(
     rb"dddd(?<![dw-]dddd)(?:d{9,15}|([s-])dddd\1dddd\1d{1,4}(?:\1d{1,4})?|([s-])dddddd\2d{4,5})(?![dw-])")
 # Issuer prefixes and lengths (ISO/IEC 7812 IIN ranges as published by the card networks).
@@ -585,8 +584,18 @@ def _kv_key_len(low: bytes, m) -> int:
     return i - m.start()
 
 
+def _finds(hay: bytes, needle: bytes):
+    """Every start position of ``needle`` in ``hay`` (bytes.find: far faster than a regex's own
+    literal-prefix scan for needles of 4+ bytes)."""
+    i = hay.find(needle)
+    while i >= 0:
+        yield i
+        i = hay.find(needle, i + 1)
+
+
 def _scan_keywords(sc: _Scan) -> None:
-    """Case-insensitive keyword rules: named secret assignments, Authorization, Bearer."""
+    """Case-insensitive keyword rules: named secret assignments, Authorization, Bearer, PEM
+    private-key headers, Azure AD client secrets."""
     b = sc.b
     low = sc.lower()
     for tail, rx, names in _KV_GROUPS:
@@ -604,52 +613,58 @@ def _scan_keywords(sc: _Scan) -> None:
                 elif end - len(name) == 0 or low[end - len(name) - 1] not in _LOWER_LETTERS:
                     sc.span(m.start(1), m.end(1), _P, rule)  # "bypass=", "compass:" stay clean
                 break
-    for m in _AUTH_HEADER.finditer(low):
-        v = b[m.start(1):m.end(1)]
-        if _mixed(v) and _secretish(v):
-            sc.marks.add("authorization_header")
+    for i in _finds(low, b"authorization"):
+        m = _AUTH_HEADER.match(low, i)
+        if m:
+            v = b[m.start(1):m.end(1)]
+            if _mixed(v) and _secretish(v):
+                sc.marks.add("authorization_header")
+                break
+    for i in _finds(low, b"bearer"):
+        m = _BEARER.match(low, i)
+        if m:
+            v = b[m.start(1):m.end(1)]
+            if _mixed(v) and _secretish(v):
+                sc.span(m.start(1), m.end(1), _P, "bearer_token")
+    for i in _finds(b, b"-----BEGIN"):
+        if _PEM_PRIVATE.match(b, i):
+            sc.marks.add("private_key")
             break
-    for m in _BEARER.finditer(low):
-        v = b[m.start(1):m.end(1)]
-        if _mixed(v) and _secretish(v):
-            sc.span(m.start(1), m.end(1), _P, "bearer_token")
-    if _PEM_PRIVATE.search(b):
-        sc.marks.add("private_key")
-    i = b.find(b"Q~")
+    i = b.find(b"~")  # memchr: "~" is rare, "Q~" is not a fast needle
     while i >= 0:  # Azure AD client secrets: 3 chars, a digit, "Q~", 31-34 chars (dots allowed)
-        if i >= 4 and _AZURE_AD_SECRET.match(b, i - 4, min(len(b), i + 40)):
+        if i >= 5 and b[i - 1] == 81 and _AZURE_AD_SECRET.match(b, i - 5, min(len(b), i + 40)):
             sc.marks.add("azure_ad_client_secret")
             break
-        i = b.find(b"Q~", i + 2)
+        i = b.find(b"~", i + 1)
 
 
 def _scan_structural(sc: _Scan) -> None:
     """URL credentials, curl -u, URL signatures, card numbers, SSNs (whole field)."""
     b = sc.b
-    if b"://" in b:
-        for m in _URI_CRED.finditer(b):
+    for i in _finds(b, b"://"):
+        m = _URI_CRED.match(b, i)
+        if m:
             pw = m.group(2)
-            if pw.startswith((b"$", b"<", b"*", b"[ctxlake")) or b"${" in pw or b"{{" in pw:
-                continue
-            sc.span(m.start(2), m.end(2), _P, "uri_credentials")
-    if b"curl" in b:
-        for m in _CURL_USER.finditer(b):
-            line_start = b.rfind(b"\n", 0, m.start()) + 1
-            if b.find(b"curl", max(line_start, m.start() - 400), m.start()) >= 0:
-                pw = m.group(2)
+            if not (pw.startswith((b"$", b"<", b"*", b"[ctxlake")) or b"${" in pw or b"{{" in pw):
+                sc.span(m.start(2), m.end(2), _P, "uri_credentials")
+        # curl -u user:PASS on the same line as a URL (curl without a URL is not looked for)
+        line = b.rfind(b"\n", max(0, i - 2000), i) + 1
+        if b.find(b"curl", line, i) >= 0:
+            for cm in _CURL_USER.finditer(b, line, i):
+                pw = cm.group(2)
                 if not pw.startswith((b"$", b"<", b"[ctxlake")):
-                    sc.span(m.start(2), m.end(2), _P, "uri_credentials")
+                    sc.span(cm.start(2), cm.end(2), _P, "uri_credentials")
     low = sc.lower()
-    for m in _URL_SIG.finditer(low):
-        st = m.start()
-        if not low.endswith(_SIG_BEFORE, max(0, st - 8), st):
-            continue  # a query parameter: ?sig= &sig= ;sig= ?X-Amz-Signature= &X-Goog-Signature=
-        v = b[m.start(1):m.end(1)]
-        if _mixed(v) or b"%" in v:
-            sc.span(m.start(1), m.end(1), _P, "url_signature")
+    for needle in (b"sig=", b"signature="):
+        for st in _finds(low, needle):
+            if not low.endswith(_SIG_BEFORE, max(0, st - 8), st):
+                continue  # a query parameter: ?sig= &sig= ;sig= ?X-Amz-Signature= &X-Goog-Signature=
+            m = _URL_SIG.match(low, st)
+            if m:
+                v = b[m.start(1):m.end(1)]
+                if _mixed(v) or b"%" in v:
+                    sc.span(m.start(1), m.end(1), _P, "url_signature")
     cls = b.translate(_DIGIT_CLS)
-    if b"dddd" not in cls:
-        return
     pos = 0
     search = _CARD_SHAPE.search
     while True:
@@ -662,24 +677,28 @@ def _scan_structural(sc: _Scan) -> None:
             pos = m.end()
         else:
             pos = m.start() + 1  # "5559 2221 4828 6689 7209": the card may start at the next group
-    if True:
-        for m in _SSN_SHAPE.finditer(cls):
-            area, group, serial = b[m.start():m.start() + 3], b[m.start() + 4:m.start() + 6], b[m.end() - 4:m.end()]
-            if area in (b"000", b"666") or area[:1] == b"9" or group == b"00" or serial == b"0000":
-                continue
-            sc.span(m.start(), m.end(), _P_SSN, "ssn")
+    for i in _finds(cls, b"ddd-dd-dddd"):
+        if (i and cls[i - 1] in b"d-") or cls[i + 11:i + 12] in (b"d", b"-"):
+            continue
+        area, group, serial = b[i:i + 3], b[i + 4:i + 6], b[i + 7:i + 11]
+        if area in (b"000", b"666") or area[:1] == b"9" or group == b"00" or serial == b"0000":
+            continue
+        sc.span(i, i + 11, _P_SSN, "ssn")
 
 
 _DIGEST_PREFIXES = (b"h1:", b"sha1=", b"sha224=", b"sha256=", b"sha384=", b"sha512=", b"md5=",
                     b"sha256:", b"sha512:", b"sha384:", b"sha1:")
 _EQ_PIECE = re.compile(rb"[^=]+=*")
+_ENT_TAIL = re.compile(rb"[A-Za-z0-9+/=_-]*")
 
 
 def _scan_entropy(sc: _Scan) -> None:
     b = sc.b
     window = min(len(b), MAX_SCAN_BYTES)
-    cls = b.translate(_ENT_CLS)
+    cls = b[:window + 4096].translate(_ENT_CLS)
     for k, j in _runs(cls, ENTROPY_MIN_LEN, 0, window):
+        if j == len(cls) < len(b):
+            j = _ENT_TAIL.match(b, j).end()  # a run crossing the window edge is scanned whole
         s = k
         if k >= 1 and b[k] in b"ntr" and b[k - 1] == 92:
             s = k + 1  # keep the JSON escape (\n) out of the redacted span
