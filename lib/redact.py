@@ -124,6 +124,39 @@ def _table(classes: dict, default: int) -> bytes:
     return bytes(out)
 
 
+class _Lazy:
+    """A regex compiled on first use. The hook's capture child scrubs one event and exits, so
+    the ~100 provider patterns are compiled only when a candidate token asks for one."""
+
+    __slots__ = ("pattern", "rx")
+
+    def __init__(self, pattern):
+        self.pattern = pattern
+        self.rx = None
+
+    def match(self, *a):
+        return (self.rx or self._compile()).match(*a)
+
+    def search(self, *a):
+        return (self.rx or self._compile()).search(*a)
+
+    def fullmatch(self, *a):
+        return (self.rx or self._compile()).fullmatch(*a)
+
+    def finditer(self, *a):
+        return (self.rx or self._compile()).finditer(*a)
+
+    def sub(self, *a):
+        return (self.rx or self._compile()).sub(*a)
+
+    def split(self, *a):
+        return (self.rx or self._compile()).split(*a)
+
+    def _compile(self):
+        self.rx = re.compile(self.pattern)
+        return self.rx
+
+
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _TOKEN_CLS = _table({_ALNUM + "_-": ord("a")}, ord(" "))   # provider-token runs
 _ENT_CLS = _table({_ALNUM + "+/=_-": ord("a")}, ord(" "))  # entropy runs (DESIGN.md §7)
@@ -273,16 +306,16 @@ _DOT_MARKERS = [
 ]
 # Prefixed tokens replaced in place (reference spec §6 step 3): keep the prefix, drop the tail.
 _PREFIXED = [
-    (b"hf_", "huggingface_token", re.compile(rb"hf_([A-Za-z0-9]{20,})")),
-    (b"npm_", "npm_token", re.compile(rb"npm_([A-Za-z0-9]{20,})")),
+    (b"hf_", "huggingface_token", _Lazy(rb"hf_([A-Za-z0-9]{20,})")),
+    (b"npm_", "npm_token", _Lazy(rb"npm_([A-Za-z0-9]{20,})")),
 ]
-_SENDGRID = re.compile(rb"SG\.([A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})")
+_SENDGRID = _Lazy(rb"SG\.([A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})")
 
 
 def _by_first_two(markers, prefixed) -> dict:
     """First two bytes of an anchor → [(anchor, rule, regex, needs mixed tail, in place)],
     most specific (longest) anchor first."""
-    rows = [(a, rule, re.compile(p), mixed, False) for a, rule, p, mixed in markers]
+    rows = [(a, rule, _Lazy(p), mixed, False) for a, rule, p, mixed in markers]
     rows += [(a, rule, rx, False, True) for a, rule, rx in prefixed]
     out: dict = {}
     for row in rows:
@@ -293,18 +326,18 @@ def _by_first_two(markers, prefixed) -> dict:
 
 
 _START_BY_2 = _by_first_two(_START_MARKERS, _PREFIXED)
-_JWT = re.compile(next(p for a, _, p, _ in _START_MARKERS if a == b"eyJ"))
-_DOT_ROWS = [(a, rule, re.compile(p), m) for a, rule, p, m in _DOT_MARKERS]
+_JWT = _Lazy(next(p for a, _, p, _ in _START_MARKERS if a == b"eyJ"))
+_DOT_ROWS = [(a, rule, _Lazy(p), m) for a, rule, p, m in _DOT_MARKERS]
 _DOT_ANCHORS = tuple(a for a, *_ in _DOT_MARKERS) + (b"SG.",)
 
 # Context markers (checked on a run by the character before it).
-_TELEGRAM = re.compile(rb"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _END)
-_AZURE_AD_SECRET = re.compile(rb"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])")
-_GOOGLE_REFRESH = re.compile(rb"1//0[A-Za-z0-9_-]{40,}")
-_MAILGUN_NEW = re.compile(rb"[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}")
+_TELEGRAM = _Lazy(rb"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _END)
+_AZURE_AD_SECRET = _Lazy(rb"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])")
+_GOOGLE_REFRESH = _Lazy(rb"1//0[A-Za-z0-9_-]{40,}")
+_MAILGUN_NEW = _Lazy(rb"[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}")
 _SLACK_HOOK = b"hooks.slack.com/services/"
-_DISCORD_HOOK = re.compile(rb"discord(?:app)?\.com/api/webhooks/[0-9]{5,}/$")
-_PEM_PRIVATE = re.compile(rb"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_DISCORD_HOOK = _Lazy(rb"discord(?:app)?\.com/api/webhooks/[0-9]{5,}/$")
+_PEM_PRIVATE = _Lazy(rb"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 
 # Keyed secrets, searched in the lower-cased text with a literal-prefixed regex per keyword
 # tail, then checked against the full key name that precedes it. A value must be secret-shaped
@@ -338,19 +371,19 @@ _KV_GROUPS = [
         (b"pass", "password_assignment", False),
     ]),
 ]
-_AUTH_HEADER = re.compile(
+_AUTH_HEADER = _Lazy(
     rb"authorization(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
     rb"(?:(?:basic|bearer|token|digest|negotiate|ntlm|aws4-hmac-sha256|sso-key)[ \t]+)?([A-Za-z0-9._~+/=-]{12,})")
 
 # -- 2. structural spans ----------------------------------------------------------------
 _URI_CRED = re.compile(rb"://([^\s/?#@\"'<>`\\]*):([^\s/?#\"'<>`\\]+)@")
-_CURL_USER = re.compile(rb"(?:-u|--user)[ \t]+[\"']?([^\s:\"']+):([^\s\"'@]+)")
-_URL_SIG = re.compile(rb"(?:sig|signature)=([A-Za-z0-9%+/=_-]{16,})")
+_CURL_USER = _Lazy(rb"(?:-u|--user)[ \t]+[\"']?([^\s:\"']+):([^\s\"'@]+)")
+_URL_SIG = _Lazy(rb"(?:sig|signature)=([A-Za-z0-9%+/=_-]{16,})")
 _SIG_BEFORE = (b"?", b"&", b";", b"?x-amz-", b"&x-amz-", b"?x-goog-", b"&x-goog-")
 _CARD_SHAPE = re.compile(
     rb"dddd(?<![dw-]dddd)(?:d{9,15}|([s-])dddd\1dddd\1d{1,4}(?:\1d{1,4})?|([s-])dddddd\2d{4,5})(?![dw-])")
 # Issuer prefixes and lengths (ISO/IEC 7812 IIN ranges as published by the card networks).
-_CARD_BRANDS = re.compile(
+_CARD_BRANDS = _Lazy(
     rb"4(?:\d{12}|\d{15}|\d{18})|5[1-5]\d{14}|2(?:2[2-9]|[3-6]\d|7[01])\d{13}|2720\d{12}"
     rb"|3[47]\d{13}|3(?:0[0-5]|[689]\d)(?:\d{11}|\d{13})|6(?:011|5\d\d|4[4-9]\d)(?:\d{12}|\d{15})"
     rb"|35(?:2[89]|[3-8]\d)(?:\d{12}|\d{15})|62(?:\d{14}|\d{17})")
@@ -362,20 +395,20 @@ match; every 13–19 digit number with a valid prefix still has a 1-in-10 chance
 which is the residual false-positive rate of unseparated numbers."""
 
 # -- 3. prefixed: Bearer ----------------------------------------------------------------
-_BEARER = re.compile(rb"bearer[ \t]+([A-Za-z0-9._~+/=-]{16,})")
+_BEARER = _Lazy(rb"bearer[ \t]+([A-Za-z0-9._~+/=-]{16,})")
 
 # -- 4. entropy -------------------------------------------------------------------------
 _HEX = re.compile(rb"[0-9a-fA-F]+")
-_UUIDISH = re.compile(rb"[0-9a-fA-F-]+")
-_INTEGRITY = re.compile(rb"(?:sha(?:1|224|256|384|512)|md5)[-=][A-Za-z0-9+/_-]+=*")
-_ULIDS = re.compile(rb"(?:[a-z]+_)?[0-7][0-9A-HJKMNP-TV-Z]{25}(?:[_-](?:[a-z]+_)?[0-7][0-9A-HJKMNP-TV-Z]{25})*")
-_ANTHROPIC_ID = re.compile(rb"(?:[a-z]+_)?(?:msg|toolu|srvtoolu|req|msgbatch|file)_01[A-Za-z0-9]{20,30}")
-_ANTHROPIC_ID_IN = re.compile(rb"(?:msg|toolu|srvtoolu|req|msgbatch|file)_01[A-Za-z0-9]{20,30}")
+_UUIDISH = _Lazy(rb"[0-9a-fA-F-]+")
+_INTEGRITY = _Lazy(rb"(?:sha(?:1|224|256|384|512)|md5)[-=][A-Za-z0-9+/_-]+=*")
+_ULIDS = _Lazy(rb"(?:[a-z]+_)?[0-7][0-9A-HJKMNP-TV-Z]{25}(?:[_-](?:[a-z]+_)?[0-7][0-9A-HJKMNP-TV-Z]{25})*")
+_ANTHROPIC_ID = _Lazy(rb"(?:[a-z]+_)?(?:msg|toolu|srvtoolu|req|msgbatch|file)_01[A-Za-z0-9]{20,30}")
+_ANTHROPIC_ID_IN = _Lazy(rb"(?:msg|toolu|srvtoolu|req|msgbatch|file)_01[A-Za-z0-9]{20,30}")
 _IMAGE_MAGIC = (b"iVBORw0KGgo", b"/9j/", b"R0lGOD", b"UklGR", b"PHN2Zy", b"AAAAIGZ0eXB", b"AAAAHGZ0eXB")
-_DATA_URI = re.compile(rb"data:(?:image|font|audio|video)/[A-Za-z0-9.+-]+;base64,$")
-_CHUNK = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
-_PIECES = re.compile(rb"[/_+=.-]+")
-_CONSONANTS5 = re.compile(rb"[b-df-hj-np-tv-xzB-DF-HJ-NP-TV-XZ]{5,}")
+_DATA_URI = _Lazy(rb"data:(?:image|font|audio|video)/[A-Za-z0-9.+-]+;base64,$")
+_CHUNK = _Lazy(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_PIECES = _Lazy(rb"[/_+=.-]+")
+_CONSONANTS5 = _Lazy(rb"[b-df-hj-np-tv-xzB-DF-HJ-NP-TV-XZ]{5,}")
 _VOWELS = frozenset(b"aeiouyAEIOUY")
 _SEQUENCES = (b"abcdefgh", b"ABCDEFGH", b"01234567", b"zyxwvuts", b"ZYXWVUTS")
 
@@ -444,8 +477,8 @@ def _entropy_secret(b: bytes, s: int, e: int) -> bool:
     return not _wordy(run[:512])
 
 
-_LETTER_WORDS = re.compile(rb"[A-Za-z]+(?:[-_.][A-Za-z]+)*[-_.]?")
-_SAME_CHAR = re.compile(rb"(.)\1+")
+_LETTER_WORDS = _Lazy(rb"[A-Za-z]+(?:[-_.][A-Za-z]+)*[-_.]?")
+_SAME_CHAR = _Lazy(rb"(.)\1+")
 
 
 def _secretish(v: bytes) -> bool:
@@ -688,8 +721,8 @@ def _scan_structural(sc: _Scan) -> None:
 
 _DIGEST_PREFIXES = (b"h1:", b"sha1=", b"sha224=", b"sha256=", b"sha384=", b"sha512=", b"md5=",
                     b"sha256:", b"sha512:", b"sha384:", b"sha1:")
-_EQ_PIECE = re.compile(rb"[^=]+=*")
-_ENT_TAIL = re.compile(rb"[A-Za-z0-9+/=_-]*")
+_EQ_PIECE = _Lazy(rb"[^=]+=*")
+_ENT_TAIL = _Lazy(rb"[A-Za-z0-9+/=_-]*")
 
 
 def _scan_entropy(sc: _Scan) -> None:
@@ -787,7 +820,7 @@ _DENY_SUBSTR = ("/.aws/credentials", "/.aws/config", "/.ssh/id_", "/.netrc", "/.
                 "/.htpasswd", "/.hermes/.env")
 _DENY_SUFFIX = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".ppk", ".kdbx", ".tfstate",
                 ".tfstate.backup")
-_CMD_SPLIT = re.compile(r"[\s\"'`;|&<>()=]+")
+_CMD_SPLIT = _Lazy(r"[\s\"'`;|&<>()=]+")
 
 
 def denied_path(paths) -> str | None:

@@ -54,3 +54,21 @@ def test_tool_use_ids_and_session_ids_survive():
         if f.field == "tool.input" and "toolu_01" in f.text:
             out, _ = redact.scrub(f.text, is_tool_output=True)
             assert out.count("toolu_01") == f.text.count("toolu_01")
+
+
+def test_fixture_home_paths_use_placeholder_user_names():
+    """Reference bug 12.2 #32: a user name leaked through Claude's slugged transcript path.
+    Both forms — ``/Users/<name>`` and ``-Users-<name>-`` (likewise ``/home``) — must carry a
+    placeholder name in every fixture."""
+    import os
+    import re
+
+    from tests.conftest import FIXTURES
+
+    pattern = re.compile(r"(?:[/\\](?:Users|home)[/\\]+|(?<=[/\\\"-])-(?:Users|home)-)([A-Za-z0-9._]+)")
+    names = set()
+    for folder, _, files in os.walk(FIXTURES):
+        for name in files:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as fh:
+                names.update(pattern.findall(fh.read()))
+    assert names <= {"dev", "USER", "user", "node"}, names
