@@ -15,11 +15,9 @@ only: the hook imports it.
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass
 
 RUNTIMES = ("claude_code", "cursor", "hermes", "import")
-_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+_SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
 def safe_segment(value: str) -> str:
@@ -33,29 +31,35 @@ def safe_segment(value: str) -> str:
     """
     if value in ("", ".", ".."):
         return "".join("%%%02X" % b for b in value.encode()) or "%00"
-    if not _SAFE.search(value):
+    if _SAFE_CHARS.issuperset(value):
         return value
     out = []
     for ch in value:
-        if _SAFE.match(ch):
-            out.extend("%%%02X" % b for b in ch.encode("utf-8"))
-        else:
+        if ch in _SAFE_CHARS:
             out.append(ch)
+        else:
+            out.extend("%%%02X" % b for b in ch.encode("utf-8", "surrogatepass"))
     return "".join(out)
 
 
-@dataclass(frozen=True)
 class Paths:
     """Resolved local directories for one ``CTXLAKE_HOME``.
 
     ``home`` is absolute; ``spool_dir`` and ``cache_dir`` may be overridden by
-    ``CTXLAKE_SPOOL_DIR`` / ``CTXLAKE_CACHE_DIR`` (DESIGN.md §3). Pure value: building it
-    creates nothing on disk.
+    ``CTXLAKE_SPOOL_DIR`` / ``CTXLAKE_CACHE_DIR`` (DESIGN.md §3). Pure value (a plain class, not a dataclass, to keep the hook's imports
+    minimal): building it creates nothing on disk.
     """
 
-    home: str
-    spool_dir: str
-    cache_dir: str
+    __slots__ = ("home", "spool_dir", "cache_dir")
+
+    def __init__(self, home: str, spool_dir: str, cache_dir: str):
+        self.home, self.spool_dir, self.cache_dir = home, spool_dir, cache_dir
+
+    def __repr__(self) -> str:
+        return f"Paths(home={self.home!r}, spool_dir={self.spool_dir!r}, cache_dir={self.cache_dir!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Paths) and (self.home, self.spool_dir, self.cache_dir) == (other.home, other.spool_dir, other.cache_dir)
 
     @classmethod
     def from_env(cls, environ=None) -> "Paths":

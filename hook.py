@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""ctxlake hook: one process per runtime hook event (DESIGN.md §1, §6).
+
+Usage (as ``ctxlake install`` writes it into a runtime's hook config)::
+
+    python3 -I -S /path/to/hook.py <runtime> [<event>] < payload.json
+
+Prints the runtime's answer (briefing, lease warning, or ``{}``) on stdout, captures the event
+into the local spool (redacted), and always exits 0. Never touches the network or the store.
+The logic lives in :mod:`lib.hookproc` (byte-compiled once; this file is recompiled per start).
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def main() -> int:
+    """``hook.py <runtime> [<event>]``: payload on stdin, answer on stdout, exit 0 always."""
+    try:
+        from lib.hookproc import run
+
+        return run(sys.argv[1:], sys.stdin.buffer, sys.stdout)
+    except BaseException:  # noqa: BLE001 - even a broken install must not fail the agent
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Runtime adapters: parsed hook payload → envelopes + the runtime's answer (DESIGN.md §6).
+
+Registered by runtime name in :data:`ADAPTERS` (STYLE.md §14); each adapter module knows its
+runtime's event names and payload fields and nothing of the spool. Standard library only.
+
+An adapter module exposes:
+
+- ``EVENTS``: ``{runtime_event_name: event_type or None}`` — every event ``install`` wires;
+- ``session_id(payload) -> str | None``;
+- ``answer(event, payload, ctx) -> dict`` — the JSON the runtime reads on stdout;
+- ``to_envelopes(event, payload, builder, ctx) -> list[dict]``.
+
+``ctx`` is a :class:`HookContext`.
+"""
+from __future__ import annotations
+
+import sys
+
+ADAPTERS = {"claude_code": "lib.adapters.claude_code"}
+
+
+class UnknownRuntime(ValueError):
+    """The runtime name has no adapter."""
+
+
+def get(runtime: str):
+    """The adapter module for ``runtime``. :raises UnknownRuntime:"""
+    try:
+        name = ADAPTERS[runtime]
+    except KeyError:
+        raise UnknownRuntime(f"no adapter for runtime {runtime!r}; known: {', '.join(sorted(ADAPTERS))}") from None
+    __import__(name)
+    return sys.modules[name]
+
+
+class HookContext:
+    """What an adapter may consult: identity, the briefing and lease view from the cache.
+
+    ``paths`` is a :class:`lib.paths.Paths`; ``policy`` a callable returning the lease policy
+    (``warn``/``block``), called only when a conflict is found (loading the config file costs
+    time the hook rarely needs). Reads are lazy and fail open (a missing or corrupt cache file
+    is "nothing known"). ``injected`` collects claim ids shown to the agent.
+    """
+
+    def __init__(self, paths, fleet_id: str, agent_id: str, policy=lambda: "warn"):
+        self.paths, self.fleet_id, self.agent_id, self.policy = paths, fleet_id, agent_id, policy
+        self.injected: list[str] = []
+        self._leases = None
+
+    def briefing(self) -> str | None:
+        """The fenced briefing text for this fleet, or ``None``; records its claim ids."""
+        from lib.briefing import read_for_hook
+
+        text, ids = read_for_hook(self.paths.briefing(self.fleet_id))
+        if text:
+            self.injected = ids
+        return text
+
+    def lease_conflicts(self, paths: list[str], cwd: str | None) -> list[dict]:
+        """Leases held by *other* live agents on any of ``paths`` (:func:`lib.live.conflicts_for_paths`)."""
+        from lib import live
+
+        if self._leases is None:
+            self._leases = live.read_view(self.paths.leases(self.fleet_id))
+        return live.conflicts_for_paths(self._leases, self.agent_id, paths, cwd)

@@ -1,0 +1,244 @@
+"""The hook process: answer the runtime fast, capture in a detached child (DESIGN.md §6, §12).
+
+Lives in ``lib/`` (not in ``hook.py``) so its bytecode is cached: the script a runtime runs is
+recompiled on every start, and on the agent's path that matters. ``hook.py`` is a thin shim
+around :func:`run`. Imports only builtins, ``_json`` and hook-safe ``lib`` modules on the answer
+path; the capture child imports the redactor.
+
+The runtime waits for this process, so the work is split in two (budget: median ≤ 1.5× a bare
+interpreter):
+
+1. **Answer** (the process the agent waits on): print the answer known from the event name
+   (SessionStart: the cached briefing) and flush; read stdin; parse; answer what depends on the
+   payload (PreToolUse on a write tool: the lease check).
+2. **Capture** (a detached child, forked once the answer is out, holding a shared lock on
+   ``spool/.state/hooks.lock`` until it is done): map → redact → append one line per envelope
+   (one ``write`` on an ``O_APPEND`` descriptor) → on session end write ``<session>.done``.
+   Nothing unredacted touches disk: the payload crosses the fork in memory only.
+
+:func:`lib.spool.wait_for_hooks` lets syncd and tests wait for in-flight captures.
+``CTXLAKE_HOOK_SYNC=1`` (or a platform without ``fork``) runs both parts in one process.
+Any failure: one JSON line in ``$CTXLAKE_HOME/hook-errors.log``, the default answer, exit 0
+(invariant 12).
+"""
+from __future__ import annotations
+
+
+import os
+import sys
+
+MAX_STDIN = 64 << 20
+
+
+def _log_error(paths, runtime: str, event: str, step: str, error) -> None:
+    """Append one JSON line to hook-errors.log; fall back to stderr if that fails."""
+    import time
+
+    from lib import jsonfast
+
+    line = jsonfast.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runtime": runtime,
+                           "event": event, "step": step,
+                           "error": f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)})
+    try:
+        if paths is None:
+            raise OSError("no CTXLAKE_HOME")
+        path = paths.hook_errors
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        try:
+            sys.stderr.write(line + "\n")
+        except Exception:
+            pass
+
+
+def _emit(stdout, answer: dict) -> None:
+    from lib import jsonfast
+
+    stdout.write(jsonfast.dumps(answer) + "\n")
+    stdout.flush()
+
+
+def _read_all(stdin) -> bytes:
+    chunks, total = [], 0
+    while True:
+        chunk = stdin.read(1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > MAX_STDIN:
+            raise ValueError(f"payload larger than {MAX_STDIN} bytes")
+    return b"".join(chunks)
+
+
+def _log_unmapped_once(paths, runtime: str, event: str) -> None:
+    from lib.paths import safe_segment
+
+    marker = os.path.join(paths.state_dir, "unmapped", safe_segment(f"{runtime}-{event}"))
+    try:
+        os.makedirs(os.path.dirname(marker), exist_ok=True)
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return
+    except OSError:
+        pass
+    _log_error(paths, runtime, event, "map", "event not captured by ctxlake (answered with the default)")
+
+
+class _Identity:
+    """Fleet and agent ids for the answer step: from the environment when the installer set
+    them (no config file read), else from the full config; the lease policy is loaded lazily."""
+
+    def __init__(self, env):
+        self.env = env
+        self._cfg = None
+        fleet, agent = env.get("CTXLAKE_FLEET_ID"), env.get("CTXLAKE_AGENT_ID")
+        if fleet and agent and not env.get("CTXLAKE_CONFIG_FORCE"):
+            self.fleet_id, self.agent_id = fleet, agent
+        else:
+            cfg = self.config()
+            self.fleet_id, self.agent_id = cfg.fleet_id, cfg.agent_id
+
+    def config(self):
+        if self._cfg is None:
+            from lib.config import ConfigError, load
+
+            try:
+                self._cfg = load(self.env)
+            except ConfigError:
+                self._cfg = load(self.env, path=os.devnull + ".missing")
+                raise
+        return self._cfg
+
+    def policy(self) -> str:
+        p = self.env.get("CTXLAKE_LEASE_POLICY")
+        if p in ("warn", "block"):
+            return p
+        try:
+            return self.config().leases.policy
+        except Exception:
+            return "warn"
+
+
+def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
+    """Map, redact and spool one payload (the capture half). Raises on failure (caller logs)."""
+    from lib import adapters, envelope, jsonfast, spool
+
+    adapter = adapters.get(runtime)
+    if event not in adapter.EVENTS:
+        _log_unmapped_once(paths, runtime, event or "<none>")
+        return
+    sid = adapter.session_id(payload)
+    if not sid:
+        raise ValueError(f"{event} payload has no session_id; event not captured")
+    builder = envelope.Builder(fleet_id=ctx.fleet_id, agent_id=ctx.agent_id, runtime=runtime, session_id=sid,
+                               runtime_version=getattr(adapter, "runtime_version", lambda p: None)(payload))
+    envelopes = adapter.to_envelopes(event, payload, builder, ctx)
+    target = paths.session_spool(runtime, sid)
+    for env_ in envelopes:
+        try:
+            spool.append(target, envelope.dumps(env_))
+        except spool.SpoolFull as exc:
+            _log_error(paths, runtime, event, "spool", f"dropped 1 event ({env_['event_type']}): {exc}")
+    for rec in builder.quarantine:
+        try:
+            spool.append(os.path.join(paths.quarantine_spool, f"{ctx.fleet_id}.ndjson"), jsonfast.dumps(rec) + "\n")
+        except spool.SpoolFull as exc:
+            _log_error(paths, runtime, event, "quarantine", exc)
+    done = adapter.done_marker(event, payload)
+    if done is not None:
+        spool.atomic_write(paths.session_done(runtime, sid), jsonfast.dumps(done).encode())
+
+
+def _detach_capture(runtime, event, payload, ctx, paths) -> bool:
+    """Fork a detached child that runs :func:`capture`; True when the child took the work."""
+    if not hasattr(os, "fork"):
+        return False
+    import fcntl
+
+    lock_path = os.path.join(paths.state_dir, "hooks.lock")
+    os.makedirs(paths.state_dir, exist_ok=True)
+    lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock_fd, fcntl.LOCK_SH)  # inherited by the child; syncd's LOCK_EX waits for it
+    pid = os.fork()
+    if pid:
+        os.close(lock_fd)
+        return True
+    code = 0
+    try:
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        try:
+            capture(runtime, event, payload, ctx, paths)
+        except Exception as exc:
+            _log_error(paths, runtime, event, "capture", exc)
+    except BaseException:
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def run(argv: list[str], stdin, stdout, environ=None, detach: bool | None = None) -> int:
+    """Handle one hook invocation; ``stdin`` binary, ``stdout`` text. Always returns 0.
+
+    ``detach`` (default: fork available and ``CTXLAKE_HOOK_SYNC`` unset) runs the capture half
+    in a detached child after the answer is out.
+    """
+    runtime = argv[0] if argv else ""
+    event_arg = argv[1] if len(argv) > 1 else ""
+    env = os.environ if environ is None else environ
+    if detach is None:
+        detach = not env.get("CTXLAKE_HOOK_SYNC")
+    paths = None
+    answered = False
+    step = "config"
+    event = event_arg
+    try:
+        from lib import adapters, jsonfast
+        from lib.paths import Paths
+
+        paths = Paths.from_env(env)
+        ident = _Identity(env)
+        step = "adapter"
+        adapter = adapters.get(runtime)
+        ctx = adapters.HookContext(paths, ident.fleet_id, ident.agent_id, ident.policy)
+        if event_arg:
+            early = adapter.answer_before_payload(event_arg, ctx)
+            if early is not None:
+                _emit(stdout, early)
+                answered = True
+        step = "read"
+        raw = _read_all(stdin)
+        if not raw.strip():
+            raise ValueError("empty stdin: no hook payload")
+        try:
+            payload = jsonfast.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"hook payload is not valid JSON ({exc})") from None
+        if not isinstance(payload, dict):
+            raise ValueError("hook payload is not a JSON object")
+        name = payload.get("hook_event_name")
+        event = name if isinstance(name, str) and name else event_arg
+        step = "answer"
+        if not answered:
+            _emit(stdout, adapter.answer(event, payload, ctx))
+            answered = True
+        step = "capture"
+        if detach and _detach_capture(runtime, event, payload, ctx, paths):
+            return 0
+        capture(runtime, event, payload, ctx, paths)
+    except Exception as exc:  # fail open: log, answer the default, exit 0
+        _log_error(paths, runtime, event, step, exc)
+        if not answered:
+            try:
+                _emit(stdout, {})
+            except Exception:
+                pass
+    return 0

@@ -1,0 +1,45 @@
+"""Sanitization of text read from the lake or the cache before it reaches an agent (invariant 9).
+
+Strips zero-width, bidirectional-control and C0/C1 control characters (keeping ``\\n`` and
+``\\t`` where multi-line text is allowed), and bounds length with a visible marker so a
+truncation is never silent. Standard library only.
+"""
+from __future__ import annotations
+
+TRUNCATION_MARKER = "…[truncated]"
+# zero-width (U+200B-U+200F incl. LRM/RLM), bidi embeddings/overrides/isolates (U+202A-U+202E,
+# U+2066-U+2069), word joiner & invisible operators (U+2060-U+2064), BOM, soft hyphen, Mongolian
+# vowel separator, C0 (except \t \n) and C1 controls, DEL, tag characters (U+E0000-U+E007F).
+# (A str.translate table, not a regex: the hook sanitizes the briefing and must not import re.)
+_RANGES = [(0x00, 0x08), (0x0B, 0x1F), (0x7F, 0x9F), (0xAD, 0xAD), (0x180E, 0x180E), (0x200B, 0x200F),
+           (0x202A, 0x202E), (0x2060, 0x2064), (0x2066, 0x2069), (0xFEFF, 0xFEFF), (0xE0000, 0xE007F)]
+_TABLE = {cp: None for lo, hi in _RANGES for cp in range(lo, hi + 1)}
+_FOLD = {**_TABLE, 0x0A: 0x20, 0x0D: 0x20, 0x09: 0x20}
+
+
+def clean(text: str, max_chars: int = 4000, single_line: bool = False) -> str:
+    """Return ``text`` without invisible/control characters, at most ``max_chars`` characters
+    (plus the marker ``…[truncated]`` when cut). ``single_line`` folds newlines to spaces, so a
+    value cannot forge a heading in a rendered block (reference bug 12.2 #31)."""
+    if not isinstance(text, str):
+        text = str(text)
+    if single_line:
+        text = " ".join(text.translate(_FOLD).split(" ")).strip()
+        while "  " in text:
+            text = text.replace("  ", " ")
+    else:
+        text = text.translate(_TABLE)
+    if len(text) > max_chars:
+        text = text[:max_chars] + TRUNCATION_MARKER
+    return text
+
+
+def clean_deep(value, max_chars: int = 4000):
+    """Apply :func:`clean` to every string (keys too) at any depth of a JSON-like value."""
+    if isinstance(value, str):
+        return clean(value, max_chars)
+    if isinstance(value, list):
+        return [clean_deep(v, max_chars) for v in value]
+    if isinstance(value, dict):
+        return {clean(k, 200): clean_deep(v, max_chars) for k, v in value.items()}
+    return value

@@ -1,0 +1,263 @@
+"""Shipping: spool → Parquet segments in the lake, seal on session end (DESIGN.md §2, §4, §5).
+
+Why its own module: it is the one place that turns local spool bytes into store objects while
+keeping invariant 2 — a spool line is deleted only after the store confirmed the segment that
+holds it, and a replay after a crash duplicates nothing.
+
+Per spooled session (files ``<sid>.ndjson.<n>`` oldest first, then ``<sid>.ndjson``):
+
+1. read complete lines after the watermark offset of the file's identity (``dev:inode``);
+2. record the batch as ``pending = {seg, file, start, end}`` in the watermark *before* the PUT,
+   so a crash re-sends exactly the same bytes as the same segment number;
+3. create-only PUT ``seg-<NNNNNN>.parquet``; a 412 on a pending segment means a previous try
+   landed — its bytes are compared, and the watermark advances;
+4. when ``<sid>.done`` exists and every file is consumed: create ``_SEALED``, delete the spool
+   files and ``.done``. The watermark is kept forever (a resumed session id must not restart at
+   ``seg-000000``).
+
+Quarantine records (``spool/quarantine/*.ndjson``, never values) are shipped to
+``quarantine/fleet=<f>/agent=<a>/dt=<d>/<ulid>.json`` create-only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from lib import lake, spool
+from lib.envelope import sha256_hex
+from lib.paths import safe_segment
+from lib.store import CREATE, PreconditionFailed, retrying
+
+SHIP_RUNTIMES = ("claude_code", "cursor", "hermes", "import")
+
+
+class ShipStats:
+    """Counters of one shipping pass (all ints): envelopes, segments, sealed, dropped_lines,
+    quarantine_records, errors; ``session_errors`` lists ``(session_file, message)``."""
+
+    def __init__(self):
+        self.envelopes = self.segments = self.sealed = self.dropped_lines = 0
+        self.quarantine_records = self.errors = 0
+        self.session_errors: list = []
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in vars(self).items()}
+
+
+def _validate(records: list[dict], fleet_hint: str | None) -> tuple[list[dict], list[int], int]:
+    from lib.envelope import check
+
+    good, idx, bad = [], [], 0
+    for i, r in enumerate(records):
+        try:
+            check(r)
+        except ValueError:
+            bad += 1
+            continue
+        good.append(r)
+        idx.append(i)
+    return good, idx, bad
+
+
+def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, list[dict], int]:
+    """Parquet bytes for a batch of raw spool lines; returns (data, first_envelope_list, dropped)."""
+    records, dropped = spool.decode_lines(lines)
+    good, _, bad = _validate(records, None)
+    dropped += bad
+    if not good:
+        return None, [], dropped
+    raw = [json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() for r in good] \
+        if (dropped or len(good) != len(lines)) else lines
+    try:
+        table = lake.table_from_lines(raw)
+    except ValueError as exc:
+        log("segment_slow_path", reason=str(exc)[:200])
+        table = lake.to_table(good, [r.decode() if isinstance(r, bytes) else r for r in raw])
+    return lake.encode(table), good, dropped
+
+
+def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_rows: int, log,
+                 stats: ShipStats, fleet_filter: str | None = None) -> None:
+    """Ship one spooled session. Raises store errors (the caller keeps going with others)."""
+    state = os.path.join(paths.state_dir, safe_segment(runtime), stem + ".json")
+    wm = spool.Watermark.load(state)
+    for path in group["files"]:
+        ident = spool.file_identity(path)
+        if ident is None:
+            continue
+        while True:
+            if wm.pending and wm.pending.get("file") == ident:
+                start, end = int(wm.pending["start"]), int(wm.pending["end"])
+                lines, got_end = spool.read_complete_lines(path, start, max_bytes=end - start)
+                if got_end != end:
+                    raise RuntimeError(f"spool file {path} shrank below a pending batch")
+                seg = int(wm.pending["seg"])
+            else:
+                start = int(wm.files.get(ident, 0))
+                lines, end = spool.read_complete_lines(path, start, max_lines=batch_rows)
+                if not lines:
+                    break
+                seg = wm.next_seg
+            data, envs, dropped = _encode_batch(lines, log)
+            if dropped:
+                stats.dropped_lines += dropped
+                wm.dropped_lines += dropped
+                log("spool_lines_dropped", file=os.path.basename(path), count=dropped,
+                    detail="unparseable or invalid lines (e.g. cut by a crash)")
+            if data is None:
+                wm.files[ident] = end
+                wm.pending = None
+                wm.save()
+                continue
+            if wm.partition_date is None:
+                wm.partition_date = envs[0]["emitted_at"][:10]
+                wm.agent_id = envs[0]["agent_id"]
+                wm.fleet_id = envs[0]["fleet_id"]
+                wm.runtime = envs[0]["runtime"]
+            if not wm.pending:
+                wm.pending = {"seg": seg, "file": ident, "start": start, "end": end}
+                wm.save()
+            prefix = lake.session_prefix(wm.fleet_id, wm.partition_date, wm.runtime or runtime, wm.agent_id,
+                                         envs[0]["session_id"])
+            key = lake.segment_key(prefix, seg)
+            try:
+                retrying(lambda: store.put(key, data, CREATE), log=log, key=key)
+            except PreconditionFailed:
+                existing = store.get(key).data
+                if existing != data:
+                    # A different batch already holds this number (e.g. the watermark was lost):
+                    # never overwrite; take the next free number. Compaction de-duplicates rows.
+                    log("segment_exists", key=key, detail="different bytes; using the next segment number")
+                    wm.next_seg = seg + 1
+                    wm.pending = None
+                    wm.save()
+                    continue
+            stats.segments += 1
+            stats.envelopes += len(envs)
+            wm.files[ident] = end
+            wm.next_seg = max(wm.next_seg, seg + 1)
+            wm.pending = None
+            wm.save()
+            log("segment_shipped", key=key, rows=len(envs), bytes=len(data))
+    if group.get("done"):
+        _maybe_seal(store, paths, runtime, group, wm, stats, log)
+
+
+def _maybe_seal(store, paths, runtime, group, wm, stats, log) -> None:
+    for path in group["files"]:
+        ident = spool.file_identity(path)
+        if ident is None:
+            continue
+        size = os.path.getsize(path)
+        if wm.files.get(ident, 0) < size:
+            _, end = spool.read_complete_lines(path, wm.files.get(ident, 0))
+            if end < size and time.time() - os.path.getmtime(path) > 5:
+                # a torn final line with no newline, left by a crash: it will never complete.
+                stats.dropped_lines += 1
+                wm.dropped_lines += 1
+                log("spool_torn_tail_dropped", file=os.path.basename(path), bytes=size - end)
+                wm.files[ident] = size
+                wm.save()
+            else:
+                return  # not fully shipped yet
+    try:
+        with open(group["done"], "rb") as fh:
+            done = json.loads(fh.read() or b"{}")
+    except (OSError, ValueError):
+        done = {}
+    if wm.partition_date is None:  # a session with no envelopes at all: nothing to seal
+        _cleanup(group)
+        return
+    sid = os.path.basename(group["done"])[:-5]
+    from urllib.parse import unquote
+
+    prefix = lake.session_prefix(wm.fleet_id, wm.partition_date, wm.runtime or runtime, wm.agent_id, unquote(sid))
+    marker = {"session_id": unquote(sid), "runtime": wm.runtime or runtime, "segments": wm.next_seg,
+              "dropped_lines": wm.dropped_lines}
+    if isinstance(done, dict) and isinstance(done.get("transcript_path"), str):
+        marker["transcript_path_hash"] = sha256_hex(done["transcript_path"])
+    try:
+        store.put(lake.sealed_key(prefix), json.dumps(marker, sort_keys=True).encode(), CREATE)
+    except PreconditionFailed:
+        pass  # sealed before (a crash after the PUT, or a resumed session): fine
+    wm.sealed = True
+    wm.save()
+    _cleanup(group)
+    stats.sealed += 1
+    log("session_sealed", key=lake.sealed_key(prefix), segments=wm.next_seg)
+
+
+def _cleanup(group: dict) -> None:
+    for path in list(group["files"]) + [group["done"]]:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+def ship_quarantine(store, paths, *, log, stats: ShipStats, settle_secs: float = 2.0) -> None:
+    """Ship quarantine records; a file is renamed aside first so appends go to a fresh one."""
+    qdir = paths.quarantine_spool
+    try:
+        names = sorted(os.listdir(qdir))
+    except FileNotFoundError:
+        return
+    for name in names:
+        path = os.path.join(qdir, name)
+        if name.endswith(".ndjson"):
+            aside = f"{path}.{int(time.time() * 1000)}.ship"
+            os.rename(path, aside)
+            continue
+    for name in sorted(os.listdir(qdir)):
+        if not name.endswith(".ship"):
+            continue
+        path = os.path.join(qdir, name)
+        if time.time() - os.path.getmtime(path) < settle_secs:
+            continue  # a hook that opened the file before the rename may still append
+        with open(path, "rb") as fh:
+            lines = fh.read().splitlines()
+        for raw in lines:
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                stats.dropped_lines += 1
+                continue
+            if not isinstance(rec, dict):
+                continue
+            from lib.ulid import new_ulid
+
+            rid = rec.get("id") or sha256_hex(raw)[7:33]
+            key = lake.quarantine_key(rec.get("fleet_id", "default"), rec.get("agent_id", "unknown"),
+                                      str(rec.get("recorded_at", ""))[:10] or time.strftime("%Y-%m-%d"),
+                                      str(rid) if rec.get("id") else f"{rec.get('event_id', new_ulid())}-{rid}")
+            try:
+                store.put(key, json.dumps(rec, sort_keys=True).encode(), CREATE)
+            except PreconditionFailed:
+                pass
+            stats.quarantine_records += 1
+        os.unlink(path)
+
+
+def ship_all(store, paths, *, batch_rows: int = 20000, log=lambda *a, **k: None) -> ShipStats:
+    """One shipping pass over every runtime spool directory and the quarantine spool.
+
+    A failure in one session (store outage, unreadable watermark) is logged and counted; the
+    others still ship, and the failed session's spool stays intact for the next pass.
+    """
+    stats = ShipStats()
+    for runtime in SHIP_RUNTIMES:
+        directory = paths.runtime_spool(runtime)
+        for stem, group in sorted(spool.session_files(directory).items()):
+            try:
+                ship_session(store, paths, runtime, stem, group, batch_rows=batch_rows, log=log, stats=stats)
+            except Exception as exc:  # keep going: one session must not stop the pass
+                stats.errors += 1
+                stats.session_errors.append((f"{runtime}/{stem}", f"{type(exc).__name__}: {exc}"))
+                log("ship_failed", session=f"{runtime}/{stem}", error=f"{type(exc).__name__}: {exc}"[:300])
+    try:
+        ship_quarantine(store, paths, log=log, stats=stats)
+    except Exception as exc:
+        stats.errors += 1
+        log("quarantine_ship_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+    return stats

@@ -1,0 +1,185 @@
+"""The snapshot: an immutable, content-addressed SQLite file every agent reads (DESIGN.md §10).
+
+maint builds it (:func:`build`) with sqlite-utils from session digests and claims, publishes
+``snapshot/<f>/<sha256>.sqlite`` create-only, then swaps ``snapshot/<f>/current.json`` by CAS
+(:func:`publish`), refusing to replace a pointer stamped with a higher maintenance epoch
+(fencing, DESIGN.md §9). syncd mirrors it byte-for-byte into ``cache/<f>/snapshot.bin``
+(:func:`fetch`). The same inputs always give the same bytes: nothing time-dependent is stored in
+the file (``built_at`` lives in the pointer).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import tempfile
+
+from lib import lake
+from lib.store import CREATE, NotFound, PreconditionFailed, update
+
+SNAPSHOT_SCHEMA_VERSION = 1
+CLAIM_COLUMNS = {"claim_id": str, "claim": str, "claim_type": str, "subject": str, "status": str,
+                 "confidence": float, "observed_by": str, "observed_at": str, "independent_sessions": int,
+                 "evidence": str, "visible_to_agents": int, "embedding": bytes, "embedder": str,
+                 "updated_at": str, "reason": str}
+SESSION_COLUMNS = {"session_id": str, "fleet_id": str, "agent_id": str, "runtime": str, "repo": str, "branch": str,
+                   "started_at": str, "ended_at": str, "duration_ms": int, "turn_count": int, "event_count": int,
+                   "commands_ok": int, "commands_failed": int, "files_touched": str, "commands": str,
+                   "tests_run": str, "commits": str, "usage": str, "outcome": str, "friction": str,
+                   "summary": str, "imported": int}
+
+
+class StaleEpoch(Exception):
+    """The published pointer carries a higher maintenance epoch than ours: we were fenced off."""
+
+
+def build(fleet_id: str, digests: list[dict], claims: list[dict], meta: dict | None = None) -> bytes:
+    """SQLite bytes for the snapshot.
+
+    Tables: ``snapshot_meta(key, value)``, ``sessions`` (one row per digest; lists as JSON
+    text), ``claims`` (+ ``embedding`` BLOB, ``embedder``), ``claims_fts`` (FTS5 over claims with
+    ``visible_to_agents = 1`` only). Rows are inserted in sorted order so bytes are deterministic.
+    """
+    import sqlite_utils
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "build.sqlite")
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA page_size=4096")
+        db = sqlite_utils.Database(conn)
+        m = {"schema_version": str(SNAPSHOT_SCHEMA_VERSION), "fleet_id": fleet_id, **{k: str(v) for k, v in (meta or {}).items()}}
+        db["snapshot_meta"].insert_all(({"key": k, "value": m[k]} for k in sorted(m)), pk="key")
+        db["sessions"].create(SESSION_COLUMNS, pk="session_id")
+        rows = []
+        for d in sorted(digests, key=lambda x: (x.get("ended_at") or "", x["session_id"])):
+            row = {k: d.get(k) for k in SESSION_COLUMNS}
+            for k in ("files_touched", "commands", "tests_run", "commits", "usage", "friction"):
+                row[k] = json.dumps(d.get(k), sort_keys=True)
+            row["imported"] = int(bool(d.get("imported")))
+            rows.append(row)
+        if rows:
+            db["sessions"].insert_all(rows, pk="session_id", replace=True)
+        db["sessions"].create_index(["ended_at"])
+        db["claims"].create(CLAIM_COLUMNS, pk="claim_id")
+        crow = []
+        for c in sorted(claims, key=lambda x: x["claim_id"]):
+            r = {k: c.get(k) for k in CLAIM_COLUMNS}
+            r["evidence"] = json.dumps(c.get("evidence") or [], sort_keys=True)
+            crow.append(r)
+        if crow:
+            db["claims"].insert_all(crow, pk="claim_id")
+        conn.execute("CREATE VIRTUAL TABLE claims_fts USING fts5(claim_id UNINDEXED, claim, subject, tokenize='porter unicode61')")
+        conn.execute("INSERT INTO claims_fts(claim_id, claim, subject) SELECT claim_id, claim, subject FROM claims "
+                     "WHERE visible_to_agents = 1 ORDER BY claim_id")
+        conn.commit()
+        out = os.path.join(tmp, "out.sqlite")
+        conn.execute("VACUUM INTO ?", (out,))
+        conn.close()
+        with open(out, "rb") as fh:
+            return fh.read()
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: str, claim_count: int,
+            session_count: int, log=lambda *a, **k: None) -> dict:
+    """Publish ``data``: blob first (create-only; already there is fine), then CAS the pointer.
+
+    Returns ``{"published": bool, "sha256", "reason"}``; ``published`` False with reason
+    ``already current`` when the pointer already names this blob.
+    :raises StaleEpoch: the pointer carries a higher maint epoch (we lost the lease meanwhile).
+    """
+    sha = sha256(data)
+    blob = lake.snapshot_blob_key(fleet_id, sha)
+    try:
+        store.put(blob, data, CREATE)
+    except PreconditionFailed:
+        pass
+    pkey = lake.snapshot_pointer_key(fleet_id)
+    pointer = {"sha256": sha, "built_at": built_at, "maint_epoch": maint_epoch, "claim_count": claim_count,
+               "session_count": session_count, "key": blob}
+    for _ in range(8):
+        try:
+            cur = store.get(pkey)
+            current = json.loads(cur.data)
+            etag = cur.etag
+        except NotFound:
+            current, etag = None, None
+        except ValueError:
+            current, etag = {}, cur.etag
+        if current:
+            if int(current.get("maint_epoch") or 0) > maint_epoch:
+                raise StaleEpoch(f"snapshot pointer has maint epoch {current.get('maint_epoch')} > ours {maint_epoch}")
+            if current.get("sha256") == sha:
+                return {"published": False, "sha256": sha, "reason": "already current"}
+        try:
+            store.put(pkey, json.dumps(pointer, sort_keys=True).encode(), CREATE if etag is None else update(etag))
+            log("snapshot_published", key=blob, sha256=sha, sessions=session_count, claims=claim_count)
+            return {"published": True, "sha256": sha, "reason": "published"}
+        except PreconditionFailed:
+            continue
+    raise RuntimeError("snapshot pointer: lost 8 compare-and-swap races in a row")
+
+
+def fetch(store, fleet_id: str, cache_path: str) -> dict:
+    """Mirror the current snapshot into ``cache_path`` if it changed.
+
+    Returns ``{"changed": bool, "sha256": str|None, "pointer": dict|None}``. The blob's sha256 is
+    verified before the atomic replace; a mismatch raises ``ValueError`` and keeps the old copy.
+    """
+    from lib.spool import atomic_write
+
+    try:
+        pointer = json.loads(store.get(lake.snapshot_pointer_key(fleet_id)).data)
+    except NotFound:
+        return {"changed": False, "sha256": None, "pointer": None}
+    sha = pointer.get("sha256")
+    if not isinstance(sha, str) or len(sha) != 64:
+        raise ValueError("snapshot pointer has no valid sha256")
+    try:
+        with open(cache_path, "rb") as fh:
+            if sha256(fh.read()) == sha:
+                return {"changed": False, "sha256": sha, "pointer": pointer}
+    except OSError:
+        pass
+    data = store.get(lake.snapshot_blob_key(fleet_id, sha)).data
+    if sha256(data) != sha:
+        raise ValueError(f"snapshot blob {sha} does not match its name")
+    atomic_write(cache_path, data, mode=0o644)
+    return {"changed": True, "sha256": sha, "pointer": pointer}
+
+
+def open_readonly(path: str) -> sqlite3.Connection:
+    """Open a snapshot read-only (``mode=ro``); :raises sqlite3.Error: missing or corrupt."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    conn.execute("SELECT 1 FROM snapshot_meta LIMIT 1")
+    return conn
+
+
+def recent_sessions(conn, limit: int = 5, repo: str | None = None) -> list[dict]:
+    """Newest session digests (by ``ended_at``) as dicts with list fields decoded."""
+    q = "SELECT * FROM sessions" + (" WHERE repo = ?" if repo else "") + " ORDER BY ended_at DESC, session_id LIMIT ?"
+    rows = conn.execute(q, ((repo, limit) if repo else (limit,))).fetchall()
+    out = []
+    for r in rows:
+        d = dict(r)
+        for k in ("files_touched", "commands", "tests_run", "commits", "usage", "friction"):
+            try:
+                d[k] = json.loads(d[k]) if d[k] else None
+            except ValueError:
+                d[k] = None
+        out.append(d)
+    return out
+
+
+def visible_claims(conn, limit: int = 5) -> list[dict]:
+    """Agent-visible promoted or contested claims, highest confidence first."""
+    rows = conn.execute("SELECT claim_id, claim, claim_type, subject, status, confidence, observed_by, observed_at, "
+                        "independent_sessions FROM claims WHERE visible_to_agents = 1 AND status IN ('promoted','contested') "
+                        "ORDER BY confidence DESC, observed_at DESC, claim_id LIMIT ?", (limit,)).fetchall()
+    return [dict(r) for r in rows]

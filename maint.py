@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""ctxlake maint: the maintenance job (DESIGN.md §1, §9, §10).
+
+Usage::
+
+    python maint.py --once [--json]
+
+One pass: take the ``_maintenance`` lease (a second concurrent run exits 0 naming the holder) →
+for each date partition of the fleet: compact sealed sessions into ``gen=<hash>`` (rows
+de-duplicated by ``event_id``) and digest every sealed session without a digest → build the
+SQLite snapshot → publish it content-addressed with a CAS pointer stamped with our lease epoch →
+release the lease. Logs are JSON lines on stderr; the summary goes to stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+class LeaseRenewer:
+    """Renews the maintenance lease when ``tick()`` is called after ``ttl/5`` seconds."""
+
+    def __init__(self, store, key, holder, ttl, log):
+        self.store, self.key, self.holder, self.ttl, self.log = store, key, holder, ttl, log
+        self.last = time.monotonic()
+        self.epoch = None
+
+    def tick(self):
+        from lib import live
+
+        if time.monotonic() - self.last >= self.ttl / 5:
+            rec = live.acquire(self.store, self.key, holder=self.holder, reason="maintenance", ttl=self.ttl,
+                               resource=live.MAINTENANCE, log=self.log)
+            if rec["epoch"] != self.epoch:
+                raise RuntimeError("maintenance lease lost while working")
+            self.last = time.monotonic()
+
+
+def _scan_sessions(store, fleet: str) -> dict:
+    """``{dt: {prefix: {"segs": [...], "sealed": bool, "digest": bool}}}`` from one listing."""
+    from lib import lake
+
+    out: dict = {}
+    for entry in store.list(lake.fleet_sessions_prefix(fleet)):
+        info = lake.parse_session_prefix(entry.key)
+        name = entry.key.rsplit("/", 1)[-1]
+        sess = out.setdefault(info.get("dt", "?"), {}).setdefault(info["prefix"], {"segs": [], "sealed": False, "digest": False})
+        if name.startswith("seg-"):
+            sess["segs"].append(entry.key)
+        elif name == "_SEALED":
+            sess["sealed"] = True
+        elif name == "digest.json":
+            sess["digest"] = True
+    return out
+
+
+def _session_envelopes(store, seg_keys: list[str], seen: set) -> list[dict]:
+    from lib import lake
+
+    envs = []
+    for key in sorted(seg_keys):
+        for e in lake.decode(store.get(key).data):
+            if e["event_id"] not in seen:
+                seen.add(e["event_id"])
+                envs.append(e)
+    envs.sort(key=lambda e: e["event_id"])
+    return envs
+
+
+def run_once(cfg, store, log, now=time.time) -> dict:
+    """One maintenance pass; returns a summary dict (see module docstring)."""
+    from lib import digest as digestmod
+    from lib import lake, live, snapshot
+    from lib.envelope import format_time
+    from lib.store import CREATE, NotFound, PreconditionFailed, update
+
+    holder = f"maint@{socket.gethostname()}:{os.getpid()}"
+    key = live.lease_key(cfg.fleet_id, live.MAINTENANCE)
+    ttl = cfg.leases.ttl_secs
+    try:
+        lease = live.acquire(store, key, holder=holder, reason="maintenance", ttl=ttl, resource=live.MAINTENANCE, log=log)
+    except live.Refused as exc:
+        log("maint_skipped", holder=exc.holder, expires_at=exc.expires_at)
+        return {"ran": False, "held_by": exc.holder, "expires_at": exc.expires_at, "message": str(exc)}
+    renew = LeaseRenewer(store, key, holder, ttl, log)
+    renew.epoch = lease["epoch"]
+    summary = {"ran": True, "maint_epoch": lease["epoch"], "partitions": 0, "compacted": 0, "rows_out": 0,
+               "digested": 0, "sessions": 0, "snapshot": None}
+    try:
+        digests = []
+        scan = _scan_sessions(store, cfg.fleet_id)
+        for dt in sorted(scan):
+            sealed = {p: s for p, s in scan[dt].items() if s["sealed"]}
+            if not sealed:
+                continue
+            summary["partitions"] += 1
+            gen = lake.generation({p: s["segs"] for p, s in sealed.items()})
+            ckey = lake.current_key(cfg.fleet_id, dt)
+            try:
+                cur_obj = store.get(ckey)
+                cur = json.loads(cur_obj.data)
+                cur_etag = cur_obj.etag
+            except NotFound:
+                cur, cur_etag = {}, None
+            need_compact = cur.get("gen") != gen
+            writer = lake.PartWriter(store, cfg.fleet_id, dt, gen) if need_compact else None
+            seen: set = set()
+            for prefix in sorted(sealed):
+                renew.tick()
+                s = sealed[prefix]
+                d = None
+                if s["digest"] and not need_compact:
+                    try:
+                        d = json.loads(store.get(lake.digest_key(prefix)).data)
+                        if d.get("schema_version") != digestmod.DIGEST_SCHEMA_VERSION:
+                            d = None
+                    except (NotFound, ValueError):
+                        d = None
+                if d is None or need_compact:
+                    envs = _session_envelopes(store, s["segs"], seen)
+                    if writer:
+                        writer.add(envs)
+                    if d is None and envs:
+                        d = digestmod.digest(envs)
+                        store.put(lake.digest_key(prefix), json.dumps(d, sort_keys=True).encode())
+                        summary["digested"] += 1
+                if d:
+                    digests.append(d)
+            if writer:
+                parts = writer.close()
+                pointer = {"gen": gen, "parts": parts, "rows": writer.rows, "sessions": len(sealed),
+                           "built_at": format_time(now()), "maint_epoch": lease["epoch"]}
+                try:
+                    store.put(ckey, json.dumps(pointer, sort_keys=True).encode(),
+                              update(cur_etag) if cur_etag else CREATE)
+                except PreconditionFailed:
+                    log("compaction_pointer_race_lost", key=ckey)
+                summary["compacted"] += 1
+                summary["rows_out"] += writer.rows
+                log("partition_compacted", key=ckey, gen=gen, parts=len(parts), rows=writer.rows, sessions=len(sealed))
+        renew.tick()
+        from lib import embed, gate
+
+        emb = embed.default_embedder()
+        result = gate.run(store, cfg.fleet_id, digests, mode=cfg.summarize_mode, embedder=emb, log=log)
+        claims = result["claims"]
+        summary.update(promoted=result["promoted"], contested=result["contested"], claims=len(claims))
+        summary["sessions"] = len(digests)
+        data = snapshot.build(cfg.fleet_id, digests, claims,
+                              meta={"summarize_mode": cfg.summarize_mode, "embedder": emb[0] if emb else "none"})
+        summary["snapshot"] = snapshot.publish(store, cfg.fleet_id, data, maint_epoch=lease["epoch"],
+                                               built_at=format_time(now()), claim_count=len(claims),
+                                               session_count=len(digests), log=log)
+    finally:
+        live.release(store, key, holder=holder)
+    return summary
+
+
+def main(argv=None, stdout=None) -> int:
+    """``maint.py --once [--json]``: one maintenance pass. Exit 0 also when another run holds the lease."""
+    from lib import config, logs
+    from lib.store import open_store
+
+    p = argparse.ArgumentParser(prog="maint.py", description="ctxlake maintenance: compaction, digests, snapshot.")
+    p.add_argument("--once", action="store_true", help="one pass, then exit (the only mode; a CronJob repeats it)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    args = p.parse_args(argv)
+    out = stdout or sys.stdout
+    cfg = config.load()
+    log = logs.setup("maint", fleet_id=cfg.fleet_id)
+    store = open_store(cfg.store)
+    log("maint_start", store=store.url)
+    summary = run_once(cfg, store, log)
+    if args.json:
+        out.write(json.dumps(summary, sort_keys=True) + "\n")
+    elif not summary["ran"]:
+        out.write(f"maintenance skipped: {summary['message']}\n")
+    else:
+        snap = summary["snapshot"] or {}
+        out.write(f"maint: {summary['partitions']} partition(s), {summary['compacted']} compacted "
+                  f"({summary['rows_out']} rows), {summary['digested']} new digest(s), "
+                  f"snapshot {str(snap.get('sha256'))[:12]} ({snap.get('reason')}), "
+                  f"{summary['sessions']} session(s), epoch {summary['maint_epoch']}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

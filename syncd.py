@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""ctxlake syncd: the per-host daemon (DESIGN.md §1, §3, §13).
+
+Usage::
+
+    python syncd.py [--once] [--json]
+
+Each pass: wait for in-flight hook captures → ship the spool to the lake (segments, seals,
+quarantine records) → mirror the current snapshot into the cache → render the briefing → write
+``cache/<fleet>/sync.json``. Loops every ``sync.poll_secs`` until SIGTERM/SIGINT (the current
+pass finishes, watermarks are written, exit 0). On a laptop with no cluster it also runs one
+maintenance pass every ``sync.maint_every_secs``. JSON log lines on stderr; with ``--once`` a
+summary on stdout. Exit 1 when a ``--once`` pass hit errors (the spool is kept for the next).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def refresh_cache(cfg, store, log) -> dict:
+    """Store → cache: snapshot mirror and briefing. Returns ``{snapshot_sha, briefing_chars}``.
+
+    The briefing is rendered from the cached roster, the snapshot's recent sessions and, in
+    summarize mode ``agent``, its agent-visible claims (``shadow`` and ``none`` show none).
+    """
+    from lib import briefing, snapshot
+    from lib.envelope import format_time
+    from lib.spool import atomic_write
+
+    paths = cfg.paths
+    res = snapshot.fetch(store, cfg.fleet_id, paths.snapshot(cfg.fleet_id))
+    if res["changed"]:
+        log("snapshot_cached", sha256=res["sha256"])
+    sessions, claims = [], []
+    if res["sha256"]:
+        conn = snapshot.open_readonly(paths.snapshot(cfg.fleet_id))
+        try:
+            # sessions with nothing to say (no prompt, no command) are not worth an agent's context
+            sessions = [d for d in snapshot.recent_sessions(conn, 50)
+                        if d.get("turn_count") or d.get("commands_ok") or d.get("commands_failed")][:5]
+            if cfg.summarize_mode == "agent":
+                claims = snapshot.visible_claims(conn, 5)
+        finally:
+            conn.close()
+    roster = []
+    try:
+        with open(paths.roster(cfg.fleet_id), "rb") as fh:
+            data = json.loads(fh.read())
+        roster = [a for a in data.get("agents", []) if isinstance(a, dict)] if isinstance(data, dict) else []
+    except (OSError, ValueError):
+        pass
+    text, ids = briefing.render(roster, sessions, claims)
+    atomic_write(paths.briefing(cfg.fleet_id), json.dumps({"text": text, "claim_ids": ids,
+                                                           "rendered_at": format_time()}).encode(), mode=0o644)
+    return {"snapshot_sha": res["sha256"], "briefing_chars": len(text)}
+
+
+def ingest_proposals(cfg, store, log) -> dict:
+    """MCP ``proposed`` records → ClaimEvents in the store (:func:`lib.claims.ingest`); the
+    consumer's offsets advance only after the events were written."""
+    from lib import claims, spool
+
+    state = os.path.join(cfg.paths.state_dir, "consumers", f"claims-{cfg.fleet_id}.json")
+    records, commit = spool.consume_records(cfg.paths.mcp_spool(cfg.fleet_id), state)
+    proposals = [r for r in records if r.get("kind") == "proposed"]
+    out = claims.ingest(store, proposals, cfg.fleet_id, log=log) if proposals else {"proposed": 0, "rejected": 0}
+    commit()
+    return out
+
+
+def run_pass(cfg, store, log) -> dict:
+    """One syncd pass; returns a summary dict with ``errors`` (0 when all went well)."""
+    from lib import ship, spool
+    from lib.envelope import format_time
+    from lib.spool import atomic_write
+
+    if not spool.wait_for_hooks(cfg.paths.state_dir, timeout=5):
+        log("hook_captures_still_running", detail="shipping what is complete; the rest goes next pass")
+    stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log)
+    summary = {"shipped": stats.envelopes, "segments": stats.segments, "sealed": stats.sealed,
+               "dropped_lines": stats.dropped_lines, "quarantine_records": stats.quarantine_records,
+               "errors": stats.errors, "error_detail": stats.session_errors[:5]}
+    try:
+        summary["claims"] = ingest_proposals(cfg, store, log)
+    except Exception as exc:  # store outage: the records stay unconsumed for the next pass
+        summary["errors"] += 1
+        log("claim_ingest_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+    try:
+        summary.update(refresh_cache(cfg, store, log))
+    except Exception as exc:  # store outage: keep the last cache, say so
+        summary["errors"] += 1
+        summary["cache_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        log("cache_refresh_failed", error=summary["cache_error"])
+    summary["last_run_at"] = format_time()
+    status_path = cfg.paths.sync_status(cfg.fleet_id)
+    try:
+        atomic_write(status_path, json.dumps(summary, sort_keys=True).encode(), mode=0o644)
+    except OSError as exc:
+        log("status_write_failed", error=str(exc))
+    return summary
+
+
+def main(argv=None, stdout=None) -> int:
+    """``syncd.py [--once] [--json]``; see the module docstring."""
+    from lib import config, logs
+    from lib.store import open_store
+
+    p = argparse.ArgumentParser(prog="syncd.py", description="ctxlake sync daemon: spool → store → cache.")
+    p.add_argument("--once", action="store_true", help="one pass, then exit")
+    p.add_argument("--json", action="store_true", help="with --once: print the pass summary as JSON")
+    args = p.parse_args(argv)
+    out = stdout or sys.stdout
+    cfg = config.load()
+    log = logs.setup("syncd", fleet_id=cfg.fleet_id, agent_id=cfg.agent_id)
+    store = open_store(cfg.store)
+    log("syncd_start", store=store.url, spool=cfg.paths.spool_dir, once=args.once)
+    stopping = {"flag": False}
+
+    def stop(signum, frame):
+        stopping["flag"] = True
+        log("syncd_stopping", signal=signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    last_maint = time.monotonic()
+    while True:
+        summary = run_pass(cfg, store, log)
+        if args.once:
+            if args.json:
+                out.write(json.dumps(summary, sort_keys=True) + "\n")
+            else:
+                out.write(f"sync: shipped {summary['shipped']} envelope(s) in {summary['segments']} segment(s), "
+                          f"sealed {summary['sealed']} session(s), {summary['errors']} error(s)"
+                          + (f", snapshot {summary['snapshot_sha'][:12]}" if summary.get("snapshot_sha") else "") + "\n")
+            return 1 if summary["errors"] else 0
+        if cfg.sync.maint_every_secs and time.monotonic() - last_maint >= cfg.sync.maint_every_secs:
+            import maint
+
+            try:
+                maint.run_once(cfg, store, log)
+            except Exception as exc:
+                log("maint_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+            last_maint = time.monotonic()
+        deadline = time.monotonic() + cfg.sync.poll_secs
+        while not stopping["flag"] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if stopping["flag"]:
+            log("syncd_stopped")
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
