@@ -344,7 +344,7 @@ _PEM_PRIVATE = _Lazy(rb"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 # (see _secretish): letters-only values, ${VARS}, <placeholders>, "***" and code references
 # (settings.DB_PASSWORD) stay clean.
 _KV_SEP = rb"(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
-_KV_VALUE = rb"([^\s\"'`,;()\[\]{}<>\\]{6,})"
+_KV_VALUE = rb"([^\s\"'`,;()\[\]{}<>\\]{6,512})"
 _KV_GROUPS = [
     # (literal tail, compiled regex over lowered bytes, [(full key name, rule, quarantine?)])
     (b"key", re.compile(rb"key" + _KV_SEP + _KV_VALUE), [
@@ -376,7 +376,9 @@ _AUTH_HEADER = _Lazy(
     rb"(?:(?:basic|bearer|token|digest|negotiate|ntlm|aws4-hmac-sha256|sso-key)[ \t]+)?([A-Za-z0-9._~+/=-]{12,})")
 
 # -- 2. structural spans ----------------------------------------------------------------
-_URI_CRED = re.compile(rb"://([^\s/?#@\"'<>`\\]*):([^\s/?#\"'<>`\\]+)@")
+_URI_CRED = re.compile(rb"://([^\s/?#@\"'<>`\\]{0,256}):([^\s/?#\"'<>`\\]{1,256})@")
+"""User and password are bounded (256): an unbounded pair backtracks quadratically on a long
+authority full of ':' — the hook must not be a ReDoS target."""
 _CURL_USER = _Lazy(rb"(?:-u|--user)[ \t]+[\"']?([^\s:\"']+):([^\s\"'@]+)")
 _URL_SIG = _Lazy(rb"(?:sig|signature)=([A-Za-z0-9%+/=_-]{16,})")
 _SIG_BEFORE = (b"?", b"&", b";", b"?x-amz-", b"&x-amz-", b"?x-goog-", b"&x-goog-")
@@ -395,6 +397,7 @@ match; every 13–19 digit number with a valid prefix still has a 1-in-10 chance
 which is the residual false-positive rate of unseparated numbers."""
 
 # -- 3. prefixed: Bearer ----------------------------------------------------------------
+_IIN_FIRST = frozenset(b"23456")
 _BEARER = _Lazy(rb"bearer[ \t]+([A-Za-z0-9._~+/=-]{16,})")
 
 # -- 4. entropy -------------------------------------------------------------------------
@@ -498,7 +501,9 @@ def _secretish(v: bytes) -> bool:
 
 def _runs(cls: bytes, min_len: int, start: int = 0, stop: int | None = None):
     """Yield (start, end) of each maximal run of class byte ``a`` of length >= ``min_len`` that
-    starts in [start, stop). Runs extend past ``stop`` to their natural end."""
+    starts in [start, stop); ``start`` must be 0 or a separator. Runs extend past ``stop`` to
+    their natural end. The leftmost occurrence of ``a * min_len`` after a separator is always a
+    run start, so one ``find`` per run suffices."""
     needle = b"a" * min_len
     find = cls.find
     n = len(cls)
@@ -508,13 +513,10 @@ def _runs(cls: bytes, min_len: int, start: int = 0, stop: int | None = None):
         i = find(needle, pos)
         if i < 0 or i >= stop:
             return
-        k = cls.rfind(b" ", pos, i) + 1 if i > pos else i
-        if k < pos:
-            k = pos
         j = find(b" ", i + min_len)
         if j < 0:
             j = n
-        yield k, j
+        yield i, j
         pos = j
 
 
@@ -556,9 +558,6 @@ def _marker_at(sc: _Scan, s: int, rows) -> None:
                 return
 
 
-_RUN20 = re.compile(b"a" * _MARKER_MIN_RUN + b"a*")
-
-
 def _scan_tokens(sc: _Scan) -> None:
     """Markers and prefixed tokens: every token run of >= 20 characters, whole field.
 
@@ -568,8 +567,18 @@ def _scan_tokens(sc: _Scan) -> None:
     tokens, ``:`` for Telegram bot tokens)."""
     b = sc.b
     by2 = _START_BY_2
-    for m in _RUN20.finditer(b.translate(_TOKEN_CLS)):
-        k, j = m.span()
+    cls = b.translate(_TOKEN_CLS)
+    find = cls.find
+    needle = b"a" * _MARKER_MIN_RUN
+    n = len(cls)
+    j = 0
+    while True:
+        k = find(needle, j)
+        if k < 0:
+            break
+        j = find(b" ", k + _MARKER_MIN_RUN)
+        if j < 0:
+            j = n
         s = k
         if k and b[k - 1] == 92 and b[k] in b"ntr":
             s = k + 1  # run begins right after a JSON escape such as \n
@@ -632,14 +641,17 @@ def _scan_keywords(sc: _Scan) -> None:
     b = sc.b
     low = sc.lower()
     for tail, rx, names in _KV_GROUPS:
+        any_name = tuple(n for n, _, _ in names)
         for m in rx.finditer(low):
-            v = b[m.start(1):m.end(1)]
-            if not _secretish(v):
-                continue
             end = m.start() + _kv_key_len(low, m)
+            if not low.endswith(any_name, max(0, end - 32), end):
+                continue  # "primaryKey:", "cache_key=": not a name we know
             for name, rule, quarantine in names:
                 if not low.endswith(name, 0, end):
                     continue
+                v = b[m.start(1):m.end(1)]
+                if not _secretish(v):
+                    break
                 if quarantine:
                     if len(v) >= 8:
                         sc.marks.add(rule)
@@ -663,25 +675,32 @@ def _scan_keywords(sc: _Scan) -> None:
         if _PEM_PRIVATE.match(b, i):
             sc.marks.add("private_key")
             break
-    i = b.find(b"~")  # memchr: "~" is rare, "Q~" is not a fast needle
-    while i >= 0:  # Azure AD client secrets: 3 chars, a digit, "Q~", 31-34 chars (dots allowed)
-        if i >= 5 and b[i - 1] == 81 and _AZURE_AD_SECRET.match(b, i - 5, min(len(b), i + 40)):
+    # Azure AD client secrets: 3 chars, a digit, "Q~", 31-34 chars (dots allowed). "~" is rare,
+    # so walk it with memchr; if it is not rare here, look for "Q~" instead.
+    tildes = _finds(b, b"Q~") if b.count(b"~") > 64 else _finds(b, b"~")
+    for i in tildes:
+        if b[i] == 81:
+            i += 1
+        if i >= 5 and b[i - 1] == 81 and 48 <= b[i - 2] <= 57 \
+                and _AZURE_AD_SECRET.match(b, i - 5, min(len(b), i + 40)):
             sc.marks.add("azure_ad_client_secret")
             break
-        i = b.find(b"~", i + 1)
 
 
 def _scan_structural(sc: _Scan) -> None:
     """URL credentials, curl -u, URL signatures, card numbers, SSNs (whole field)."""
     b = sc.b
+    seen = 0
     for i in _finds(b, b"://"):
         m = _URI_CRED.match(b, i)
         if m:
             pw = m.group(2)
             if not (pw.startswith((b"$", b"<", b"*", b"[ctxlake")) or b"${" in pw or b"{{" in pw):
                 sc.span(m.start(2), m.end(2), _P, "uri_credentials")
-        # curl -u user:PASS on the same line as a URL (curl without a URL is not looked for)
-        line = b.rfind(b"\n", max(0, i - 2000), i) + 1
+        # curl -u user:PASS before a URL on the same line (curl without a URL is not looked
+        # for); windows never overlap, so many URLs cost linear time
+        line = max(b.rfind(b"\n", max(0, i - 400), i) + 1, i - 400, seen)
+        seen = i
         if b.find(b"curl", line, i) >= 0:
             for cm in _CURL_USER.finditer(b, line, i):
                 pw = cm.group(2)
@@ -704,6 +723,9 @@ def _scan_structural(sc: _Scan) -> None:
         m = search(cls, pos)
         if m is None:
             break
+        if b[m.start()] not in _IIN_FIRST:  # hexdumps, line numbers: no issuer starts 0/1/7/8/9
+            pos = m.start() + 1
+            continue
         digits = b[m.start():m.end()].replace(b" ", b"").replace(b"-", b"")
         if _CARD_BRANDS.fullmatch(digits) and _luhn(digits):
             sc.span(m.start(), m.end(), _P_CARD, "card_number")
@@ -735,6 +757,8 @@ def _scan_entropy(sc: _Scan) -> None:
         s = k
         if k >= 1 and b[k] in b"ntr" and b[k - 1] == 92:
             s = k + 1  # keep the JSON escape (\n) out of the redacted span
+        if len(set(b[s:j])) <= 18:
+            continue  # no piece of it can reach 4.2 bits/char (log2(18) = 4.17)
         eq = b.find(b"=", s, j)
         if 0 <= eq < j - 1 and b[eq + 1:j].strip(b"="):
             # "name=value" joined into one run: base64 has "=" only at its end, so judge each

@@ -112,3 +112,14 @@ def test_scrub_deep_catches_card_numbers_given_as_json_numbers():
     out, outcomes = redact.scrub_deep({"pan": 4111111111111111, "qty": 3, "ok": True})
     assert out == {"pan": "[ctxlake:redacted-card]", "qty": 3, "ok": True}
     assert outcomes[0].rules == ("card_number",)
+
+
+def test_pathological_inputs_finish():
+    """Shapes that make a careless regex backtrack quadratically; each must simply return (a
+    hang here is the failure — no timing is asserted)."""
+    shapes = ["://" + ":" * 200_000 + "x", "a" * 1_000_000, "1 " * 300_000, "eyJ" * 200_000,
+              "sk-" * 200_000, "password=" * 100_000, "Bearer " * 100_000, "https://u:" + "@" * 100_000,
+              "4" * 500_000, "ddd-dd-" * 100_000, "=" * 500_000, "Q~" * 300_000, "\\n" * 300_000]
+    for text in shapes:
+        out, _ = redact.scrub(text, is_tool_output=True)
+        assert isinstance(out, str)
