@@ -27,14 +27,28 @@ A path denylist (:func:`denied_path`, :func:`denied_in_command`) withholds both 
 result of a tool call that touches a credential file (reference bug 12.2 #8).
 
 **How it stays fast** (DESIGN.md §12: ≤ 20 ms for 1 MiB). Python's ``re`` is quick only when a
-pattern starts with a literal; a big alternation costs seconds per MiB. So the text is encoded
-to UTF-8 once and each rule is found with C-speed primitives: ``bytes.translate`` maps the text
-to a character-class string in which runs of token characters, digit groups and SSN shapes are
-found by literal ``find``; provider prefixes are matched with ``startswith`` on the (few)
-token runs of ≥ 20 characters; keyword rules run literal-prefixed regexes over the lower-cased
-bytes. Every pattern matches ASCII only and every replaced span starts and ends on an ASCII
-byte, so a replacement never splits a multibyte character, and the result decodes losslessly
-(lone surrogates survive via ``surrogatepass``).
+pattern starts with a literal; the first version's big alternation cost ~2 s per MiB. So the text
+is encoded to UTF-8 once and each rule is found with C-speed primitives: ``bytes.translate`` maps
+the text to a character-class string in which runs of token characters, digit groups and SSN
+shapes are found by ``bytes.find``; provider prefixes are looked up by the first two bytes of each
+token run of ≥ 20 characters (one dict lookup per run); keywords (``authorization``,
+``bearer``, ``password`` ...) are found with ``bytes.find`` / literal-prefixed regexes over the
+lower-cased bytes, rare bytes (``~``) with memchr. Every window is bounded, so no input makes a
+rule quadratic. Every pattern matches ASCII only and every replaced span starts and ends on an
+ASCII byte, so a replacement never splits a multibyte character, and the result decodes
+losslessly (lone surrogates survive via ``surrogatepass``). Provider patterns compile on first
+use, so importing the module stays cheap.
+
+**Decisions against the reference rule table** (spec §6), each with a test: literal markers
+scan the whole field (the reference scanned only the 256 KiB window); ``-----BEGIN`` and
+``PRIVATE KEY`` fire only as a private-key PEM header (certificates and public keys are not
+secrets, prose naming a private key is not one); ``Authorization:`` needs a token-shaped value
+(``Bearer <your-token>`` and ``$TOKEN`` stay clean); ``GOOGLE_APPLICATION_CREDENTIALS=<path>``
+(``gcp_adc_kv``) is dropped — its value is a file path; the key file's content is caught as
+``private_key``; AWS ``AIDA/AROA/AGPA/ANPA`` ids are principals, not credentials; well-known
+test card numbers (``4111 1111 1111 1111``) are redacted like any PAN; the entropy rule uses
+4.2 bits/char for runs mixing letters and digits (4.5 alone misses a third of random 32-char
+tokens).
 
 **Determinism.** The same input always yields the same output; in-place placeholders are
 constant per rule (``[ctxlake:redacted]``, ``[ctxlake:redacted-card]`` ...) and the withheld
