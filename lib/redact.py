@@ -341,6 +341,7 @@ def _by_first_two(markers, prefixed) -> dict:
 
 _START_BY_2 = _by_first_two(_START_MARKERS, _PREFIXED)
 _JWT = _Lazy(next(p for a, _, p, _ in _START_MARKERS if a == b"eyJ"))
+_SGR = re.compile(rb"[0-9]{1,3}m")
 _DOT_ROWS = [(a, rule, _Lazy(p), m) for a, rule, p, m in _DOT_MARKERS]
 _DOT_ANCHORS = tuple(a for a, *_ in _DOT_MARKERS) + (b"SG.",)
 
@@ -594,8 +595,17 @@ def _scan_tokens(sc: _Scan) -> None:
         if j < 0:
             j = n
         s = k
-        if k and b[k - 1] == 92 and b[k] in b"ntr":
-            s = k + 1  # run begins right after a JSON escape such as \n
+        if k:
+            p, c = b[k - 1], b[k]
+            if p == 92 and c in b"ntr":
+                s = k + 1  # run begins right after a JSON escape such as \n
+            elif 48 <= c <= 57 and p in b"[;%":
+                if p == 37:
+                    s = k + 2  # URL-encoded separator: %3Dghp_..., %20sk-...
+                else:
+                    sgr = _SGR.match(b, k)  # ANSI colour: ESC[32mghp_...
+                    if sgr:
+                        s = sgr.end()
         rows = by2.get(b[s:s + 2])
         if rows is not None:
             _marker_at(sc, s, rows)

@@ -149,3 +149,15 @@ def test_all_rules_of_the_field_are_reported():
     _, oc = redact.scrub(text)
     assert set(oc.rules) >= {"aws_access_key_id", "github_pat"}
     assert list(oc.rules) == sorted(oc.rules)
+
+
+@pytest.mark.parametrize("wrap", [
+    "\x1b[32m{}\x1b[0m",          # ANSI colour right before the token
+    "\x1b[1;32m{}\x1b[0m",
+    "next=https%3A%2F%2Fx%3Ftoken%3D{}",  # URL-encoded query inside a URL
+    "a\\t{}", "a\\r\\n{}",         # JSON escapes
+])
+def test_marker_fires_after_escapes_colours_and_url_encoding(wrap):
+    token = "ghp_" + "a1B2" * 9
+    out, oc = redact.scrub(wrap.format(token), is_tool_output=True)
+    assert oc.status == "quarantined" and token not in out
