@@ -391,7 +391,7 @@ _AUTH_HEADER = _Lazy(
     rb"(?:(?:basic|bearer|token|digest|negotiate|ntlm|aws4-hmac-sha256|sso-key)[ \t]+)?([A-Za-z0-9._~+/=-]{12,})")
 
 # -- 2. structural spans ----------------------------------------------------------------
-_URI_CRED = re.compile(rb"://([^\s/?#@\"'<>`\\]{0,256}):([^\s/?#\"'<>`\\]{1,256})@")
+_URI_CRED = re.compile(rb"://([^\s/?#@:\"'<>`\\]{0,256}):([^\s/?#\"'<>`\\]{1,256})@")
 """User and password are bounded (256): an unbounded pair backtracks quadratically on a long
 authority full of ':' — the hook must not be a ReDoS target."""
 _CURL_USER = _Lazy(rb"(?:-u|--user)[ \t]+[\"']?([^\s:\"']+):([^\s\"'@]+)")

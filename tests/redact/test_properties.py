@@ -123,3 +123,11 @@ def test_pathological_inputs_finish():
     for text in shapes:
         out, _ = redact.scrub(text, is_tool_output=True)
         assert isinstance(out, str)
+
+
+def test_uri_credentials_rescrub_is_stable():
+    """Found by the atheris target: the user part used to swallow ':' and a second pass then
+    redacted inside the first pass's placeholder."""
+    text = "\x7f\x7fS://\x7f\x13\x7f\x7fS:1\x7f;\x00\x00\x00\x004@4644//x"
+    once, _ = redact.scrub(text, True)
+    assert redact.scrub(once, True)[0] == once
