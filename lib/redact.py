@@ -417,8 +417,6 @@ _BEARER = _Lazy(rb"bearer[ \t]+([A-Za-z0-9._~+/=-]{16,})")
 
 # -- 4. entropy -------------------------------------------------------------------------
 _HEX = re.compile(rb"[0-9a-fA-F]+")
-_UUIDISH = _Lazy(rb"[0-9a-fA-F-]+")
-_INTEGRITY = _Lazy(rb"(?:sha(?:1|224|256|384|512)|md5)[-=][A-Za-z0-9+/_-]+=*")
 _ULIDS = _Lazy(rb"(?:[a-z]+_)?[0-7][0-9A-HJKMNP-TV-Z]{25}(?:[_-](?:[a-z]+_)?[0-7][0-9A-HJKMNP-TV-Z]{25})*")
 _ANTHROPIC_ID = _Lazy(rb"(?:[a-z]+_)?(?:msg|toolu|srvtoolu|req|msgbatch|file)_01[A-Za-z0-9]{20,30}")
 _ANTHROPIC_ID_IN = _Lazy(rb"(?:msg|toolu|srvtoolu|req|msgbatch|file)_01[A-Za-z0-9]{20,30}")
@@ -468,30 +466,43 @@ def _wordy(run: bytes) -> bool:
     return True
 
 
+_HEX_DASH = frozenset(b"0123456789abcdefABCDEF-")
+_INTEGRITY_PREFIXES = tuple(p + sep for p in (b"sha1", b"sha224", b"sha256", b"sha384", b"sha512", b"md5")
+                            for sep in (b"-", b"="))
+_ENTROPY_SAMPLE = 4096
+"""Entropy of runs longer than this is estimated on their first 4 KiB (a long random blob is
+uniform; a long blob that starts random and turns into prose does not exist in practice)."""
+
+
 def _entropy_secret(b: bytes, s: int, e: int) -> bool:
     """Decide whether the run ``b[s:e]`` (>= 32 chars of ``[A-Za-z0-9+/=_-]``) is a secret.
 
-    Clean: pure hex (SHAs, digests), UUID-ish, ``sha512-``/``sha256=`` integrity strings,
-    go.sum ``h1:`` hashes, ULIDs, Anthropic ids, image payloads, alphabet literals and runs of
-    words. Otherwise a secret if its entropy is >= 4.5 bits/char, or >= 4.2 when it mixes
-    letters and digits (random tokens of 32–40 chars sit around 4.5).
+    Clean: fewer than 19 distinct characters (entropy <= log2(18) = 4.17 < both thresholds),
+    pure hex and UUID-ish (SHAs, digests), ``sha512-``/``sha256=`` integrity strings, go.sum
+    ``h1:`` hashes, image payloads, ULIDs, Anthropic ids, alphabet literals and runs of words.
+    Otherwise a secret if its entropy is >= 4.5 bits/char, or >= 4.2 when it mixes letters and
+    digits (random tokens of 32–40 chars sit around 4.5). Cheap checks run first.
     """
     run = b[s:e]
-    if len(set(run)) <= 18:
-        return False  # entropy <= log2(18) = 4.17 bits/char: below both thresholds
-    if _HEX.fullmatch(run) or _UUIDISH.fullmatch(run) or _INTEGRITY.fullmatch(run):
+    chars = set(run)
+    if len(chars) <= 18 or chars <= _HEX_DASH:
         return False
-    if b.endswith(_DIGEST_PREFIXES, max(0, s - 8), s):
-        return False  # go.sum "h1:", wheel RECORD "sha256=", SRI/Nix "sha256:" digests
-    if run.startswith(_IMAGE_MAGIC) or (s >= 12 and _DATA_URI.search(b, max(0, s - 64), s)):
+    if run.startswith(_INTEGRITY_PREFIXES) or b.endswith(_DIGEST_PREFIXES, max(0, s - 8), s):
+        return False  # lock files, wheel RECORD, SRI, go.sum "h1:", "sha256:" digests
+    if run.startswith(_IMAGE_MAGIC) or (b.endswith(b";base64,", max(0, s - 8), s)
+                                        and _DATA_URI.search(b, max(0, s - 64), s)):
         return False  # image/font payloads are data, not secrets (precision over recall)
+    if len(run) > _ENTROPY_SAMPLE:
+        run = run[:_ENTROPY_SAMPLE]
+        chars = set(run)
+    n = len(run)
+    h = -sum(c / n * math.log2(c / n) for c in map(run.count, chars))
+    if h < ENTROPY_THRESHOLD and not (h >= ENTROPY_THRESHOLD_MIXED and _HAS_DIGIT(run) and _mixed(run)):
+        return False
     if _ULIDS.fullmatch(run) or _ANTHROPIC_ID.fullmatch(run):
         return False
     if any(q in run for q in _SEQUENCES):
         return False  # alphabet tables in code (base64/base32 alphabets)
-    h = shannon_entropy(run)
-    if h < ENTROPY_THRESHOLD and not (h >= ENTROPY_THRESHOLD_MIXED and _HAS_DIGIT(run) and _mixed(run)):
-        return False
     return not _wordy(run[:512])
 
 
@@ -650,13 +661,27 @@ def _kv_key_len(low: bytes, m) -> int:
     return i - m.start()
 
 
-def _finds(hay: bytes, needle: bytes):
-    """Every start position of ``needle`` in ``hay`` (bytes.find: far faster than a regex's own
-    literal-prefix scan for needles of 4+ bytes)."""
-    i = hay.find(needle)
+def _finds(hay: bytes, needle: bytes, start: int = 0):
+    """Every start position of ``needle`` in ``hay`` from ``start`` (bytes.find: far faster than
+    a regex's own literal-prefix scan for needles of 4+ bytes)."""
+    i = hay.find(needle, start)
     while i >= 0:
         yield i
         i = hay.find(needle, i + 1)
+
+
+def _tildes(b: bytes):
+    """Positions of "~" that follow a "Q": memchr while "~" is rare, then "Q~" finds."""
+    i = b.find(b"~")
+    seen = 0
+    while i >= 0:
+        seen += 1
+        if seen > 64:
+            for q in _finds(b, b"Q~", max(0, i - 1)):
+                yield q + 1
+            return
+        yield i
+        i = b.find(b"~", i + 1)
 
 
 def _scan_keywords(sc: _Scan) -> None:
@@ -701,10 +726,7 @@ def _scan_keywords(sc: _Scan) -> None:
             break
     # Azure AD client secrets: 3 chars, a digit, "Q~", 31-34 chars (dots allowed). "~" is rare,
     # so walk it with memchr; if it is not rare here, look for "Q~" instead.
-    tildes = _finds(b, b"Q~") if b.count(b"~") > 64 else _finds(b, b"~")
-    for i in tildes:
-        if b[i] == 81:
-            i += 1
+    for i in _tildes(b):
         if i >= 5 and b[i - 1] == 81 and 48 <= b[i - 2] <= 57 \
                 and _AZURE_AD_SECRET.match(b, i - 5, min(len(b), i + 40)):
             sc.marks.add("azure_ad_client_secret")
@@ -781,8 +803,6 @@ def _scan_entropy(sc: _Scan) -> None:
         s = k
         if k >= 1 and b[k] in b"ntr" and b[k - 1] == 92:
             s = k + 1  # keep the JSON escape (\n) out of the redacted span
-        if len(set(b[s:j])) <= 18:
-            continue  # no piece of it can reach 4.2 bits/char (log2(18) = 4.17)
         eq = b.find(b"=", s, j)
         if 0 <= eq < j - 1 and b[eq + 1:j].strip(b"="):
             # "name=value" joined into one run: base64 has "=" only at its end, so judge each
