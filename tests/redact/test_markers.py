@@ -161,3 +161,8 @@ def test_marker_fires_after_escapes_colours_and_url_encoding(wrap):
     token = "ghp_" + "a1B2" * 9
     out, oc = redact.scrub(wrap.format(token), is_tool_output=True)
     assert oc.status == "quarantined" and token not in out
+
+
+def test_azure_ad_secret_found_after_many_tildes():
+    secret = "abc8Q~" + "aB3d." * 6 + "xyz"
+    assert redact.scrub("~" * 100 + " " + secret)[1].rules == ("azure_ad_client_secret",)
