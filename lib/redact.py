@@ -358,8 +358,9 @@ _PEM_PRIVATE = _Lazy(rb"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 # tail, then checked against the full key name that precedes it. A value must be secret-shaped
 # (see _secretish): letters-only values, ${VARS}, <placeholders>, "***" and code references
 # (settings.DB_PASSWORD) stay clean.
-_KV_SEP = rb"(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
-_KV_VALUE = rb"([^\s\"'`,;()\[\]{}<>\\]{6,512})"
+_KV_SEP = rb"(?:\\?[\"'])?[ \t]*[:=][ \t]*"
+_KV_VALUE = (rb"(?:\\?\"([^\"\\\n]{6,256})\\?\"|'([^'\\\n]{6,256})'"  # quoted: may hold spaces
+             rb"|\\?[\"']?([^\s\"'`,;()\[\]{}<>\\]{6,512}))")       # bare (or unterminated)
 _KV_GROUPS = [
     # (literal tail, compiled regex over lowered bytes, [(full key name, rule, quarantine?)])
     (b"key", re.compile(rb"key" + _KV_SEP + _KV_VALUE), [
@@ -392,9 +393,13 @@ _AUTH_HEADER = _Lazy(
 
 # -- 2. structural spans ----------------------------------------------------------------
 _URI_CRED = re.compile(rb"://([^\s/?#@:\"'<>`\\]{0,256}):([^\s/?#\"'<>`\\]{1,256})@")
+_URI_CRED_SLASH = re.compile(rb"://([^\s/?#@:\"'<>`\\]{1,256}):([^\s?#\"'<>`\\@]{1,256})@[A-Za-z0-9.-]+(?=[:/?#\s\"'<>]|$)")
+"""A raw '/' in the password (``postgres://u:ab/cd@db``), accepted only when a host follows the
+'@' and the password is not a port and a path (``http://host:8080/users/@name``)."""
+_PORT_PATH = re.compile(rb"[0-9]{1,5}/")
 """User and password are bounded (256): an unbounded pair backtracks quadratically on a long
 authority full of ':' — the hook must not be a ReDoS target."""
-_CURL_USER = _Lazy(rb"(?:-u|--user)[ \t]+[\"']?([^\s:\"']+):([^\s\"'@]+)")
+_CURL_USER = _Lazy(rb"(?:-u|--user)[ \t=]*[\"']?([^\s:\"']+):([^\s\"'@]+)")
 _URL_SIG = _Lazy(rb"(?:sig|signature)=([A-Za-z0-9%+/=_-]{16,})")
 _SIG_BEFORE = (b"?", b"&", b";", b"?x-amz-", b"&x-amz-", b"?x-goog-", b"&x-goog-")
 _CARD_SHAPE = re.compile(
@@ -506,13 +511,13 @@ def _entropy_secret(b: bytes, s: int, e: int) -> bool:
     return not _wordy(run[:512])
 
 
-_LETTER_WORDS = _Lazy(rb"[A-Za-z]+(?:[-_.][A-Za-z]+)*[-_.]?")
+_LETTER_WORDS = _Lazy(rb"[A-Za-z]+(?:[-_. ][A-Za-z]+)*[-_.]?")
 _SAME_CHAR = _Lazy(rb"(.)\1+")
 
 
 def _secretish(v: bytes) -> bool:
     """A keyed value that could be a secret (not a variable, placeholder or code reference)."""
-    if v[:1] in (b"$", b"%", b"@", b"*", b"&", b"!", b"#", b"|") or b"ctxlake:" in v:
+    if v[:1] in (b"$", b"%", b"@", b"*", b"&", b"!", b"#", b"|", b"{", b"<", b"[") or b"ctxlake:" in v:
         return False
     if (v[:1] in (b"/", b"~", b".") or b"/" in v) and _wordy(v):
         return False  # a file path (GOOGLE_APPLICATION_CREDENTIALS=/etc/sa.json), not a secret
@@ -655,7 +660,7 @@ def _scan_tokens(sc: _Scan) -> None:
 def _kv_key_len(low: bytes, m) -> int:
     """Length of the key word a keyed-assignment match starts with (up to the separator)."""
     i = m.start()
-    n = m.start(1)
+    n = m.start(m.lastindex)
     while i < n and (97 <= low[i] <= 122 or low[i] == 95):
         i += 1
     return i - m.start()
@@ -698,14 +703,15 @@ def _scan_keywords(sc: _Scan) -> None:
             for name, rule, quarantine in names:
                 if not low.endswith(name, 0, end):
                     continue
-                v = b[m.start(1):m.end(1)]
+                g = m.lastindex  # the value group that matched: "quoted", 'quoted' or bare
+                v = b[m.start(g):m.end(g)]
                 if not _secretish(v):
                     break
                 if quarantine:
                     if len(v) >= 8:
                         sc.marks.add(rule)
                 elif end - len(name) == 0 or low[end - len(name) - 1] not in _LOWER_LETTERS:
-                    sc.span(m.start(1), m.end(1), _P, rule)  # "bypass=", "compass:" stay clean
+                    sc.span(m.start(g), m.end(g), _P, rule)  # "bypass=", "compass:" stay clean
                 break
     for i in _finds(low, b"authorization"):
         m = _AUTH_HEADER.match(low, i)
@@ -738,8 +744,8 @@ def _scan_structural(sc: _Scan) -> None:
     b = sc.b
     seen = 0
     for i in _finds(b, b"://"):
-        m = _URI_CRED.match(b, i)
-        if m:
+        m = _URI_CRED.match(b, i) or _URI_CRED_SLASH.match(b, i)
+        if m and not (m.re is _URI_CRED_SLASH and _PORT_PATH.match(m.group(2))):
             pw = m.group(2)
             if not (pw.startswith((b"$", b"<", b"*", b"[ctxlake")) or b"${" in pw or b"{{" in pw):
                 sc.span(m.start(2), m.end(2), _P, "uri_credentials")

@@ -103,3 +103,24 @@ def test_card_after_an_unrelated_digit_group_is_found():
     """Found by the atheris target: a leading group swallowed the card's first group."""
     out, oc = redact.scrub("ref 5559 2221 4828 6689 7209 ok")
     assert "2221 4828 6689 7209" not in out and oc.rules == ("card_number",)
+
+
+@pytest.mark.parametrize("text,secret", [
+    ('password: "correct h0rse battery"', "correct h0rse battery"),
+    ("password = 'with space 9'", "with space 9"),
+    ('{\\"password\\": \\"esc4ped pass\\"}', "esc4ped pass"),
+    ("postgres://app:ab/cd9x@db.internal:5432/prod", "ab/cd9x"),
+    ("curl --user=deploy:Tr0ub4dor3 https://ci.example.com", "Tr0ub4dor3"),
+    ("curl -udeploy:Tr0ub4dor3 https://ci.example.com", "Tr0ub4dor3"),
+])
+def test_quoted_values_slashes_and_curl_forms(text, secret):
+    out, oc = redact.scrub(text)
+    assert secret not in out and oc.status == "redacted", out
+
+
+@pytest.mark.parametrize("text", [
+    "http://localhost:3000/users/@john", "https://registry.npmjs.org:443/@scope/pkg",
+    'password: "Enter your password"', 'password: "{{ vault_db_password }}"',
+])
+def test_slash_and_quoted_negatives(text):
+    assert redact.scrub(text, is_tool_output=True) == (text, redact.CLEAN)
