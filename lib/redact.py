@@ -213,23 +213,26 @@ def _mixed(tail: bytes) -> bool:
 _B64U = rb"[A-Za-z0-9_-]"
 _END = rb"(?![A-Za-z0-9_-])"
 
+# The last field asks for a token-shaped tail (_mixed: letters and digits, or both cases). Every
+# provider tail below is random base62/base64/hex, so it always is; "sk-ant-admin01-your_token"
+# is not. AWS key ids (base32, 16 chars: 3.6 % have no digit) and age keys skip the check.
 _START_MARKERS = [
     # Anthropic: sk-ant-api03-<93>AA, admin keys sk-ant-admin01-<93>AA (console docs).
-    (b"sk-ant-admin01-", "anthropic_admin_key", rb"sk-ant-admin01-" + _B64U + rb"{20,}", False),
-    (b"sk-ant-", "anthropic_key", rb"sk-ant-(?:[a-z]{2,8}\d\d-)?" + _B64U + rb"{20,}", False),
+    (b"sk-ant-admin01-", "anthropic_admin_key", rb"sk-ant-admin01-" + _B64U + rb"{20,}", True),
+    (b"sk-ant-", "anthropic_key", rb"sk-ant-(?:[a-z]{2,8}\d\d-)?+(" + _B64U + rb"{20,})", True),
     # OpenAI project / service-account / admin keys: sk-proj-<156>, sk-svcacct-..., sk-admin-...
-    (b"sk-proj-", "openai_project_key", rb"sk-proj-" + _B64U + rb"{20,}", False),
-    (b"sk-svcacct-", "openai_project_key", rb"sk-svcacct-" + _B64U + rb"{20,}", False),
-    (b"sk-admin-", "openai_project_key", rb"sk-admin-" + _B64U + rb"{20,}", False),
-    (b"sk-None-", "openai_project_key", rb"sk-None-" + _B64U + rb"{20,}", False),
-    (b"sk-or-v1-", "openrouter_key", rb"sk-or-v1-[0-9a-f]{64}", False),
+    (b"sk-proj-", "openai_project_key", rb"sk-proj-" + _B64U + rb"{20,}", True),
+    (b"sk-svcacct-", "openai_project_key", rb"sk-svcacct-" + _B64U + rb"{20,}", True),
+    (b"sk-admin-", "openai_project_key", rb"sk-admin-" + _B64U + rb"{20,}", True),
+    (b"sk-None-", "openai_project_key", rb"sk-None-" + _B64U + rb"{20,}", True),
+    (b"sk-or-v1-", "openrouter_key", rb"sk-or-v1-[0-9a-f]{64}", True),
     # Legacy OpenAI sk-<48 alnum>, DeepSeek sk-<32 hex>, other sk- keys (reference: sk-).
     (b"sk-", "anthropic_or_openai_key", rb"sk-[A-Za-z0-9]{20,}" + _END, True),
-    (b"sk_live_", "stripe_live_key", rb"sk_live_[A-Za-z0-9]{16,}", False),
-    (b"sk_test_", "stripe_test_key", rb"sk_test_[A-Za-z0-9]{16,}", False),
-    (b"rk_live_", "stripe_restricted_key", rb"rk_live_[A-Za-z0-9]{16,}", False),
-    (b"rk_test_", "stripe_restricted_key", rb"rk_test_[A-Za-z0-9]{16,}", False),
-    (b"whsec_", "stripe_webhook_secret", rb"whsec_[A-Za-z0-9+/]{24,}", False),
+    (b"sk_live_", "stripe_live_key", rb"sk_live_[A-Za-z0-9]{16,}", True),
+    (b"sk_test_", "stripe_test_key", rb"sk_test_[A-Za-z0-9]{16,}", True),
+    (b"rk_live_", "stripe_restricted_key", rb"rk_live_[A-Za-z0-9]{16,}", True),
+    (b"rk_test_", "stripe_restricted_key", rb"rk_test_[A-Za-z0-9]{16,}", True),
+    (b"whsec_", "stripe_webhook_secret", rb"whsec_[A-Za-z0-9+/]{24,}", True),
     # AWS access key ids (AKIA long-term, ASIA STS, ABIA/ACCA service). AIDA/AROA/AGPA/ANPA are
     # principal ids printed by `aws sts get-caller-identity`, not credentials: left clean.
     (b"AKIA", "aws_access_key_id", rb"AKIA[A-Z2-7]{16}" + _END, False),
@@ -237,85 +240,85 @@ _START_MARKERS = [
     (b"ACCA", "aws_access_key_id", rb"ACCA[A-Z2-7]{16}" + _END, False),
     (b"ASIA", "aws_session_key_id", rb"ASIA[A-Z2-7]{16}" + _END, False),
     # GitHub (github.blog 2021 token format): prefix + 36 base62 (+ fine-grained 82 chars).
-    (b"github_pat_", "github_fine_grained_pat", rb"github_pat_[A-Za-z0-9_]{40,}", False),
-    (b"ghp_", "github_pat", rb"ghp_[A-Za-z0-9]{30,}", False),
-    (b"gho_", "github_oauth", rb"gho_[A-Za-z0-9]{30,}", False),
-    (b"ghu_", "github_user_token", rb"ghu_[A-Za-z0-9]{30,}", False),
-    (b"ghs_", "github_server_token", rb"ghs_[A-Za-z0-9]{30,}", False),
-    (b"ghr_", "github_refresh_token", rb"ghr_[A-Za-z0-9]{30,}", False),
+    (b"github_pat_", "github_fine_grained_pat", rb"github_pat_[A-Za-z0-9_]{40,}", True),
+    (b"ghp_", "github_pat", rb"ghp_[A-Za-z0-9]{30,}", True),
+    (b"gho_", "github_oauth", rb"gho_[A-Za-z0-9]{30,}", True),
+    (b"ghu_", "github_user_token", rb"ghu_[A-Za-z0-9]{30,}", True),
+    (b"ghs_", "github_server_token", rb"ghs_[A-Za-z0-9]{30,}", True),
+    (b"ghr_", "github_refresh_token", rb"ghr_[A-Za-z0-9]{30,}", True),
     # Slack (api.slack.com/authentication/token-types).
-    (b"xoxb-", "slack_bot_token", rb"xoxb-[0-9]{6,}-[A-Za-z0-9-]{10,}", False),
-    (b"xoxp-", "slack_user_token", rb"xoxp-[0-9]{6,}-[A-Za-z0-9-]{10,}", False),
-    (b"xoxa-", "slack_app_token", rb"xoxa-[0-9A-Za-z-]{10,}", False),
-    (b"xoxr-", "slack_refresh_token", rb"xoxr-[0-9A-Za-z-]{10,}", False),
-    (b"xoxe", "slack_token", rb"xoxe(?:\.xox[bp])?-[0-9A-Za-z-]{10,}", False),
-    (b"xoxs-", "slack_token", rb"xoxs-[0-9A-Za-z-]{10,}", False),
-    (b"xapp-", "slack_app_level_token", rb"xapp-\d-[A-Za-z0-9-]{10,}", False),
+    (b"xoxb-", "slack_bot_token", rb"xoxb-[0-9]{6,}-[A-Za-z0-9-]{10,}", True),
+    (b"xoxp-", "slack_user_token", rb"xoxp-[0-9]{6,}-[A-Za-z0-9-]{10,}", True),
+    (b"xoxa-", "slack_app_token", rb"xoxa-[0-9A-Za-z-]{10,}", True),
+    (b"xoxr-", "slack_refresh_token", rb"xoxr-[0-9A-Za-z-]{10,}", True),
+    (b"xoxe", "slack_token", rb"xoxe(?:\.xox[bp])?-[0-9A-Za-z-]{10,}", True),
+    (b"xoxs-", "slack_token", rb"xoxs-[0-9A-Za-z-]{10,}", True),
+    (b"xapp-", "slack_app_level_token", rb"xapp-\d-[A-Za-z0-9-]{10,}", True),
     # GitLab (docs.gitlab.com/ee/security/tokens): glpat-<20+>, runner glrt-, others.
-    (b"glpat-", "gitlab_pat", rb"glpat-" + _B64U + rb"{20,}", False),
-    (b"glrt-", "gitlab_runner_token", rb"glrt-" + _B64U + rb"{20,}", False),
-    (b"gldt-", "gitlab_token", rb"gldt-" + _B64U + rb"{20,}", False),
-    (b"glptt-", "gitlab_token", rb"glptt-" + _B64U + rb"{20,}", False),
-    (b"glcbt-", "gitlab_token", rb"glcbt-" + _B64U + rb"{20,}", False),
-    (b"glft-", "gitlab_token", rb"glft-" + _B64U + rb"{20,}", False),
-    (b"glsoat-", "gitlab_token", rb"glsoat-" + _B64U + rb"{20,}", False),
+    (b"glpat-", "gitlab_pat", rb"glpat-" + _B64U + rb"{20,}", True),
+    (b"glrt-", "gitlab_runner_token", rb"glrt-" + _B64U + rb"{20,}", True),
+    (b"gldt-", "gitlab_token", rb"gldt-" + _B64U + rb"{20,}", True),
+    (b"glptt-", "gitlab_token", rb"glptt-" + _B64U + rb"{20,}", True),
+    (b"glcbt-", "gitlab_token", rb"glcbt-" + _B64U + rb"{20,}", True),
+    (b"glft-", "gitlab_token", rb"glft-" + _B64U + rb"{20,}", True),
+    (b"glsoat-", "gitlab_token", rb"glsoat-" + _B64U + rb"{20,}", True),
     # Google: API key AIza+35, OAuth client secret GOCSPX-+28.
-    (b"AIza", "google_api_key", rb"AIza[0-9A-Za-z_-]{35}", False),
-    (b"GOCSPX-", "google_oauth_client_secret", rb"GOCSPX-" + _B64U + rb"{24,}", False),
+    (b"AIza", "google_api_key", rb"AIza[0-9A-Za-z_-]{35}", True),
+    (b"GOCSPX-", "google_oauth_client_secret", rb"GOCSPX-" + _B64U + rb"{24,}", True),
     # JWT: header.payload[.signature], both JSON objects (base64url of '{"').
-    (b"eyJ", "jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.(?:[A-Za-z0-9_-]{8,})?", False),
+    (b"eyJ", "jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.(?:[A-Za-z0-9_-]{8,})?", True),
     # Private key bodies without their PEM header: PKCS#8 / PKCS#1 RSA DER, SEC1 EC, OpenSSH.
-    (b"MII", "private_key", rb"MII[A-Za-z0-9+/]{3}IBA(?:DAN|AK)", False),
-    (b"MIG", "private_key", rb"MIG[A-Za-z0-9+/]AgEAMBMGByqGSM49", False),
-    (b"MHcCAQEE", "private_key", rb"MHcCAQEE[A-Za-z0-9+/]{20,}", False),
-    (b"b3BlbnNzaC1rZXktdjE", "private_key", rb"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/]{20,}", False),
+    (b"MII", "private_key", rb"MII[A-Za-z0-9+/]{3}IBA(?:DAN|AK)", True),
+    (b"MIG", "private_key", rb"MIG[A-Za-z0-9+/]AgEAMBMGByqGSM49", True),
+    (b"MHcCAQEE", "private_key", rb"MHcCAQEE[A-Za-z0-9+/]{20,}", True),
+    (b"b3BlbnNzaC1rZXktdjE", "private_key", rb"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/]{20,}", True),
     (b"AGE-SECRET-KEY-1", "age_secret_key", rb"AGE-SECRET-KEY-1[0-9A-Z]{50,}", False),
     # Other providers (each documented prefix + length).
-    (b"gsk_", "groq_key", rb"gsk_[A-Za-z0-9]{20,}", False),
-    (b"xai-", "xai_key", rb"xai-[A-Za-z0-9]{20,}", False),
-    (b"dop_v1_", "digitalocean_token", rb"do[opr]_v1_[a-f0-9]{40,}", False),
-    (b"doo_v1_", "digitalocean_token", rb"do[opr]_v1_[a-f0-9]{40,}", False),
-    (b"dor_v1_", "digitalocean_token", rb"do[opr]_v1_[a-f0-9]{40,}", False),
-    (b"shpat_", "shopify_access_token", rb"shpat_[a-fA-F0-9]{20,}", False),
-    (b"shpss_", "shopify_shared_secret", rb"shpss_[a-fA-F0-9]{20,}", False),
-    (b"shpca_", "shopify_token", rb"shpca_[a-fA-F0-9]{20,}", False),
-    (b"shppa_", "shopify_token", rb"shppa_[a-fA-F0-9]{20,}", False),
+    (b"gsk_", "groq_key", rb"gsk_[A-Za-z0-9]{20,}", True),
+    (b"xai-", "xai_key", rb"xai-[A-Za-z0-9]{20,}", True),
+    (b"dop_v1_", "digitalocean_token", rb"do[opr]_v1_[a-f0-9]{40,}", True),
+    (b"doo_v1_", "digitalocean_token", rb"do[opr]_v1_[a-f0-9]{40,}", True),
+    (b"dor_v1_", "digitalocean_token", rb"do[opr]_v1_[a-f0-9]{40,}", True),
+    (b"shpat_", "shopify_access_token", rb"shpat_[a-fA-F0-9]{20,}", True),
+    (b"shpss_", "shopify_shared_secret", rb"shpss_[a-fA-F0-9]{20,}", True),
+    (b"shpca_", "shopify_token", rb"shpca_[a-fA-F0-9]{20,}", True),
+    (b"shppa_", "shopify_token", rb"shppa_[a-fA-F0-9]{20,}", True),
     # Twilio API key SID: SK + 32 hex.
     (b"SK", "twilio_key", rb"SK[0-9a-f]{32}" + _END, True),
     # Mailgun private key: key-<32 [0-9a-z]> (docs example key-3ax6xnjp29jd6fds4gc373sgvjxteol0).
     (b"key-", "mailgun_key", rb"key-[0-9a-z]{32}" + _END, True),
-    (b"dapi", "databricks_token", rb"dapi[0-9a-f]{32}(?:-\d)?" + _END, False),
-    (b"pypi-AgE", "pypi_token", rb"pypi-AgE[A-Za-z0-9_-]{40,}", False),
-    (b"lin_api_", "linear_api_key", rb"lin_api_[A-Za-z0-9]{40}", False),
-    (b"ntn_", "notion_token", rb"ntn_[A-Za-z0-9]{40,}", False),
+    (b"dapi", "databricks_token", rb"dapi[0-9a-f]{32}(?:-\d)?" + _END, True),
+    (b"pypi-AgE", "pypi_token", rb"pypi-AgE[A-Za-z0-9_-]{40,}", True),
+    (b"lin_api_", "linear_api_key", rb"lin_api_[A-Za-z0-9]{40}", True),
+    (b"ntn_", "notion_token", rb"ntn_[A-Za-z0-9]{40,}", True),
     (b"secret_", "notion_token", rb"secret_[A-Za-z0-9]{43}" + _END, True),
-    (b"PMAK-", "postman_api_key", rb"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", False),
-    (b"ATATT3", "atlassian_api_token", rb"ATATT3[A-Za-z0-9_=-]{100,}", False),
-    (b"sntrys_", "sentry_token", rb"sntrys_eyJ[A-Za-z0-9+/=_-]{30,}", False),
-    (b"sntryu_", "sentry_token", rb"sntryu_[a-f0-9]{64}", False),
-    (b"glsa_", "grafana_token", rb"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}", False),
-    (b"glc_", "grafana_token", rb"glc_[A-Za-z0-9+/]{32,}", False),
-    (b"NRAK-", "newrelic_api_key", rb"NRAK-[A-Z0-9]{27}", False),
-    (b"r8_", "replicate_token", rb"r8_[A-Za-z0-9]{37}", False),
-    (b"pplx-", "perplexity_key", rb"pplx-[A-Za-z0-9]{40,}", False),
-    (b"sbp_", "supabase_token", rb"sbp_[a-f0-9]{40}", False),
-    (b"sb_secret_", "supabase_token", rb"sb_secret_" + _B64U + rb"{20,}", False),
-    (b"tskey-", "tailscale_key", rb"tskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}", False),
-    (b"ops_eyJ", "onepassword_token", rb"ops_eyJ[A-Za-z0-9+/=_-]{30,}", False),
-    (b"pul-", "pulumi_token", rb"pul-[a-f0-9]{40}", False),
-    (b"figd_", "figma_token", rb"figd_" + _B64U + rb"{40,}", False),
-    (b"sq0atp-", "square_token", rb"sq0atp-" + _B64U + rb"{22,}", False),
-    (b"sq0csp-", "square_token", rb"sq0csp-" + _B64U + rb"{40,}", False),
+    (b"PMAK-", "postman_api_key", rb"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", True),
+    (b"ATATT3", "atlassian_api_token", rb"ATATT3[A-Za-z0-9_=-]{100,}", True),
+    (b"sntrys_", "sentry_token", rb"sntrys_eyJ[A-Za-z0-9+/=_-]{30,}", True),
+    (b"sntryu_", "sentry_token", rb"sntryu_[a-f0-9]{64}", True),
+    (b"glsa_", "grafana_token", rb"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}", True),
+    (b"glc_", "grafana_token", rb"glc_[A-Za-z0-9+/]{32,}", True),
+    (b"NRAK-", "newrelic_api_key", rb"NRAK-[A-Z0-9]{27}", True),
+    (b"r8_", "replicate_token", rb"r8_[A-Za-z0-9]{37}", True),
+    (b"pplx-", "perplexity_key", rb"pplx-[A-Za-z0-9]{40,}", True),
+    (b"sbp_", "supabase_token", rb"sbp_[a-f0-9]{40}", True),
+    (b"sb_secret_", "supabase_token", rb"sb_secret_" + _B64U + rb"{20,}", True),
+    (b"tskey-", "tailscale_key", rb"tskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}", True),
+    (b"ops_eyJ", "onepassword_token", rb"ops_eyJ[A-Za-z0-9+/=_-]{30,}", True),
+    (b"pul-", "pulumi_token", rb"pul-[a-f0-9]{40}", True),
+    (b"figd_", "figma_token", rb"figd_" + _B64U + rb"{40,}", True),
+    (b"sq0atp-", "square_token", rb"sq0atp-" + _B64U + rb"{22,}", True),
+    (b"sq0csp-", "square_token", rb"sq0csp-" + _B64U + rb"{40,}", True),
 ]
 
 # Markers whose anchor ends in "." (the token run starts after it).
 _DOT_MARKERS = [
-    (b"ya29.", "google_oauth_token", rb"ya29\.[0-9A-Za-z_-]{20,}", False),
-    (b"hvs.", "vault_token", rb"hvs\.[A-Za-z0-9_-]{24,}", False),
-    (b"hvb.", "vault_token", rb"hvb\.[A-Za-z0-9_-]{24,}", False),
-    (b"sk.", "mapbox_secret_token", rb"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", False),
-    (b"sl.", "dropbox_token", rb"sl\.[A-Za-z0-9_-]{130,}", False),
-    (b"dp.pt.", "doppler_token", rb"dp\.pt\.[A-Za-z0-9]{40,}", False),
+    (b"ya29.", "google_oauth_token", rb"ya29\.[0-9A-Za-z_-]{20,}", True),
+    (b"hvs.", "vault_token", rb"hvs\.[A-Za-z0-9_-]{24,}", True),
+    (b"hvb.", "vault_token", rb"hvb\.[A-Za-z0-9_-]{24,}", True),
+    (b"sk.", "mapbox_secret_token", rb"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", True),
+    (b"sl.", "dropbox_token", rb"sl\.[A-Za-z0-9_-]{130,}", True),
+    (b"dp.pt.", "doppler_token", rb"dp\.pt\.[A-Za-z0-9]{40,}", True),
     (b"dp.st.", "doppler_token", rb"dp\.st\.(?:[a-z0-9_-]{2,35}\.)?[A-Za-z0-9]{40,}", False),
 ]
 # Prefixed tokens replaced in place (reference spec §6 step 3): keep the prefix, drop the tail.
@@ -584,7 +587,7 @@ def _marker_at(sc: _Scan, s: int, rows) -> None:
                 if _mixed(m.group(1)):
                     sc.span(m.start(1), m.end(1), _P, rule)
                 return
-            if not mixed or _mixed(m.group(0)[len(anchor):]):
+            if not mixed or _mixed(m.group(1) if m.re.groups else m.group(0)[len(anchor):]):
                 sc.marks.add(rule)
                 return
 
@@ -632,11 +635,13 @@ def _scan_tokens(sc: _Scan) -> None:
         prev = b[k - 1]
         if prev == 46:  # "."
             if b.endswith(_DOT_ANCHORS, max(0, k - 8), k):
-                for anchor, rule, rx, _ in _DOT_ROWS:
+                for anchor, rule, rx, mixed in _DOT_ROWS:
                     a0 = k - len(anchor)
-                    if a0 >= 0 and b.startswith(anchor, a0) and _bounded(b, a0) and rx.match(b, a0):
-                        sc.marks.add(rule)
-                        break
+                    if a0 >= 0 and b.startswith(anchor, a0) and _bounded(b, a0):
+                        dm = rx.match(b, a0)
+                        if dm and (not mixed or _mixed(dm.group(0)[len(anchor):])):
+                            sc.marks.add(rule)
+                            break
                 if k >= 3 and b.startswith(b"SG.", k - 3) and _bounded(b, k - 3):
                     sg = _SENDGRID.match(b, k - 3)
                     if sg and _mixed(sg.group(1)):
