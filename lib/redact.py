@@ -750,9 +750,9 @@ def _scan_structural(sc: _Scan) -> None:
     seen = 0
     for i in _finds(b, b"://"):
         m = _URI_CRED.match(b, i) or _URI_CRED_SLASH.match(b, i)
-        if m and not (m.re is _URI_CRED_SLASH and _PORT_PATH.match(m.group(2))):
+        if m and not (m.re is _URI_CRED_SLASH and (_PORT_PATH.match(m.group(2)) or b"://" in m.group(2))):
             pw = m.group(2)
-            if not (pw.startswith((b"$", b"<", b"*", b"[ctxlake")) or b"${" in pw or b"{{" in pw):
+            if not (pw.startswith((b"$", b"<", b"*")) or b"${" in pw or b"{{" in pw or b"[ctxlake" in pw):
                 sc.span(m.start(2), m.end(2), _P, "uri_credentials")
         # curl -u user:PASS before a URL on the same line (curl without a URL is not looked
         # for); windows never overlap, so many URLs cost linear time

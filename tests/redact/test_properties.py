@@ -131,3 +131,11 @@ def test_uri_credentials_rescrub_is_stable():
     text = "\x7f\x7fS://\x7f\x13\x7f\x7fS:1\x7f;\x00\x00\x00\x004@4644//x"
     once, _ = redact.scrub(text, True)
     assert redact.scrub(once, True)[0] == once
+
+
+def test_url_password_with_slashes_rescrub_is_stable():
+    """Found by the atheris target: the raw-'/' password form swallowed a later URL and the
+    placeholder the first pass had written."""
+    text = "\x7f9:N/Q_Q://Q~\x7f\x7f\x7f\x7f://QQ4//\x0f\x7f\x7f://QQ\x0f\x0f\x0f\x0f\x0f:\x7f@@QQ"
+    once, _ = redact.scrub(text)
+    assert redact.scrub(once)[0] == once
