@@ -402,7 +402,7 @@ _URI_CRED_SLASH = re.compile(rb"://([^\s/?#@:\"'<>`\\]{1,256}):([^\s?#\"'<>`\\@]
 _PORT_PATH = re.compile(rb"[0-9]{1,5}/")
 """User and password are bounded (256): an unbounded pair backtracks quadratically on a long
 authority full of ':' — the hook must not be a ReDoS target."""
-_CURL_USER = _Lazy(rb"(?:-u|--user)[ \t=]*[\"']?([^\s:\"']+):([^\s\"'@]+)")
+_CURL_USER = _Lazy(rb"(?:-u|--user)[ \t=]*[\"']?([^\s:\"'\[\]]+):([^\s\"'@]+)")
 _URL_SIG = _Lazy(rb"(?:sig|signature)=([A-Za-z0-9%+/=_-]{16,})")
 _SIG_BEFORE = (b"?", b"&", b";", b"?x-amz-", b"&x-amz-", b"?x-goog-", b"&x-goog-")
 _CARD_SHAPE = re.compile(
@@ -572,6 +572,12 @@ class _Scan:
         return self.low
 
     def span(self, s: int, e: int, placeholder: bytes, rule: str) -> None:
+        """Record a replacement, unless it would cut into a placeholder already in the text
+        (a re-scrub must not redact inside ``[ctxlake:redacted-ssn]``)."""
+        b = self.b
+        p = b.rfind(b"[ctxlake", max(0, s - 512), e + 8)  # a value cut short by one counts too
+        if p >= 0 and (p >= s or b.find(b"]", p, e + 1) < 0 or b.find(b"]", p) >= s):
+            return
         self.spans.append((s, e, placeholder))
         self.inplace.add(rule)
 
@@ -701,9 +707,13 @@ def _scan_keywords(sc: _Scan) -> None:
     low = sc.lower()
     for tail, rx, names in _KV_GROUPS:
         any_name = tuple(n for n, _, _ in names)
-        for m in rx.finditer(low):
+        search = rx.search
+        m = search(low)
+        while m is not None:
             end = m.start() + _kv_key_len(low, m)
+            nxt = max(end, m.start() + 1)  # the value may hold the next "password=": see every key
             if not low.endswith(any_name, max(0, end - 32), end):
+                m = search(low, nxt)
                 continue  # "primaryKey:", "cache_key=": not a name we know
             for name, rule, quarantine in names:
                 if not low.endswith(name, 0, end):
@@ -718,6 +728,7 @@ def _scan_keywords(sc: _Scan) -> None:
                 elif end - len(name) == 0 or low[end - len(name) - 1] not in _LOWER_LETTERS:
                     sc.span(m.start(g), m.end(g), _P, rule)  # "bypass=", "compass:" stay clean
                 break
+            m = search(low, nxt)
     for i in _finds(low, b"authorization"):
         m = _AUTH_HEADER.match(low, i)
         if m:
