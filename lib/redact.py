@@ -794,15 +794,15 @@ def _scan_structural(sc: _Scan) -> None:
         if b[m.start()] not in _IIN_FIRST:  # hexdumps, line numbers: no issuer starts 0/1/7/8/9
             pos = m.start() + 1
             continue
-        digits = b[m.start():m.end()].replace(b" ", b"").replace(b"-", b"")
-        if _CARD_BRANDS.fullmatch(digits) and _luhn(digits):
-            sc.span(m.start(), m.end(), _P_CARD, "card_number")
-            pos = m.end()
+        end = _card_end(b, m.start(), m.end())
+        if end:
+            sc.span(m.start(), end, _P_CARD, "card_number")
+            pos = end
         else:
             pos = m.start() + 1  # "5559 2221 4828 6689 7209": the card may start at the next group
     for i in _finds(cls, b"ddd-dd-dddd"):
-        if (i and cls[i - 1] in b"d-") or cls[i + 11:i + 12] in (b"d", b"-"):
-            continue
+        if (i and cls[i - 1] in b"dw-") or cls[i + 11:i + 12] in (b"d", b"w", b"-"):
+            continue  # neighbours: no digit, dash or word character (ids like "v078-05-1120a")
         area, group, serial = b[i:i + 3], b[i + 4:i + 6], b[i + 7:i + 11]
         if area in (b"000", b"666") or area[:1] == b"9" or group == b"00" or serial == b"0000":
             continue
@@ -834,6 +834,22 @@ def _scan_entropy(sc: _Scan) -> None:
                     sc.span(m.start(), m.end(), _P_SECRET, "high_entropy_run")
         elif j - s >= ENTROPY_MIN_LEN and _entropy_secret(b, s, j):
             sc.span(s, j, _P_SECRET, "high_entropy_run")
+
+
+def _card_end(b: bytes, s: int, e: int) -> int:
+    """End of the card number starting at ``s`` within the digit shape ``b[s:e]``, or 0.
+
+    A grouped shape may run on past the card ("4111 1111 1111 1111 4111 ..."): shorter prefixes
+    ending on a group boundary are tried too, longest first."""
+    raw = b[s:e]
+    ends = [len(raw)] + [i for i in range(len(raw) - 1, 0, -1) if raw[i] in b" -"]
+    for cut in ends:
+        digits = raw[:cut].replace(b" ", b"").replace(b"-", b"")
+        if len(digits) < 13:
+            break
+        if _CARD_BRANDS.fullmatch(digits) and _luhn(digits):
+            return s + cut
+    return 0
 
 
 def _luhn(digits: bytes) -> bool:
@@ -892,12 +908,20 @@ def scrub(text: str, is_tool_output: bool = False) -> tuple[str, Outcome]:
     if sc.marks:
         return withheld(text), Outcome("quarantined", tuple(sorted(sc.marks)))
     _scan_structural(sc)
+    rules = sc.inplace
+    if sc.spans:
+        b = _apply(b, sc.spans)
     if is_tool_output:
-        _scan_entropy(sc)
-    if not sc.spans:
+        # Step 4 runs on the text as steps 2-3 left it (DESIGN.md §7 order): a run's entropy
+        # is judged once, on what will be stored, so a second scrub sees the same runs.
+        ent = _Scan(b)
+        _scan_entropy(ent)
+        if ent.spans:
+            b = _apply(b, ent.spans)
+            rules = rules | ent.inplace
+    if not rules:
         return text, CLEAN
-    out = _apply(b, sc.spans).decode("utf-8", "surrogatepass")
-    return out, Outcome("redacted", tuple(sorted(sc.inplace)))
+    return b.decode("utf-8", "surrogatepass"), Outcome("redacted", tuple(sorted(rules)))
 
 
 # -- path denylist ----------------------------------------------------------------------

@@ -143,7 +143,9 @@ def test_url_password_with_slashes_rescrub_is_stable():
 
 URLISH = st.lists(st.sampled_from(["://", ":", "@", "/", "//", "Q", "x9", "\x7f", "~", "-", "4111", " ", "?sig=",
                                    "&", "%2F", "=", "[ctxlake:redacted]", "curl -u ", "a:b", "password=", '"',
-                                   "hunter22", "\\n", "078-05-1120", "Bearer ", "abcDEF123456789xyzQ"]),
+                                   "hunter22", "\\n", "078-05-1120", "Bearer ", "abcDEF123456789xyzQ", "ghp_",
+                                   "a1B2" * 9, "Zx9Qw3Er7Ty1Ui5Op0AsDf2GhJk4LzXc", "4111 1111 1111 1111", "key=",
+                                   "AKIA", "\n", "é", "hf_", "SG.", "eyJ", "sk-", "1234"]),
                   max_size=30).map("".join)
 
 
@@ -154,3 +156,14 @@ def test_scrub_is_idempotent_on_url_and_keyword_soup(text, tool):
     the output."""
     once, _ = redact.scrub(text, tool)
     assert redact.scrub(once, tool)[0] == once
+
+
+def test_regressions_found_by_random_soup():
+    # a card followed by another card's first group, and an SSN glued to a token
+    for text, tool in [("4111 1111 1111 1111 4111 1111 1111 1111 x", False),
+                       ("@078-05-1120ghp_Zx9Qw3Er7Ty1Ui5Op0AsDf2GhJk4LzXc", False),
+                       ("hf_" + "a1B2" * 9 + "sk-abcDEF123456789xyzQsk-abcDEF123456789xyzQ", True)]:
+        once, _ = redact.scrub(text, tool)
+        assert redact.scrub(once, tool)[0] == once, text
+    assert redact.scrub("4111 1111 1111 1111 4111 1111 1111 1111")[0] == \
+        "[ctxlake:redacted-card] [ctxlake:redacted-card]"
