@@ -139,3 +139,25 @@ def test_corpus_has_at_least_thirty_distinct_formats():
     assert len(set(secrets_corpus.SECRETS)) == len(secrets_corpus.SECRETS)
     prefixes = {s[:4] for s in secrets_corpus.SECRETS}
     assert len(prefixes) >= 30
+
+
+def test_metadata_fields_and_paths_are_scrubbed_too():
+    """Redaction covers every free-text field of the envelope, not only content and tool
+    values: a git remote with a token, a path naming a token."""
+    b = _builder()
+    token = "ghs_" + "a1B2" * 9
+    env = b.make("tool_call", repo=f"https://x-access-token:{token}@github.com/o/r.git", cwd="/work/r",
+                 branch="main", tool={"name": "Read", "input": {"file_path": f"/tmp/{token}.txt"},
+                                      "paths": [f"/tmp/{token}.txt", "/work/r/README.md"]})
+    line = dumps(env)
+    assert token not in line
+    assert env["cwd"] == "/work/r" and env["branch"] == "main"
+    assert env["tool"]["paths"][1] == "/work/r/README.md"
+    assert {q["field"] for q in b.quarantine} >= {"repo", "tool.paths", "tool.input"}
+
+
+def test_denied_path_placeholder_does_not_repeat_a_secret_in_the_path():
+    token = "ghp_" + "a1B2" * 9
+    env = _builder().make("tool_call", tool={"name": "Read", "input": {"file_path": f"/s/{token}.pem"},
+                                             "result": "-----BEGIN", "paths": [f"/s/{token}.pem"]})
+    assert token not in dumps(env)
