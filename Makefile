@@ -29,6 +29,8 @@ test: $(DEVSTAMP)
 
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/hook_latency.py
+	$(BIN)/python bench/ctxctl_savings.py
+	$(BIN)/python bench/mcp.py
 
 bench-redact: $(DEVSTAMP)
 	$(BIN)/python bench/redact_corpus.py

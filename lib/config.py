@@ -5,7 +5,8 @@ Sources, lowest to highest precedence:
 1. defaults — store ``file://$CTXLAKE_HOME/lake``, fleet ``default``, agent id = host name;
 2. the TOML file ``$CTXLAKE_CONFIG``, else ``$XDG_CONFIG_HOME/ctxlake/ctxlake.toml``, else
    ``~/.config/ctxlake/ctxlake.toml``;
-3. the environment: ``CTXLAKE_STORE``, ``CTXLAKE_FLEET_ID``, ``CTXLAKE_AGENT_ID``.
+3. the environment: ``CTXLAKE_STORE``, ``CTXLAKE_FLEET_ID``, ``CTXLAKE_AGENT_ID``,
+   ``CTXLAKE_LIVE_STORE``.
 
 The file holds names of environment variables, never secrets (invariant 11). Standard library
 only (the hook loads it); ``tomllib`` is imported only when a file exists.
@@ -13,7 +14,6 @@ only (the hook loads it); ``tomllib`` is imported only when a file exists.
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass, field, replace
 
 from lib.paths import Paths
@@ -50,6 +50,17 @@ class SyncConfig:
     """Envelopes per Parquet segment at most: bounds syncd memory on a large backlog."""
     maint_every_secs: int = 300
     """On a laptop with no cluster, syncd runs one maintenance pass this often (0 = never)."""
+    metrics_port: int = 0
+    """TCP port of syncd's ``/healthz``, ``/readyz`` and Prometheus ``/metrics`` (0 = off). Off by
+    default because a laptop needs no scrape target; the Helm chart turns it on. Loop mode only:
+    ``syncd --once`` never opens it."""
+    metrics_addr: str = "127.0.0.1"
+    """Address the metrics server binds to. Loopback by default, so a laptop exposes nothing; the
+    chart binds ``0.0.0.0`` so the kubelet's probes and Prometheus reach the pod."""
+    liveness_stall_secs: int = 600
+    """``/healthz`` fails once syncd's loop has shown no sign of life (no pass started or
+    finished, no log event) for this many seconds. Generous because one pass over a large
+    backlog logs every segment, so a slow store does not look like a wedged loop."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,10 @@ class Config:
     leases: LeaseConfig = field(default_factory=LeaseConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
     source: str | None = None
+    live_store: str | None = None
+    """Backend for the live plane (``live/`` keys: heartbeats, roster, leases), e.g.
+    ``redis://host:6379/0``; ``None`` keeps it on ``store``. The documented path past ~50
+    concurrently active agents (DESIGN.md §8)."""
 
 
 def config_file_path(environ=None) -> str:
@@ -80,11 +95,20 @@ def config_file_path(environ=None) -> str:
 
 
 def default_agent_id() -> str:
-    """The short host name (``hostname -s``), or ``agent`` when it cannot be read."""
+    """The short host name (``hostname -s``), or ``agent`` when it cannot be read.
+
+    Read with ``os.uname()`` (the same value ``gethostname`` returns on POSIX), so loading the
+    config never imports ``socket``: the hook and the MCP server stay visibly off the network.
+    """
     try:
-        name = socket.gethostname().split(".")[0]
-    except OSError:
-        name = ""
+        name = os.uname().nodename.split(".")[0]
+    except (AttributeError, OSError):  # no uname (Windows): fall back to the socket module
+        import socket
+
+        try:
+            name = socket.gethostname().split(".")[0]
+        except OSError:
+            name = ""
     return name or "agent"
 
 
@@ -126,13 +150,16 @@ def load(environ=None, path: str | None = None) -> Config:
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from exc
         source = path
-    for key in ("store", "fleet_id", "agent_id"):
+    for key in ("store", "fleet_id", "agent_id", "live_store"):
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"{path}: {key} must be a string")
     summarize = data.get("summarize", {})
     mode = summarize.get("mode", "agent") if isinstance(summarize, dict) else "agent"
     if mode not in ("none", "agent", "shadow"):
         raise ConfigError(f"{path}: [summarize] mode must be none|agent|shadow, got {mode!r}")
+    sync = _section(data, "sync", SyncConfig, path)
+    if not 0 <= sync.metrics_port <= 65535:
+        raise ConfigError(f"{path}: [sync] metrics_port must be 0 (off) or a TCP port, got {sync.metrics_port}")
     leases = _section(data, "leases", LeaseConfig, path)
     if leases.policy not in ("warn", "block"):
         raise ConfigError(f"{path}: [leases] policy must be warn|block, got {leases.policy!r}")
@@ -143,11 +170,13 @@ def load(environ=None, path: str | None = None) -> Config:
         agent_id=data.get("agent_id") or default_agent_id(),
         summarize_mode=mode,
         leases=leases,
-        sync=_section(data, "sync", SyncConfig, path),
+        sync=sync,
         source=source,
+        live_store=data.get("live_store") or None,
     )
     overrides = {}
-    for var, key in (("CTXLAKE_STORE", "store"), ("CTXLAKE_FLEET_ID", "fleet_id"), ("CTXLAKE_AGENT_ID", "agent_id")):
+    for var, key in (("CTXLAKE_STORE", "store"), ("CTXLAKE_FLEET_ID", "fleet_id"), ("CTXLAKE_AGENT_ID", "agent_id"),
+                     ("CTXLAKE_LIVE_STORE", "live_store")):
         if env.get(var):
             overrides[key] = env[var]
     if env.get("CTXLAKE_LEASE_POLICY") in ("warn", "block"):

@@ -65,6 +65,9 @@ def hash_embed(text: str) -> array:
 
 EMBEDDERS = {HASH_EMBEDDER_ID: hash_embed}
 """Embedder id → ``fn(text) -> array('f')`` of :data:`DIM`. The id is stored with every claim."""
+LEXICAL = frozenset({HASH_EMBEDDER_ID})
+"""Embedders whose similarity is word overlap (sparse vectors). A candidate such an embedder finds
+without sharing a word with the query only met it through a hash collision: noise, never a hit."""
 
 WORDLLAMA_ID = "wordllama-l2_supercat-256"
 _WORDLLAMA = None
