@@ -146,13 +146,13 @@ def test_metadata_fields_and_paths_are_scrubbed_too():
     values: a git remote with a token, a path naming a token."""
     b = _builder()
     token = "ghs_" + "a1B2" * 9
-    env = b.make("tool_call", repo=f"https://x-access-token:{token}@github.com/o/r.git", cwd="/work/r",
+    env = b.make("tool_call", repo=f"https://x-access-token:{token}@github.com/o/r.git", cwd="/srv/repo",
                  branch="main", tool={"name": "Read", "input": {"file_path": f"/tmp/{token}.txt"},
-                                      "paths": [f"/tmp/{token}.txt", "/work/r/README.md"]})
+                                      "paths": [f"/tmp/{token}.txt", "/srv/repo/README.md"]})
     line = dumps(env)
     assert token not in line
-    assert env["cwd"] == "/work/r" and env["branch"] == "main"
-    assert env["tool"]["paths"][1] == "/work/r/README.md"
+    assert env["cwd"] == "/srv/repo" and env["branch"] == "main"
+    assert env["tool"]["paths"][1] == "/srv/repo/README.md"
     assert {q["field"] for q in b.quarantine} >= {"repo", "tool.paths", "tool.input"}
 
 
