@@ -223,6 +223,9 @@ class Adapter:
             if exc.code == NOT_FOUND and tool == "ctxctl_symbol":
                 message = self._heal(message, arguments)
             return jsonrpc.error_result(message)
+        except Exception as exc:  # a bug must still come back as a tool result (the contract), not -32603
+            return jsonrpc.error_result(f"internal error in {tool}: {type(exc).__name__}: {exc}. "
+                                        "This is a ctxctl bug; the command line `ctxctl.py` may still work.")
         for w in warnings:
             text = text + ("" if text.endswith("\n") or not text else "\n") + f"warning: {w}\n"
         if code != 0:

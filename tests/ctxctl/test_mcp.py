@@ -306,3 +306,14 @@ def test_official_sdk_client_over_stdio(workspace):
     assert got["exec"][0] is False and got["exec"][1].startswith("$ echo hello\nhello\n")
     assert got["miss"][0] is True and "suggestions: add" in got["miss"][1]
     assert got["escape"] == (True, "invalid argument `file`: ../outside.txt: path escapes workspace root")
+
+
+def test_an_internal_bug_comes_back_as_a_tool_result_not_a_protocol_error(tmp_path, monkeypatch):
+    a = adapter_mod.Adapter(str(tmp_path), _config.Config(), exec_timeout=1.0)
+
+    def boom(tool, args):
+        raise KeyError("surprise")
+
+    monkeypatch.setattr(a, "_run", boom)
+    out = a.call("ctxctl_outline", {"file": "x.py"})
+    assert out["isError"] is True and "internal error in ctxctl_outline" in out["content"][0]["text"]
