@@ -29,6 +29,7 @@ test: $(DEVSTAMP)
 
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/hook_latency.py
+	$(BIN)/python bench/sync_throughput.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
