@@ -13,7 +13,7 @@ Per spooled session (files ``<sid>.ndjson.<n>`` oldest first, then ``<sid>.ndjso
    landed — its bytes are compared, and the watermark advances;
 4. when ``<sid>.done`` exists and every file is consumed: create ``_SEALED``, delete the spool
    files and ``.done``. The watermark is kept forever (a resumed session id must not restart at
-   ``seg-000000``).
+   ``seg-000000``) but forgets the deleted files' identities (their inodes get reused).
 
 Quarantine records (``spool/quarantine/*.ndjson``, never values) are shipped to
 ``quarantine/fleet=<f>/agent=<a>/dt=<d>/<ulid>.json`` create-only.
@@ -165,7 +165,7 @@ def _maybe_seal(store, paths, runtime, group, wm, stats, log) -> None:
     except (OSError, ValueError):
         done = {}
     if wm.partition_date is None:  # a session with no envelopes at all: nothing to seal
-        _cleanup(group)
+        _cleanup(group, wm)
         return
     sid = os.path.basename(group["done"])[:-5]
     from urllib.parse import unquote
@@ -181,17 +181,30 @@ def _maybe_seal(store, paths, runtime, group, wm, stats, log) -> None:
         pass  # sealed before (a crash after the PUT, or a resumed session): fine
     wm.sealed = True
     wm.save()
-    _cleanup(group)
+    _cleanup(group, wm)
     stats.sealed += 1
     log("session_sealed", key=lake.sealed_key(prefix), segments=wm.next_seg)
 
 
-def _cleanup(group: dict) -> None:
-    for path in list(group["files"]) + [group["done"]]:
+def _cleanup(group: dict, wm) -> None:
+    """Delete a sealed session's spool files, then forget their identities, then ``.done``.
+
+    The identities must go once the files are gone: their inode numbers are free again, and
+    the next spool file of a resumed session may get one of them (ext4 reuses them at once),
+    which would then look already shipped. They go before ``.done``, so a crash in between
+    leaves ``.done`` behind and the next pass does this again.
+    """
+    for path in group["files"]:
         try:
             os.unlink(path)
         except FileNotFoundError:
             pass
+    wm.files = {}
+    wm.save()
+    try:
+        os.unlink(group["done"])
+    except FileNotFoundError:
+        pass
 
 
 def ship_quarantine(store, paths, *, log, stats: ShipStats, settle_secs: float = 2.0) -> None:
