@@ -145,30 +145,21 @@ def run_once(cfg, store, log, now=time.time) -> dict:
                 summary["rows_out"] += writer.rows
                 log("partition_compacted", key=ckey, gen=gen, parts=len(parts), rows=writer.rows, sessions=len(sealed))
         renew.tick()
-        claims = _load_claims(store, cfg)
+        from lib import embed, gate
+
+        emb = embed.default_embedder()
+        result = gate.run(store, cfg.fleet_id, digests, mode=cfg.summarize_mode, embedder=emb, log=log)
+        claims = result["claims"]
+        summary.update(promoted=result["promoted"], contested=result["contested"], claims=len(claims))
         summary["sessions"] = len(digests)
-        data = snapshot.build(cfg.fleet_id, digests, claims, meta={"summarize_mode": cfg.summarize_mode})
+        data = snapshot.build(cfg.fleet_id, digests, claims,
+                              meta={"summarize_mode": cfg.summarize_mode, "embedder": emb[0] if emb else "none"})
         summary["snapshot"] = snapshot.publish(store, cfg.fleet_id, data, maint_epoch=lease["epoch"],
                                                built_at=format_time(now()), claim_count=len(claims),
                                                session_count=len(digests), log=log)
     finally:
         live.release(store, key, holder=holder)
     return summary
-
-
-def _load_claims(store, cfg) -> list[dict]:
-    """Folded claims of the fleet (``claims/fleet/<f>/``); empty until the memory gate runs."""
-    from lib.paths import safe_segment
-
-    out = []
-    for entry in store.list(f"claims/fleet/{safe_segment(cfg.fleet_id)}/"):
-        try:
-            c = json.loads(store.get(entry.key).data)
-        except ValueError:
-            continue
-        if isinstance(c, dict) and c.get("claim_id"):
-            out.append(c)
-    return out
 
 
 def main(argv=None, stdout=None) -> int:

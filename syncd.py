@@ -42,7 +42,9 @@ def refresh_cache(cfg, store, log) -> dict:
     if res["sha256"]:
         conn = snapshot.open_readonly(paths.snapshot(cfg.fleet_id))
         try:
-            sessions = snapshot.recent_sessions(conn, 5)
+            # sessions with nothing to say (no prompt, no command) are not worth an agent's context
+            sessions = [d for d in snapshot.recent_sessions(conn, 50)
+                        if d.get("turn_count") or d.get("commands_ok") or d.get("commands_failed")][:5]
             if cfg.summarize_mode == "agent":
                 claims = snapshot.visible_claims(conn, 5)
         finally:
@@ -60,6 +62,19 @@ def refresh_cache(cfg, store, log) -> dict:
     return {"snapshot_sha": res["sha256"], "briefing_chars": len(text)}
 
 
+def ingest_proposals(cfg, store, log) -> dict:
+    """MCP ``proposed`` records → ClaimEvents in the store (:func:`lib.claims.ingest`); the
+    consumer's offsets advance only after the events were written."""
+    from lib import claims, spool
+
+    state = os.path.join(cfg.paths.state_dir, "consumers", f"claims-{cfg.fleet_id}.json")
+    records, commit = spool.consume_records(cfg.paths.mcp_spool(cfg.fleet_id), state)
+    proposals = [r for r in records if r.get("kind") == "proposed"]
+    out = claims.ingest(store, proposals, cfg.fleet_id, log=log) if proposals else {"proposed": 0, "rejected": 0}
+    commit()
+    return out
+
+
 def run_pass(cfg, store, log) -> dict:
     """One syncd pass; returns a summary dict with ``errors`` (0 when all went well)."""
     from lib import ship, spool
@@ -72,6 +87,11 @@ def run_pass(cfg, store, log) -> dict:
     summary = {"shipped": stats.envelopes, "segments": stats.segments, "sealed": stats.sealed,
                "dropped_lines": stats.dropped_lines, "quarantine_records": stats.quarantine_records,
                "errors": stats.errors, "error_detail": stats.session_errors[:5]}
+    try:
+        summary["claims"] = ingest_proposals(cfg, store, log)
+    except Exception as exc:  # store outage: the records stay unconsumed for the next pass
+        summary["errors"] += 1
+        log("claim_ingest_failed", error=f"{type(exc).__name__}: {exc}"[:300])
     try:
         summary.update(refresh_cache(cfg, store, log))
     except Exception as exc:  # store outage: keep the last cache, say so

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import re
 
-DIGEST_SCHEMA_VERSION = 1
+DIGEST_SCHEMA_VERSION = 2
+"""2 added ``ids`` (message and event ids, for the gate's evidence check) and ``injected_claims``."""
 _TEST_CMD = re.compile(r"\b(cargo test|pytest|py\.test|npm (?:run )?test|yarn test|pnpm test|go test|jest|vitest|mvn test|"
                        r"make test|gradle test|rspec|phpunit|tox|nox|mix test|dotnet test)\b")
 
@@ -43,7 +44,9 @@ def digest(envs: list[dict]) -> dict:
     Returns ``{schema_version, session_id, fleet_id, agent_id, runtime, repo, branch,
     started_at, ended_at, duration_ms, turn_count, files_touched[], commands[{tool, command,
     exit_code, is_test}], commands_ok, commands_failed, tests_run[], commits[], usage{…},
-    outcome: clean|error|abandoned, friction[], summary, imported}``.
+    outcome: clean|error|abandoned, friction[], summary, imported, ids[] (every message and
+    event id: what a claim may cite), injected_claims[] (claim ids the session was shown)}``. ``repo`` is the
+    normalized origin when the hook could resolve it, else the working directory's name.
     :raises ValueError: no envelopes.
     """
     if not envs:
@@ -54,10 +57,18 @@ def digest(envs: list[dict]) -> dict:
     commands, seen_calls = [], set()
     usage = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0, "cost_usd": 0.0}
     turns, first_prompt, last_assistant, ended = 0, None, None, False
-    repo = branch = None
+    repo = branch = cwd = None
     path_count: dict = {}
+    ids: set = set()
+    injected: set = set()
     for e in envs:
+        ids.add(e["event_id"])
+        if e.get("message_id"):
+            ids.add(e["message_id"])
+        for c in e.get("injected_context") or []:
+            injected.add(c if isinstance(c, str) else str(c.get("claim_id")) if isinstance(c, dict) else str(c))
         repo = repo or e.get("repo")
+        cwd = cwd or e.get("cwd")
         branch = branch or e.get("branch")
         et = e.get("event_type")
         if et == "prompt":
@@ -118,12 +129,13 @@ def digest(envs: list[dict]) -> dict:
         summary += f", {outcome}"
     return {
         "schema_version": DIGEST_SCHEMA_VERSION, "session_id": first["session_id"], "fleet_id": first["fleet_id"],
-        "agent_id": first["agent_id"], "runtime": first["runtime"], "repo": repo, "branch": branch,
+        "agent_id": first["agent_id"], "runtime": first["runtime"],
+        "repo": repo or (cwd.rstrip("/").rsplit("/", 1)[-1] if cwd else None), "branch": branch,
         "started_at": started, "ended_at": ended_at, "duration_ms": max(0, _ms(ended_at) - _ms(started)),
         "turn_count": turns, "event_count": len(envs), "files_touched": sorted(files), "commands": commands,
         "commands_ok": len(commands) - len(failed), "commands_failed": len(failed),
         "tests_run": [c["command"] for c in commands if c["is_test"]],
         "commits": [c["command"] for c in commands if c["command"].startswith("git commit")],
         "usage": usage, "outcome": outcome, "friction": friction, "summary": summary,
-        "imported": bool(first.get("imported")),
+        "imported": bool(first.get("imported")), "ids": sorted(ids), "injected_claims": sorted(injected),
     }

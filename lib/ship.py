@@ -114,10 +114,12 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
                 wm.partition_date = envs[0]["emitted_at"][:10]
                 wm.agent_id = envs[0]["agent_id"]
                 wm.fleet_id = envs[0]["fleet_id"]
+                wm.runtime = envs[0]["runtime"]
             if not wm.pending:
                 wm.pending = {"seg": seg, "file": ident, "start": start, "end": end}
                 wm.save()
-            prefix = lake.session_prefix(wm.fleet_id, wm.partition_date, runtime, wm.agent_id, envs[0]["session_id"])
+            prefix = lake.session_prefix(wm.fleet_id, wm.partition_date, wm.runtime or runtime, wm.agent_id,
+                                         envs[0]["session_id"])
             key = lake.segment_key(prefix, seg)
             try:
                 retrying(lambda: store.put(key, data, CREATE), log=log, key=key)
@@ -170,8 +172,8 @@ def _maybe_seal(store, paths, runtime, group, wm, stats, log) -> None:
     sid = os.path.basename(group["done"])[:-5]
     from urllib.parse import unquote
 
-    prefix = lake.session_prefix(wm.fleet_id, wm.partition_date, runtime, wm.agent_id, unquote(sid))
-    marker = {"session_id": unquote(sid), "runtime": runtime, "segments": wm.next_seg,
+    prefix = lake.session_prefix(wm.fleet_id, wm.partition_date, wm.runtime or runtime, wm.agent_id, unquote(sid))
+    marker = {"session_id": unquote(sid), "runtime": wm.runtime or runtime, "segments": wm.next_seg,
               "dropped_lines": wm.dropped_lines}
     if isinstance(done, dict) and isinstance(done.get("transcript_path"), str):
         marker["transcript_path_hash"] = sha256_hex(done["transcript_path"])

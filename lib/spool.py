@@ -194,8 +194,8 @@ class Watermark:
 
     ``files`` maps file identity ``dev:inode`` → confirmed byte offset; ``next_seg`` is the next
     segment number; ``pending`` = ``{seg, file, start, end}`` is the batch being uploaded (written
-    *before* the PUT, so a crash re-sends the same bytes as the same segment); ``partition_date``
-    and ``agent_id`` pin the lake key. Kept after sealing: a resumed session id must not reuse
+    *before* the PUT, so a crash re-sends the same bytes as the same segment); ``partition_date``,
+    ``agent_id``, ``fleet_id`` and ``runtime`` (of the first envelope) pin the lake key. Kept after sealing: a resumed session id must not reuse
     ``seg-000000`` (reference bug 12.2 #19).
     """
 
@@ -206,6 +206,7 @@ class Watermark:
     partition_date: str | None = None
     agent_id: str | None = None
     fleet_id: str | None = None
+    runtime: str | None = None
     sealed: bool = False
     dropped_lines: int = 0
 
@@ -227,14 +228,14 @@ class Watermark:
             raise ValueError(f"unreadable watermark {path}: not an object")
         return cls(path, files=dict(data.get("files", {})), next_seg=int(data.get("next_seg", 0)),
                    pending=data.get("pending"), partition_date=data.get("partition_date"),
-                   agent_id=data.get("agent_id"), fleet_id=data.get("fleet_id"),
+                   agent_id=data.get("agent_id"), fleet_id=data.get("fleet_id"), runtime=data.get("runtime"),
                    sealed=bool(data.get("sealed")), dropped_lines=int(data.get("dropped_lines", 0)))
 
     def save(self) -> None:
         """Write atomically (temp file, fsync, rename)."""
         data = {"files": self.files, "next_seg": self.next_seg, "pending": self.pending,
                 "partition_date": self.partition_date, "agent_id": self.agent_id,
-                "fleet_id": self.fleet_id, "sealed": self.sealed, "dropped_lines": self.dropped_lines,
+                "fleet_id": self.fleet_id, "runtime": self.runtime, "sealed": self.sealed, "dropped_lines": self.dropped_lines,
                 "updated_at": time.time()}
         atomic_write(self.path, json.dumps(data, sort_keys=True).encode())
 
@@ -256,8 +257,22 @@ def atomic_write(path: str, data: bytes, mode: int = 0o600) -> None:
     os.replace(tmp, path)
 
 
-def backlog(spool_dir: str) -> dict:
-    """Spool backlog for status and metrics: ``{bytes, files, oldest_mtime}`` over all runtimes."""
+def backlog(spool_dir: str, state_dir: str | None = None) -> dict:
+    """Unshipped spool bytes for status and metrics: ``{bytes, files, oldest_mtime}``.
+
+    A file counts only for the bytes past its confirmed watermark offset (shipped lines of a
+    still-open session stay on disk until the session is sealed, but are not backlog).
+    """
+    offsets: dict = {}
+    if state_dir and os.path.isdir(state_dir):
+        for root, _, names in os.walk(state_dir):
+            for name in names:
+                if name.endswith(".json"):
+                    try:
+                        with open(os.path.join(root, name), "rb") as fh:
+                            offsets.update(json.loads(fh.read()).get("files") or {})
+                    except (OSError, ValueError, AttributeError):
+                        continue
     total, files, oldest = 0, 0, None
     for root, dirs, names in os.walk(spool_dir):
         dirs[:] = [d for d in dirs if d != ".state"]
@@ -268,7 +283,10 @@ def backlog(spool_dir: str) -> dict:
                 st = os.stat(os.path.join(root, name))
             except OSError:
                 continue
-            total += st.st_size
+            pending = st.st_size - int(offsets.get(f"{st.st_dev}:{st.st_ino}", 0))
+            if pending <= 0:
+                continue
+            total += pending
             files += 1
             oldest = st.st_mtime if oldest is None else min(oldest, st.st_mtime)
     return {"bytes": total, "files": files, "oldest_mtime": oldest}
@@ -299,3 +317,42 @@ def wait_for_hooks(state_dir: str, timeout: float = 10.0) -> bool:
                 time.sleep(0.01)
     finally:
         os.close(fd)
+
+
+def consume_records(base_path: str, state_path: str, *, max_records: int = 10000) -> tuple[list[dict], callable]:
+    """Read new records of a rotating spool file (``base_path`` and ``base_path.<n>``) for one
+    consumer whose offsets live in ``state_path`` (keyed by file identity).
+
+    Returns ``(records, commit)``: call ``commit()`` only after the records were applied, so a
+    crash re-delivers them (consumers must be idempotent). Several consumers may read the same
+    file with their own ``state_path``; none deletes it (records are small; rotation bounds files).
+    """
+    directory, base = os.path.split(base_path)
+    try:
+        with open(state_path, "rb") as fh:
+            offsets = json.loads(fh.read()).get("files", {})
+    except (OSError, ValueError, AttributeError):
+        offsets = {}
+    files = []
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        names = []
+    rotated = sorted((int(m.group("n")), n) for n in names if (m := _ROTATED.match(n)) and m.group("base") == base)
+    files = [os.path.join(directory, n) for _, n in rotated] + ([base_path] if base in names else [])
+    records, new_offsets = [], dict(offsets)
+    for path in files:
+        ident = file_identity(path)
+        if ident is None:
+            continue
+        lines, end = read_complete_lines(path, int(offsets.get(ident, 0)), max_lines=max_records - len(records))
+        recs, _ = decode_lines(lines)
+        records.extend(recs)
+        new_offsets[ident] = end
+        if len(records) >= max_records:
+            break
+
+    def commit():
+        atomic_write(state_path, json.dumps({"files": new_offsets}).encode())
+
+    return records, commit

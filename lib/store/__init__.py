@@ -11,19 +11,27 @@ Error tree (the type tells the caller what to do next)::
 Every error and every :class:`Obj` carries ``server_time``: the store's clock (epoch seconds)
 from the response that produced it, used for every expiry decision (invariant 6).
 
+Observability: :func:`log_event` writes one structured record per retry, lost race or outage to
+the ``ctxlake.store`` logger (the JSON formatter is configured once by the role's ``main``), and
+:func:`count` / :func:`counters` keep a process-wide tally per (key prefix, outcome) for a
+``/metrics`` endpoint (DESIGN.md §13: "412 count by key prefix").
+
 Backends: ``file://`` (:mod:`lib.store.file`), ``s3://`` (:mod:`lib.store.s3`), ``memory://``
 (:mod:`lib.store.memory`, a fake for unit tests). Build one with :func:`open_store`. Only
 role scripts that are allowed the network call it (DESIGN.md §1).
 """
 from __future__ import annotations
 
+import logging
 import random
+import threading
 import time
 from dataclasses import dataclass
 from typing import Iterator, Protocol
 
 __all__ = ["StoreError", "NotFound", "PreconditionFailed", "Conflict", "Unavailable", "Obj",
-           "ListEntry", "Store", "OVERWRITE", "CREATE", "update", "open_store", "retrying", "key_prefix"]
+           "ListEntry", "Store", "OVERWRITE", "CREATE", "update", "open_store", "retrying", "key_prefix",
+           "log_event", "count", "counters"]
 
 OVERWRITE = "overwrite"
 CREATE = "create"
@@ -113,13 +121,44 @@ def key_prefix(key: str, depth: int = 2) -> str:
     return "/".join(key.split("/")[:depth])
 
 
-def retrying(fn, *, attempts: int = 6, base: float = 0.2, cap: float = 5.0, log=None, key: str = "",
+_LOGGER = logging.getLogger("ctxlake.store")
+_COUNTS: dict[tuple[str, str], int] = {}
+_COUNTS_LOCK = threading.Lock()
+
+
+def log_event(event: str, **fields) -> None:
+    """Log ``event`` (a short phrase such as ``store_retry``) at INFO on the ``ctxlake.store``
+    logger with ``fields`` as structured ``extra`` attributes (one JSON line once the role's
+    logging setup installs the JSON formatter). Field names must not collide with
+    ``logging.LogRecord`` attributes (``msg``, ``args``, ``name``, ``module``, ...)."""
+    _LOGGER.info(event, extra=fields)
+
+
+def count(prefix: str, outcome: str, n: int = 1) -> None:
+    """Add ``n`` to the process-wide counter for (``prefix``, ``outcome``); thread-safe.
+
+    ``prefix`` is a :func:`key_prefix` label; ``outcome`` one of ``ok``, ``not_found``,
+    ``precondition_failed``, ``conflict``, ``unavailable``, ``error``, ``retry``."""
+    with _COUNTS_LOCK:
+        _COUNTS[(prefix, outcome)] = _COUNTS.get((prefix, outcome), 0) + n
+
+
+def counters() -> dict[tuple[str, str], int]:
+    """A snapshot copy of every counter: ``{(key_prefix, outcome): count}`` since process start
+    (for a Prometheus ``/metrics`` endpoint; never reset)."""
+    with _COUNTS_LOCK:
+        return dict(_COUNTS)
+
+
+def retrying(fn, *, attempts: int = 6, base: float = 0.2, cap: float = 5.0, log=log_event, key: str = "",
              sleep=time.sleep):
     """Call ``fn()`` retrying :class:`Unavailable` and :class:`Conflict` with full-jitter backoff.
 
     Waits ``uniform(0, min(cap, base * 2**attempt))`` seconds between tries (AWS architecture
     blog, "Exponential Backoff and Jitter"); at most ``attempts`` calls, then re-raises. Each
-    retry is reported to ``log(event, **fields)`` with key prefix, attempt and wait.
+    retry is reported to ``log(event, **fields)`` with key prefix, attempt and wait (default:
+    :func:`log_event`, the ``ctxlake.store`` logger; ``log=None`` silences it) and counted as
+    outcome ``retry`` under the key's prefix in :func:`counters`.
     """
     for attempt in range(attempts):
         try:
@@ -128,14 +167,18 @@ def retrying(fn, *, attempts: int = 6, base: float = 0.2, cap: float = 5.0, log=
             if attempt == attempts - 1:
                 raise
             wait = random.uniform(0, min(cap, base * (2 ** attempt)))
+            count(key_prefix(key), "retry")
             if log:
                 log("store_retry", key_prefix=key_prefix(key), attempt=attempt + 1, wait_s=round(wait, 3),
                     error=type(exc).__name__, detail=str(exc)[:200])
             sleep(wait)
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, log=None) -> Store:
     """Build the backend for ``url``: ``file:///abs/path``, ``s3://bucket[/prefix]``, ``memory://name``.
+
+    ``log(event, **fields)`` (e.g. from ``lib.logs.setup``) receives the S3 backend's lost-race,
+    conflict and outage events; default :func:`log_event` (the ``ctxlake.store`` logger).
 
     :raises ValueError: unknown scheme or malformed URL.
     """
@@ -146,7 +189,7 @@ def open_store(url: str) -> Store:
     if url.startswith("s3://"):
         from lib.store.s3 import S3Store
 
-        return S3Store(url)
+        return S3Store(url, log=log or log_event)
     if url.startswith("memory://"):
         from lib.store.memory import MemoryStore
 

@@ -1,0 +1,420 @@
+#!/usr/bin/env python3
+"""ctxlake: the operator CLI (DESIGN.md §1, §13).
+
+Every verb is one short function over ``lib/``; ``sync``, ``maint`` and ``hook`` dispatch to the
+role scripts' ``main``. Output is for humans; ``--json`` where a script would want it.
+
+    ctxlake init --store URL --fleet F [--agent-id A]
+    ctxlake status [--json]
+    ctxlake sessions [--limit N] [--json]
+    ctxlake import claude-code --path DIR_OR_FILE
+    ctxlake query "SELECT ... FROM events" [--json]
+    ctxlake demo [--fixtures DIR] [--keep]
+    ctxlake doctor [--store URL] [--json]
+    ctxlake claims [--status S] [--explain] | --approve ID | --retire ID --reason R
+    ctxlake sync [--once] | maint --once | hook <runtime> [<event>]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, ROOT)
+
+
+def _age(ts: str | None) -> str:
+    if not ts:
+        return "never"
+    from lib.envelope import parse_time
+
+    secs = max(0, time.time() - parse_time(ts))
+    return f"{secs:.0f}s ago" if secs < 120 else f"{secs / 60:.0f}m ago" if secs < 7200 else f"{secs / 3600:.1f}h ago"
+
+
+def _read_json(path: str):
+    try:
+        with open(path, "rb") as fh:
+            return json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
+
+
+def cmd_init(args, cfg, out) -> int:
+    """Write ``ctxlake.toml`` (no secrets), verify the store with a real write and read back.
+
+    Example: ``ctxlake init --store file://~/.ctxlake/lake --fleet team-a``
+    """
+    from lib import config
+    from lib.paths import safe_segment
+    from lib.store import CREATE, PreconditionFailed, open_store
+
+    store_url = args.store
+    if store_url.startswith("file://~"):
+        store_url = "file://" + os.path.expanduser(store_url[7:])
+    path = config.config_file_path()
+    store = open_store(store_url)
+    key = f"_meta/fleets/{safe_segment(args.fleet)}.json"
+    body = json.dumps({"fleet_id": args.fleet, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode()
+    try:
+        store.put(key, body, CREATE)
+    except PreconditionFailed:
+        pass
+    store.get(key)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write(config.render_toml(store_url, args.fleet, args.agent_id))
+    out.write(f"wrote {path}\nstore {store.url} is writable and readable (fleet {args.fleet})\n"
+              "next: ctxlake install --all   (hooks + MCP), then: ctxlake sync\n")
+    return 0
+
+
+def _status(cfg) -> dict:
+    from lib import spool
+
+    p = cfg.paths
+    sync = _read_json(p.sync_status(cfg.fleet_id)) or {}
+    roster = _read_json(p.roster(cfg.fleet_id)) or {}
+    leases = _read_json(p.leases(cfg.fleet_id)) or {}
+    backlog = spool.backlog(p.spool_dir, p.state_dir)
+    snap = None
+    if os.path.exists(p.snapshot(cfg.fleet_id)):
+        from lib import snapshot
+
+        try:
+            conn = snapshot.open_readonly(p.snapshot(cfg.fleet_id))
+            snap = {"sessions": conn.execute("SELECT count(*) FROM sessions").fetchone()[0],
+                    "claims": conn.execute("SELECT count(*) FROM claims").fetchone()[0]}
+            conn.close()
+        except Exception as exc:  # corrupt cache file: say so, never crash
+            snap = {"error": f"unreadable snapshot: {exc}"}
+    errors = 0
+    try:
+        with open(p.hook_errors, "rb") as fh:
+            errors = sum(1 for _ in fh)
+    except OSError:
+        pass
+    return {"fleet_id": cfg.fleet_id, "agent_id": cfg.agent_id, "store": cfg.store, "config": cfg.source,
+            "summarize_mode": cfg.summarize_mode, "last_sync": sync.get("last_run_at"), "last_sync_errors": sync.get("errors"),
+            "snapshot_sha": sync.get("snapshot_sha"), "snapshot": snap,
+            "spool_backlog": backlog, "agents": roster.get("agents", []) if isinstance(roster, dict) else [],
+            "leases": leases.get("leases", []) if isinstance(leases, dict) else [], "hook_errors": errors}
+
+
+def cmd_status(args, cfg, out) -> int:
+    """Fleet, store, sync and snapshot age, spool backlog, live agents, leases, hook errors.
+
+    Example: ``ctxlake status --json``
+    """
+    st = _status(cfg)
+    if args.json:
+        out.write(json.dumps(st, sort_keys=True, default=str) + "\n")
+        return 0
+    b = st["spool_backlog"]
+    snap = st["snapshot"] or {}
+    out.write(f"fleet      {st['fleet_id']} (agent {st['agent_id']}, summarize {st['summarize_mode']})\n"
+              f"store      {st['store']}\n"
+              f"last sync  {_age(st['last_sync'])}" + (f" ({st['last_sync_errors']} errors)" if st['last_sync_errors'] else "") + "\n"
+              f"snapshot   " + (f"{str(st['snapshot_sha'])[:12]}: {snap.get('sessions')} sessions, {snap.get('claims')} claims"
+                                if st["snapshot_sha"] and "error" not in snap else snap.get("error", "none yet (run maint)")) + "\n"
+              f"spool      {b['files']} file(s), {b['bytes']} bytes unshipped\n"
+              f"agents     {len(st['agents'])} live\n")
+    for a in st["agents"]:
+        out.write(f"  - {a.get('agent_id')} ({a.get('runtime')}) {a.get('task') or ''}\n")
+    out.write(f"leases     {len(st['leases'])}\n")
+    for lease in st["leases"]:
+        out.write(f"  - {lease.get('path') or lease.get('resource')} held by {lease.get('holder')} ({lease.get('reason')})\n")
+    out.write(f"hook errors {st['hook_errors']} line(s) in {cfg.paths.hook_errors}\n" if st["hook_errors"] else "hook errors none\n")
+    return 0
+
+
+def _fmt_duration(ms) -> str:
+    s = int((ms or 0) / 1000)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def cmd_sessions(args, cfg, out) -> int:
+    """One line per sealed session from the cached snapshot: agent, repo, duration, commands
+    ok/failed, files touched, one-line summary.
+
+    Example: ``ctxlake sessions --limit 20``
+    """
+    from lib import snapshot
+
+    path = cfg.paths.snapshot(cfg.fleet_id)
+    if not os.path.exists(path):
+        out.write("no snapshot in the cache yet: run `ctxlake maint --once` then `ctxlake sync --once`\n")
+        return 0
+    conn = snapshot.open_readonly(path)
+    rows = snapshot.recent_sessions(conn, args.limit)
+    conn.close()
+    if args.json:
+        out.write(json.dumps(rows, sort_keys=True) + "\n")
+        return 0
+    for r in rows:
+        repo = r.get("repo") or "-"
+        out.write(f"{r['ended_at'][:16]}  {r['agent_id']:<10} {str(repo)[:28]:<28} {_fmt_duration(r['duration_ms']):>7}  "
+                  f"cmds {r['commands_ok']:>3} ok {r['commands_failed']:>2} failed  files {len(r.get('files_touched') or []):>3}  "
+                  f"{r['summary'][:90]}\n")
+    return 0
+
+
+def cmd_import(args, cfg, out) -> int:
+    """Import a runtime's on-disk history into the spool (redacted); syncd ships it.
+
+    Example: ``ctxlake import claude-code --path ~/.claude/projects``
+    """
+    if args.runtime != "claude-code":
+        out.write(f"ctxlake import: {args.runtime} has no importer yet (supported: claude-code)\n")
+        return 2
+    from lib import logs
+    from lib.importers import claude_code
+
+    try:
+        results = claude_code.import_path(os.path.expanduser(args.path), cfg.paths, fleet_id=cfg.fleet_id,
+                                          agent_id=args.agent_id or cfg.agent_id, log=logs.setup("import", quiet=True))
+    except FileNotFoundError as exc:
+        out.write(f"ctxlake import: {exc}\n")
+        return 2
+    for r in results:
+        out.write(f"imported {os.path.basename(r.path)}: {len(r.sessions)} session(s), {r.envelopes} envelope(s)"
+                  + (f", skipped {r.skipped_lines} malformed line(s)" if r.skipped_lines else "") + "\n")
+    out.write(f"{len(results)} file(s) imported into the spool; run `ctxlake sync --once` to ship them\n")
+    return 0
+
+
+def _lake_files(cfg) -> list[str]:
+    """Local paths of the current compacted parts (downloaded to the cache for remote stores)."""
+    from lib import lake
+    from lib.store import open_store
+
+    store = open_store(cfg.store)
+    keys = lake.current_parts(store, cfg.fleet_id)
+    if cfg.store.startswith("file://"):
+        return [os.path.join(store.root, *k.split("/")) for k in keys]
+    local = []
+    base = os.path.join(cfg.paths.fleet_cache(cfg.fleet_id), "lake")
+    for k in keys:
+        dest = os.path.join(base, *k.split("/"))
+        if not os.path.exists(dest):
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            from lib.spool import atomic_write
+
+            atomic_write(dest, store.get(k).data, mode=0o644)
+        local.append(dest)
+    return local
+
+
+def cmd_query(args, cfg, out) -> int:
+    """Run SQL with DuckDB over the lake's current compacted Parquet parts, as view ``events``.
+
+    Example: ``ctxlake query "SELECT event_type, count(*) FROM events GROUP BY 1"``
+    """
+    import duckdb
+
+    files = _lake_files(cfg)
+    if not files:
+        out.write("the lake has no compacted data yet: run `ctxlake sync --once` and `ctxlake maint --once`\n")
+        return 0
+    con = duckdb.connect()
+    listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    con.execute(f"CREATE VIEW events AS SELECT * FROM read_parquet([{listing}])")
+    cur = con.execute(args.sql)
+    cols = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    if args.json:
+        out.write(json.dumps([dict(zip(cols, r)) for r in rows], default=str) + "\n")
+        return 0
+    widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) if rows else len(str(c)) for i, c in enumerate(cols)]
+    out.write("  ".join(str(c).ljust(w) for c, w in zip(cols, widths)) + "\n")
+    for r in rows:
+        out.write("  ".join(str(v).ljust(w) for v, w in zip(r, widths)) + "\n")
+    return 0
+
+
+def cmd_demo(args, cfg, out) -> int:
+    """The main job end to end on the embedded ``file://`` store, in a fresh temporary home, on
+    the real fixtures: import transcripts, replay hook payloads as two agents, sync, maint,
+    sync, then print status, sessions, the briefing a new SessionStart gets, and a DuckDB query.
+
+    Example: ``ctxlake demo``
+    """
+    import shutil
+    import tempfile
+
+    fixtures = args.fixtures or os.path.join(ROOT, "tests", "fixtures")
+    home = tempfile.mkdtemp(prefix="ctxlake-demo-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
+    env.update(CTXLAKE_HOME=home, CTXLAKE_CONFIG=os.path.join(home, "ctxlake.toml"), CTXLAKE_FLEET_ID="demo-fleet")
+    py = sys.executable
+
+    def step(title):
+        out.write(f"\n== {title}\n")
+        out.flush()
+
+    def run(argv, agent="alice", stdin=None, show=True):
+        e = dict(env, CTXLAKE_AGENT_ID=agent)
+        r = subprocess.run(argv, input=stdin, capture_output=True, env=e, cwd=ROOT)
+        if show and r.stdout:
+            out.write(r.stdout.decode())
+        if r.returncode not in (0,):
+            out.write(r.stderr.decode()[-2000:])
+        return r
+
+    out.write(f"ctxlake demo in {home} (store file://{home}/lake, fleet demo-fleet)\n")
+    step("1. import real Claude Code transcripts (agent alice)")
+    run([py, "ctxlake.py", "import", "claude-code", "--path", os.path.join(fixtures, "claude-transcripts")])
+    step("2. replay real hook payloads through hook.py, one process each (agents alice and bob)")
+    counts = {}
+    for name in sorted(os.listdir(os.path.join(fixtures, "claude-hooks"))):
+        agent = "bob" if name.startswith("serverless") else "alice"
+        with open(os.path.join(fixtures, "claude-hooks", name), "rb") as fh:
+            payloads = json.load(fh)
+        for payload in payloads:
+            run([py, "-I", "-S", "hook.py", "claude_code"], agent=agent, stdin=json.dumps(payload).encode(), show=False)
+            counts[agent] = counts.get(agent, 0) + 1
+    from lib.spool import wait_for_hooks
+
+    wait_for_hooks(os.path.join(home, "spool", ".state"))
+    out.write(", ".join(f"{a}: {n} payloads" for a, n in sorted(counts.items())) + "\n")
+    step("3. syncd --once (spool → Parquet segments → seal → cache)")
+    run([py, "syncd.py", "--once"])
+    step("4. maint --once (lease, compaction, digests, snapshot)")
+    run([py, "maint.py", "--once"])
+    step("5. syncd --once (pull the snapshot, render the briefing)")
+    run([py, "syncd.py", "--once"])
+    step("ctxlake status")
+    run([py, "ctxlake.py", "status"])
+    step("ctxlake sessions")
+    run([py, "ctxlake.py", "sessions"])
+    step("the briefing a new SessionStart receives (exactly what hook.py prints)")
+    start = {"session_id": "demo-new-session", "hook_event_name": "SessionStart", "source": "startup", "cwd": home}
+    run([py, "-I", "-S", "hook.py", "claude_code", "SessionStart"], agent="carol", stdin=json.dumps(start).encode())
+    step("DuckDB over the lake: events per type per session")
+    run([py, "ctxlake.py", "query",
+         "SELECT session_id, event_type, count(*) AS n FROM events GROUP BY ALL ORDER BY session_id, n DESC"])
+    wait_for_hooks(os.path.join(home, "spool", ".state"))
+    if not args.keep:
+        shutil.rmtree(home, ignore_errors=True)
+    else:
+        out.write(f"\nkept {home}\n")
+    return 0
+
+
+def cmd_claims(args, cfg, out) -> int:
+    """List claims by status, explain what holds a candidate back, approve or retire one.
+
+    Reads the gate's fold (``claims/fleet/<f>/``) from the store; ``--approve``/``--retire``
+    write a human ClaimEvent the next maintenance pass folds in.
+    Example: ``ctxlake claims --status candidate --explain``
+    """
+    from lib import claims
+    from lib.paths import safe_segment
+    from lib.store import open_store
+
+    store = open_store(cfg.store)
+    if args.approve or args.retire:
+        cid = args.approve or args.retire
+        folded = claims.fold(claims.load_events(store, cfg.fleet_id))
+        matches = [c for c in folded if c.startswith(cid)]
+        if len(matches) != 1:
+            out.write(f"ctxlake claims: {cid!r} matches {len(matches)} claims; give more of the id\n")
+            return 2
+        if args.retire and not args.reason:
+            out.write("ctxlake claims: --retire needs --reason\n")
+            return 2
+        kind = "approved" if args.approve else "retired"
+        claims.write_event(store, cfg.fleet_id, "_human", {"kind": kind, "claim_id": matches[0], "by": cfg.agent_id,
+                                                           "reason": args.reason})
+        out.write(f"{kind} {matches[0]}; takes effect at the next `ctxlake maint --once`\n")
+        return 0
+    rows = []
+    for entry in store.list(f"claims/fleet/{safe_segment(cfg.fleet_id)}/"):
+        try:
+            c = json.loads(store.get(entry.key).data)
+        except ValueError:
+            continue
+        if not args.status or c.get("status") == args.status:
+            rows.append(c)
+    if args.json:
+        out.write(json.dumps(rows, sort_keys=True, default=str) + "\n")
+        return 0
+    for c in sorted(rows, key=lambda c: (c.get("status") or "", -(c.get("confidence") or 0))):
+        out.write(f"{c['claim_id']}  {c.get('status'):<10} {c.get('claim_type'):<11} conf {c.get('confidence') or 0:.2f}  "
+                  f"{len(c.get('evidence') or [])} cite(s)  {str(c.get('claim'))[:80]}\n")
+        if args.explain:
+            out.write(f"    why: {c.get('explain') or c.get('reason') or '-'}\n")
+    if not rows:
+        out.write("no claims" + (f" with status {args.status}" if args.status else "") + "\n")
+    return 0
+
+
+def _dispatch(module: str, argv: list[str]) -> int:
+    mod = __import__(module)
+    return mod.main(argv)
+
+
+def main(argv=None, stdout=None) -> int:
+    """Parse ``argv`` and run one verb; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    out = stdout or sys.stdout
+    if argv and argv[0] in ("sync", "maint"):
+        return _dispatch({"sync": "syncd", "maint": "maint"}[argv[0]], argv[1:])
+    if argv and argv[0] == "doctor":
+        from lib import doctor
+
+        return doctor.main(argv[1:], out)
+    if argv and argv[0] == "hook":
+        from lib.hookproc import run
+
+        return run(argv[1:], sys.stdin.buffer, sys.stdout)
+    p = argparse.ArgumentParser(prog="ctxlake", description="Shared memory and coordination for fleets of coding agents.")
+    sub = p.add_subparsers(dest="verb", required=True)
+    s = sub.add_parser("init", help=cmd_init.__doc__.splitlines()[0])
+    s.add_argument("--store", required=True, help="file:///path or s3://bucket/prefix")
+    s.add_argument("--fleet", required=True, help="fleet id")
+    s.add_argument("--agent-id", help="this host's agent id (default: host name)")
+    s = sub.add_parser("status", help=cmd_status.__doc__.splitlines()[0])
+    s.add_argument("--json", action="store_true")
+    s = sub.add_parser("sessions", help=cmd_sessions.__doc__.splitlines()[0])
+    s.add_argument("--limit", type=int, default=50)
+    s.add_argument("--json", action="store_true")
+    s = sub.add_parser("import", help=cmd_import.__doc__.splitlines()[0])
+    s.add_argument("runtime", help="claude-code")
+    s.add_argument("--path", required=True, help="a transcript file or a folder of them")
+    s.add_argument("--agent-id", help="attribute the imported sessions to this agent id")
+    s = sub.add_parser("query", help=cmd_query.__doc__.splitlines()[0])
+    s.add_argument("sql")
+    s.add_argument("--json", action="store_true")
+    s = sub.add_parser("demo", help=cmd_demo.__doc__.splitlines()[0])
+    s.add_argument("--fixtures", help="fixtures folder (default: tests/fixtures)")
+    s.add_argument("--keep", action="store_true", help="keep the temporary home")
+    s = sub.add_parser("claims", help=cmd_claims.__doc__.splitlines()[0])
+    s.add_argument("--status", choices=["candidate", "promoted", "contested", "retired", "rejected"])
+    s.add_argument("--explain", action="store_true", help="say which gate rule holds each claim where it is")
+    s.add_argument("--approve", metavar="ID", help="approve a preference claim (human)")
+    s.add_argument("--retire", metavar="ID", help="retire a claim (human); needs --reason")
+    s.add_argument("--reason")
+    s.add_argument("--json", action="store_true")
+    sub.add_parser("sync", help="run the sync daemon (syncd.py); --once for one pass")
+    sub.add_parser("maint", help="run one maintenance pass (maint.py --once)")
+    sub.add_parser("hook", help="run the hook for <runtime> [<event>] (what runtimes call)")
+    sub.add_parser("doctor", help="probe the store's primitives and print what each failure costs (--json)")
+    args = p.parse_args(argv)
+    from lib import config
+
+    try:
+        cfg = config.load()
+    except config.ConfigError as exc:
+        out.write(f"ctxlake: {exc}\n")
+        return 2
+    return {"init": cmd_init, "status": cmd_status, "sessions": cmd_sessions, "import": cmd_import,
+            "query": cmd_query, "demo": cmd_demo, "claims": cmd_claims}[args.verb](args, cfg, out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

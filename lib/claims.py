@@ -1,0 +1,265 @@
+"""Claims: what agents propose, the event log it lives in, and its fold (DESIGN.md §4, §10).
+
+Flow: ``memory_propose`` (MCP) spools a ``proposed`` record → syncd (:func:`ingest`) resolves
+every citation against the lake — never trusting the agent — and writes one ClaimEvent
+create-only to ``claims/events/fleet=<f>/dt=<d>/agent=<a>/<ulid>.json`` (or a ``rejected`` event
+saying why) → the gate inside maint (:mod:`lib.gate`) folds all events and decides → the fold
+is written to ``claims/fleet/<f>/<claim_id>.json`` and into the snapshot.
+
+A claim's identity is its content: ``claim_id = sha256(type \\0 normalized text)[:24]``, so two
+agents proposing the same text corroborate one claim (the subject is deliberately not part of
+the identity: agents invent subjects — reference bug 12.2 #14). Events are never edited or
+deleted; :func:`fold` re-derives every claim's state from them alone.
+
+ClaimEvent kinds: ``proposed``, ``rejected`` (citation did not resolve, rate limit, too long),
+``promoted``, ``contested``, ``approved`` (human, preferences), ``retired`` (human).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import unicodedata
+
+from lib.paths import safe_segment
+
+CLAIM_TYPES = ("environment", "outcome", "convention", "preference", "hypothesis")
+THRESHOLDS = {"environment": 1, "outcome": 1, "convention": 2}
+"""Independent sessions a claim type needs before the gate promotes it (DESIGN.md §10);
+``preference`` needs a human approval, ``hypothesis`` never auto-promotes."""
+MAX_CLAIM_CHARS = 2000
+MAX_PROPOSALS_PER_AGENT_DAY = 100
+"""Proposals accepted per agent per UTC day; more are rejected with a visible reason."""
+
+
+def normalize(text: str) -> str:
+    """NFKC, lowercase, whitespace collapsed, trailing punctuation dropped: the identity form."""
+    t = unicodedata.normalize("NFKC", text).lower()
+    t = " ".join(t.split())
+    return t.rstrip(" .!;:")
+
+
+def claim_id(claim_type: str, text: str) -> str:
+    """Content identity of a claim (24 hex chars)."""
+    return hashlib.sha256(f"{claim_type}\0{normalize(text)}".encode()).hexdigest()[:24]
+
+
+def event_key(fleet: str, dt: str, agent: str, ulid: str) -> str:
+    """``claims/events/fleet=<f>/dt=<d>/agent=<a>/<ulid>.json``."""
+    s = safe_segment
+    return f"claims/events/fleet={s(fleet)}/dt={s(dt)}/agent={s(agent)}/{s(ulid)}.json"
+
+
+def fold_key(fleet: str, cid: str) -> str:
+    """``claims/fleet/<f>/<claim_id>.json``: the gate's folded state of one claim."""
+    return f"claims/fleet/{safe_segment(fleet)}/{safe_segment(cid)}.json"
+
+
+def confidence(n: int) -> float:
+    """min(0.5 + 0.15·n, 0.95) for ``n`` independent sessions (DESIGN.md §10)."""
+    return round(min(0.5 + 0.15 * n, 0.95), 4)
+
+
+def fold(events: list[dict]) -> dict[str, dict]:
+    """Fold ClaimEvents (any order; sorted by ``event_id`` here) into claim states.
+
+    Returns ``{claim_id: {claim_id, claim, claim_type, subject, status, observers[],
+    observed_by, observed_at, evidence[{session_id, message_id, excerpt_hash, observed_at,
+    observed_by}], proposals[], independent_sessions, confidence, approved, reason, history[]}}``.
+    Status starts ``candidate``; ``promoted``/``contested``/``retired`` follow gate and human
+    events; a claim whose every proposal was rejected is ``rejected``.
+    """
+    claims: dict[str, dict] = {}
+    for ev in sorted(events, key=lambda e: str(e.get("event_id", ""))):
+        cid = ev.get("claim_id")
+        kind = ev.get("kind")
+        if not cid or not kind:
+            continue
+        c = claims.get(cid)
+        if kind in ("proposed", "rejected") and c is None:
+            c = claims[cid] = {"claim_id": cid, "claim": ev.get("claim", ""), "claim_type": ev.get("claim_type"),
+                               "subject": ev.get("subject", ""), "status": "candidate" if kind == "proposed" else "rejected",
+                               "observers": [], "observed_by": ev.get("observed_by"), "observed_at": ev.get("observed_at"),
+                               "evidence": [], "proposals": [], "independent_sessions": 0, "confidence": 0.0,
+                               "approved": False, "reason": ev.get("reason"), "history": []}
+        if c is None:
+            continue
+        c["history"].append({"kind": kind, "event_id": ev.get("event_id"), "at": ev.get("recorded_at"),
+                             "by": ev.get("observed_by") or ev.get("by"), "reason": ev.get("reason")})
+        if kind == "proposed":
+            if c["status"] == "rejected":
+                c["status"] = "candidate"
+            c["proposals"].append(ev.get("event_id"))
+            if ev.get("observed_by") and ev["observed_by"] not in c["observers"]:
+                c["observers"].append(ev["observed_by"])
+            seen = {(e["session_id"], e["message_id"]) for e in c["evidence"]}
+            for e in ev.get("evidence") or []:
+                if (e.get("session_id"), e.get("message_id")) not in seen:
+                    c["evidence"].append(dict(e, observed_by=ev.get("observed_by")))
+        elif kind == "promoted":
+            if c["status"] != "retired":
+                c["status"] = "promoted"
+                c["independent_sessions"] = int(ev.get("independent_sessions") or 0)
+                c["confidence"] = float(ev.get("confidence") or 0)
+                c["reason"] = ev.get("reason")
+        elif kind == "contested":
+            if c["status"] != "retired":
+                c["status"] = "contested"
+                c["reason"] = ev.get("reason")
+                c["contested_with"] = ev.get("against")
+        elif kind == "approved":
+            c["approved"] = True
+        elif kind == "retired":
+            c["status"] = "retired"
+            c["reason"] = ev.get("reason")
+    return claims
+
+
+def load_events(store, fleet: str) -> list[dict]:
+    """Every ClaimEvent of ``fleet`` from the store (unparseable objects skipped)."""
+    out = []
+    for entry in store.list(f"claims/events/fleet={safe_segment(fleet)}/"):
+        try:
+            ev = json.loads(store.get(entry.key).data)
+        except ValueError:
+            continue
+        if isinstance(ev, dict):
+            out.append(ev)
+    return out
+
+
+def write_event(store, fleet: str, agent: str, event: dict) -> str:
+    """Write one ClaimEvent create-only; fills ``event_id``/``recorded_at``. Returns its key."""
+    from lib.store import CREATE, PreconditionFailed
+    from lib.ulid import new_ulid
+
+    event = dict(event)
+    if not event.get("event_id"):
+        event["event_id"] = new_ulid()
+    event.setdefault("recorded_at", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    key = event_key(fleet, event["recorded_at"][:10], agent, event["event_id"])
+    try:
+        store.put(key, json.dumps(event, sort_keys=True).encode(), CREATE)
+    except PreconditionFailed:
+        pass  # the same event id landed before (a replay): events are immutable
+    return key
+
+
+# -- evidence resolution against the lake ---------------------------------------------------
+
+class LakeIndex:
+    """Finds captured envelopes by ``(session_id, message_id or event_id)`` in the lake.
+
+    Built lazily per session from that session's segments (``sessions/fleet=<f>/.../session=<sid>/``),
+    so a proposal costs reading the cited sessions only, never the whole lake.
+    """
+
+    def __init__(self, store, fleet: str):
+        self.store, self.fleet = store, fleet
+        self._prefixes: dict[str, list[str]] | None = None
+        self._sessions: dict[str, dict] = {}
+
+    def _scan(self):
+        from lib import lake
+
+        self._prefixes = {}
+        for entry in self.store.list(lake.fleet_sessions_prefix(self.fleet)):
+            if entry.key.rsplit("/", 1)[-1].startswith("seg-"):
+                info = lake.parse_session_prefix(entry.key)
+                self._prefixes.setdefault(info["session"], []).append(entry.key)
+
+    def session(self, session_id: str) -> dict:
+        """``{id: envelope}`` for every message_id and event_id of the session ({} if unknown)."""
+        from lib import lake
+
+        if session_id in self._sessions:
+            return self._sessions[session_id]
+        if self._prefixes is None:
+            self._scan()
+        found: dict = {}
+        for key in sorted(self._prefixes.get(session_id, [])):
+            for env in lake.decode(self.store.get(key).data):
+                found[env["event_id"]] = env
+                if env.get("message_id"):
+                    found.setdefault(env["message_id"], env)
+        self._sessions[session_id] = found
+        return found
+
+    def resolve(self, session_id: str, message_id: str) -> dict | None:
+        """The cited envelope, or ``None``."""
+        return self.session(session_id).get(message_id)
+
+
+def resolve_citation(index: LakeIndex, cite: dict) -> dict | None:
+    """Fill a citation from the lake: ``{session_id, message_id, excerpt_hash, observed_at,
+    injected}`` or ``None`` when it resolves to no captured envelope of this fleet."""
+    env = index.resolve(str(cite.get("session_id")), str(cite.get("message_id")))
+    if env is None:
+        return None
+    tool = env.get("tool") or {}
+    excerpt = env.get("content_hash") if env.get("content") else (tool.get("input_hash") or env.get("content_hash"))
+    return {"session_id": env["session_id"], "message_id": str(cite.get("message_id")), "excerpt_hash": excerpt,
+            "observed_at": env["emitted_at"], "agent_id": env.get("agent_id")}
+
+
+def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, counts: dict | None = None) -> dict:
+    """Turn spooled ``proposed`` records into ClaimEvents (DESIGN.md §10).
+
+    Each citation is resolved against the lake (:class:`LakeIndex`); if none resolves the
+    proposal becomes a ``rejected`` event with the reason, which ``memory_timeline`` shows the
+    agent. Also rejected: claim text over :data:`MAX_CLAIM_CHARS`, unknown type, more than
+    :data:`MAX_PROPOSALS_PER_AGENT_DAY` proposals from one agent in one day (``counts`` carries
+    the per-day tally across calls). Returns ``{"proposed": n, "rejected": n}``.
+    """
+    index = LakeIndex(store, fleet)
+    counts = counts if counts is not None else {}
+    out = {"proposed": 0, "rejected": 0}
+    for rec in records:
+        if rec.get("kind") != "proposed" or rec.get("fleet_id") not in (None, fleet):
+            continue
+        agent = str(rec.get("agent_id") or "unknown")
+        text = str(rec.get("claim") or "")
+        ctype = rec.get("claim_type")
+        base = {"claim": text[:MAX_CLAIM_CHARS], "claim_type": ctype, "subject": str(rec.get("subject") or "")[:200],
+                "scope": "agent", "observed_by": agent, "observed_at": rec.get("observed_at") or rec.get("requested_at"),
+                "proposal_record_id": rec.get("record_id"), "agent_claim_id": rec.get("claim_id")}
+        cid = claim_id(str(ctype), text)
+        day = str(rec.get("requested_at") or time.strftime("%Y-%m-%d"))[:10]
+        counts[(agent, day)] = counts.get((agent, day), 0) + 1
+        reason = None
+        if ctype not in CLAIM_TYPES:
+            reason = f"unknown claim type {ctype!r}; use one of {', '.join(CLAIM_TYPES)}"
+        elif not text.strip():
+            reason = "empty claim text"
+        elif len(text) > MAX_CLAIM_CHARS:
+            reason = f"claim text is {len(text)} characters; the limit is {MAX_CLAIM_CHARS} — state one fact"
+        elif counts[(agent, day)] > MAX_PROPOSALS_PER_AGENT_DAY:
+            reason = f"rate limit: more than {MAX_PROPOSALS_PER_AGENT_DAY} proposals from {agent} on {day}"
+        evidence = []
+        if reason is None:
+            bad = []
+            for cite in (rec.get("evidence") or [])[:20]:
+                r = resolve_citation(index, cite) if isinstance(cite, dict) else None
+                (evidence.append(r) if r else bad.append(cite))
+            if not evidence:
+                reason = ("no citation resolves to a captured event of this fleet "
+                          f"({len(bad)} cited; cite session_id + message_id of an event this fleet captured)")
+            elif bad:
+                log("claim_citations_dropped", claim_id=cid, dropped=len(bad))
+        if reason:
+            write_event(store, fleet, agent, {**base, "kind": "rejected", "claim_id": cid, "reason": reason,
+                                              "event_id": _rid(rec, "r")})
+            out["rejected"] += 1
+            log("claim_rejected", claim_id=cid, agent=agent, reason=reason[:200])
+            continue
+        write_event(store, fleet, agent, {**base, "kind": "proposed", "claim_id": cid, "evidence": evidence,
+                                          "event_id": _rid(rec, "p")})
+        out["proposed"] += 1
+        log("claim_proposed", claim_id=cid, agent=agent, citations=len(evidence))
+    return out
+
+
+def _rid(rec: dict, suffix: str) -> str:
+    """Deterministic event id from the spool record id, so a replayed record writes nothing new."""
+    rid = str(rec.get("record_id") or "")
+    return (rid + suffix) if rid else None

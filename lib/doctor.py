@@ -1,0 +1,334 @@
+"""``ctxlake doctor``: probe what the configured store can really do (DESIGN.md §8).
+
+Where it sits: an operator command, run before trusting a store with a fleet. It exercises each
+primitive the planes rely on (invariants 3 and 4) under a per-caller scratch prefix
+``_meta/probe/<caller>/<run>/`` (DESIGN.md §4) and reports, per capability, whether it works and
+what its absence costs — a store that silently ignores ``If-None-Match`` or ``If-Match`` still
+"works" for plain reads and writes, which is exactly what this command exists to catch.
+
+Probe order: write + read back → create-only (twice: the second must lose) → CAS with the
+current ETag → CAS with a stale ETag (must lose) → conditional GET (must answer "not
+modified") → list → delete. Scratch keys are deleted afterwards even when a step fails or
+raises; leftovers of this caller older than an hour (crashed runs) are swept too.
+
+It refuses to: print or log any credential (only boto3's provider *name*, invariant 11), or
+judge the store by this host's clock (skew is reported, never used).
+
+Exit code (:func:`exit_code`): non-zero only when the store cannot be written and read back;
+missing guarantees are reported with their cost but do not fail the command.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import time
+import urllib.parse
+
+from lib.paths import safe_segment
+from lib.store import CREATE, NotFound, PreconditionFailed, open_store, update
+
+PROBE_ROOT = "_meta/probe/"
+STALE_PROBE_SECS = 3600
+"""Scratch keys of this caller older than this (store clock) are leftovers of a crashed run."""
+
+CHECKS = (
+    ("write_read", "write + read back",
+     "nothing can be shipped: sessions stay in the spool, no live plane, no shared memory"),
+    ("create_only", "create-only (If-None-Match: *)",
+     "no create-only: bootstrap races possible; two agents may both think they created a lease, and "
+     "a replayed session segment or claim event may overwrite another"),
+    ("cas_update", "CAS with the current ETag (If-Match)",
+     "no CAS: leases, roster and the snapshot pointer cannot be updated safely"),
+    ("cas_stale", "CAS with a stale ETag is refused",
+     "stale CAS accepted: leases and roster are unsafe; concurrent updates silently overwrite each "
+     "other, two agents can hold one lease, a second maint is not excluded"),
+    ("conditional_get", "conditional GET (304 Not Modified)",
+     "no conditional GET: syncd re-downloads roster, leases and the snapshot pointer on every poll "
+     "(bandwidth and request cost only; still correct)"),
+    ("list", "list a prefix",
+     "no list: the roster cannot be rebuilt from heartbeats and maint cannot find sealed sessions"),
+    ("delete", "delete (and delete of a missing key)",
+     "no delete: probe scratch, old heartbeats and replaced compacted generations accumulate "
+     "(storage cost only)"),
+)
+_COST = {name: cost for name, _, cost in CHECKS}
+_TITLE = {name: title for name, title, _ in CHECKS}
+
+
+def identify(endpoint: str | None, server: str | None, backend: str = "s3") -> str:
+    """Name the store product from its endpoint URL and ``Server`` response header.
+
+    Returns ``file`` / ``memory`` for those schemes, else one of ``AWS``, ``R2``, ``GCS``,
+    ``SeaweedFS``, ``MinIO``, ``Ceph RGW``, ``Garage`` or ``unknown``. Well-known hosts win over
+    the header (a CDN in front of R2 still says ``cloudflare``); no endpoint means AWS.
+
+    >>> identify("http://127.0.0.1:8333", "SeaweedFS 8000GB 4.48")
+    'SeaweedFS'
+    """
+    if backend != "s3":
+        return backend
+    host = (urllib.parse.urlsplit(endpoint).hostname or "").lower() if endpoint else ""
+    if not endpoint or host.endswith(".amazonaws.com") or host.endswith(".amazonaws.com.cn"):
+        return "AWS"
+    if host.endswith(".r2.cloudflarestorage.com"):
+        return "R2"
+    if host == "storage.googleapis.com" or host.endswith(".storage.googleapis.com"):
+        return "GCS"
+    s = (server or "").lower()
+    for needle, name in (("seaweedfs", "SeaweedFS"), ("minio", "MinIO"), ("amazons3", "AWS"),
+                         ("cloudflare", "R2"), ("uploadserver", "GCS"), ("google", "GCS"),
+                         ("ceph", "Ceph RGW"), ("rgw", "Ceph RGW"), ("garage", "Garage")):
+        if needle in s:
+            return name
+    return "unknown"
+
+
+def _describe(store) -> dict:
+    describe = getattr(store, "describe", None)
+    if describe:
+        return describe()
+    return {"backend": store.url.split("://", 1)[0], "url": store.url}
+
+
+def probe(store, caller: str, now=time.time) -> dict:
+    """Run every check against ``store`` under ``_meta/probe/<caller>/<run>/`` and clean up.
+
+    :param store: any :class:`lib.store.Store`.
+    :param caller: who is probing (agent id or host); percent-encoded into one key segment.
+    :param now: this host's clock (epoch s), only for the skew report.
+    :returns: ``{"store", "backend", "describe", "credential_source", "clock_skew_s",
+        "scratch_prefix", "checks": [{"name", "title", "ok" (True/False/None = not run),
+        "detail", "cost" (only when it failed)}], "cleanup": {"ok", "detail"}, "can_write_read",
+        "ok"}``. ``clock_skew_s`` = store clock − this host's clock (S3's ``Date`` has 1 s
+        resolution), ``None`` when the clock could not be read.
+    :raises: nothing from the store — every failure becomes a failed row.
+    """
+    caller_prefix = PROBE_ROOT + safe_segment(caller) + "/"
+    run = caller_prefix + f"{int(now())}-{secrets.token_hex(4)}/"
+    keys = {"plain": run + "plain.json", "create": run + "create.json", "gone": run + "gone.json"}
+    written: set[str] = set()
+    checks: dict[str, dict] = {}
+
+    def record(name: str, ok: bool | None, detail: str) -> None:
+        row = {"name": name, "title": _TITLE[name], "ok": ok, "detail": detail}
+        if ok is False:
+            row["cost"] = _COST[name]
+        checks[name] = row
+
+    def attempt(name: str, fn) -> None:
+        try:
+            ok, detail = fn()
+        except Exception as exc:  # a diagnostic reports every failure instead of stopping
+            ok, detail = False, f"{type(exc).__name__}: {exc}"
+        record(name, ok, detail)
+
+    state: dict = {}
+
+    def write_read():
+        written.add(keys["plain"])
+        payload = b'{"probe": "write_read"}'
+        store.put(keys["plain"], payload)
+        got = store.get(keys["plain"]).data
+        return (got == payload, "wrote and read back identical bytes" if got == payload
+                else f"read back {len(got or b'')} bytes that differ from the {len(payload)} written")
+
+    def create_only():
+        written.add(keys["create"])
+        first = store.put(keys["create"], b'{"v": 1}', CREATE)
+        state["v1"] = first.etag
+        try:
+            second = store.put(keys["create"], b'{"v": "second create"}', CREATE)
+        except PreconditionFailed:
+            return True, "first create succeeded, second refused with 412"
+        state["v1"] = second.etag
+        return False, "second create was accepted: the store ignored If-None-Match: *"
+
+    def cas_update():
+        current = store.head(keys["create"]).etag
+        state["stale"] = current
+        v2 = store.put(keys["create"], b'{"v": 2}', update(current))
+        state["v2"] = v2.etag
+        data = store.get(keys["create"]).data
+        return (data == b'{"v": 2}', "update with the current ETag succeeded" if data == b'{"v": 2}'
+                else "update reported success but the object did not change")
+
+    def cas_stale():
+        try:
+            store.put(keys["create"], b'{"v": "stale writer"}', update(state["stale"]))
+        except PreconditionFailed:
+            return True, "update with a stale ETag refused with 412"
+        return False, "update with a stale ETag was accepted: the store ignored If-Match"
+
+    def conditional_get():
+        current = store.head(keys["create"]).etag
+        got = store.get(keys["create"], if_none_match=current)
+        if got.modified is False and got.data is None:
+            return True, "GET with the current ETag answered 304 Not Modified"
+        return False, "GET with the current ETag returned the whole object: If-None-Match ignored"
+
+    def listing():
+        listed = sorted(e.key for e in store.list(run))
+        expected = sorted({keys["plain"], keys["create"]})
+        if listed == expected:
+            return True, f"listed the {len(listed)} scratch keys"
+        return False, f"listed {listed!r}, expected {expected!r}"
+
+    def delete():
+        written.add(keys["gone"])
+        store.put(keys["gone"], b"{}")
+        store.delete(keys["gone"])
+        try:
+            store.get(keys["gone"])
+        except NotFound:
+            store.delete(keys["gone"])  # deleting a missing key must not fail
+            return True, "deleted; the key reads as missing; deleting it again is not an error"
+        return False, "the key still reads back after delete"
+
+    attempt("write_read", write_read)
+    if checks["write_read"]["ok"]:
+        attempt("create_only", create_only)
+        if "v1" in state:
+            attempt("cas_update", cas_update)
+            if "v2" in state:
+                attempt("cas_stale", cas_stale)
+            else:
+                record("cas_stale", None, "not run: CAS with the current ETag failed")
+            attempt("conditional_get", conditional_get)
+        else:
+            for name in ("cas_update", "cas_stale", "conditional_get"):
+                record(name, None, "not run: could not create the probe object")
+        attempt("list", listing)
+        attempt("delete", delete)
+    else:
+        for name, _, _ in CHECKS[1:]:
+            record(name, None, "not run: the store cannot be written and read back")
+
+    skew = None
+    try:
+        t0 = now()
+        store_now = store.clock()
+        skew = round(store_now - (t0 + now()) / 2, 1)
+    except Exception:
+        pass
+
+    cleanup = _cleanup(store, run, caller_prefix, written, skew)
+    describe = _describe(store)
+    cred = getattr(store, "credential_source", None)
+    rows = [checks[name] for name, _, _ in CHECKS]
+    return {
+        "store": store.url,
+        "backend": identify(describe.get("endpoint"), describe.get("server"), describe.get("backend", "s3")),
+        "describe": describe,
+        "credential_source": cred() if cred else None,
+        "clock_skew_s": skew,
+        "scratch_prefix": caller_prefix,
+        "checks": rows,
+        "cleanup": cleanup,
+        "can_write_read": checks["write_read"]["ok"] is True,
+        "ok": all(r["ok"] is True for r in rows),
+    }
+
+
+def _cleanup(store, run: str, caller_prefix: str, written: set, skew: float | None) -> dict:
+    """Delete every scratch key of this run, plus this caller's leftovers older than an hour."""
+    left = []
+    targets = set(written)
+    try:
+        targets.update(e.key for e in store.list(run))
+        cutoff = store.clock() - STALE_PROBE_SECS
+        targets.update(e.key for e in store.list(caller_prefix)
+                       if e.last_modified is not None and e.last_modified < cutoff)
+    except Exception:
+        pass
+    for key in sorted(targets):
+        try:
+            store.delete(key)
+        except Exception:
+            left.append(key)
+    if left:
+        return {"ok": False, "detail": f"could not delete {len(left)} scratch key(s): {', '.join(left)}"}
+    return {"ok": True, "detail": f"deleted {len(targets)} scratch key(s)"}
+
+
+def exit_code(result: dict) -> int:
+    """0 unless the store cannot be written and read back (then 1). Missing conditional
+    primitives are reported with their cost but do not fail the command."""
+    return 0 if result["can_write_read"] else 1
+
+
+def render_table(result: dict) -> str:
+    """The human report: header lines (store, backend, credentials, clock skew, scratch prefix),
+    one row per capability (``ok`` / ``FAILED`` / ``not run``) with a ``cost:`` line under
+    each failed row, and a one-line verdict."""
+    d = result["describe"]
+    backend = result["backend"]
+    if d.get("backend") == "s3":
+        backend += f" (endpoint {d.get('endpoint')}, server {d.get('server') or 'not reported'!r})"
+    skew = result["clock_skew_s"]
+    lines = [
+        f"ctxlake doctor — {result['store']}",
+        f"  backend      {backend}",
+        f"  credentials  {result['credential_source'] or 'n/a'}"
+        + (" (boto3 default chain; name only)" if d.get("backend") == "s3" else ""),
+        "  clock skew   " + ("unknown (store clock unreadable)" if skew is None else
+                             f"{skew:+.1f} s (store − this host; expiry always uses the store clock)"),
+        f"  scratch      {result['scratch_prefix']} ({'cleaned' if result['cleanup']['ok'] else result['cleanup']['detail']})",
+        "",
+    ]
+    width = max(len(r["title"]) for r in result["checks"])
+    for row in result["checks"]:
+        mark = {True: "ok", False: "FAILED", None: "not run"}[row["ok"]]
+        lines.append(f"  {row['title']:<{width}}  {mark:<7}  {row['detail']}")
+        if row["ok"] is False:
+            lines.append(f"  {'':<{width}}  {'':<7}  cost: {row['cost']}")
+    failed = [r for r in result["checks"] if r["ok"] is not True]
+    lines.append("")
+    if not result["can_write_read"]:
+        lines.append("verdict: UNUSABLE — the store cannot be written and read back")
+    elif failed:
+        lines.append(f"verdict: usable with weaker guarantees — {len(failed)} capability(ies) missing (costs above)")
+    else:
+        lines.append("verdict: all primitives work")
+    return "\n".join(lines) + "\n"
+
+
+def run(url: str, caller: str) -> dict:
+    """Open ``url`` with :func:`lib.store.open_store` and :func:`probe` it.
+
+    :raises ValueError: unsupported or malformed store URL.
+    """
+    return probe(open_store(url), caller)
+
+
+def main(argv: list[str], stdout) -> int:
+    """``ctxlake doctor [--store URL] [--caller ID] [--json]``: probe the store and print the
+    capability table (or the result dict as JSON). Defaults come from the ctxlake config
+    (``store``, ``agent_id``). Returns :func:`exit_code`, or 2 for a bad config or store URL.
+
+    Example::
+
+        $ ctxlake doctor --store s3://lake/team-a --json
+    """
+    parser = argparse.ArgumentParser(prog="ctxlake doctor", description=main.__doc__.split("\n\n")[0])
+    parser.add_argument("--store", help="store URL (default: the configured store)")
+    parser.add_argument("--caller", help="scratch prefix owner (default: the configured agent id)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args(argv)
+    url, caller = args.store, args.caller
+    if not url or not caller:
+        from lib import config
+
+        try:
+            cfg = config.load()
+        except config.ConfigError as exc:
+            stdout.write(f"ctxlake doctor: {exc}\n")
+            return 2
+        url, caller = url or cfg.store, caller or cfg.agent_id
+    try:
+        result = run(url, caller)
+    except ValueError as exc:
+        stdout.write(f"ctxlake doctor: {exc}\n")
+        return 2
+    stdout.write(json.dumps(result, indent=2, sort_keys=True) + "\n" if args.json else render_table(result))
+    return exit_code(result)

@@ -1,0 +1,170 @@
+"""The promotion gate: agents propose, the gate promotes (DESIGN.md §10, invariant 8).
+
+Runs inside ``maint.py`` after compaction and digests, before the snapshot. :func:`decide` is a
+pure function of the folded claims, the session digests and the embedder; it returns the
+decision events to write and an explanation per claim (``ctxlake claims --explain``).
+
+Rules, in order, for each ``candidate``:
+
+1. evidence must resolve to a captured envelope in the lake — a sealed session of this fleet
+   whose digest lists the cited ``message_id`` (or ``event_id``); unsealed sessions wait;
+2. the observer must be a known agent (one with a sealed session in this fleet);
+3. independence = distinct resolved evidence sessions that were **not** shown this claim
+   (``injected_claims`` of the session's digest, recorded by the hook from the briefing);
+4. per-type threshold: environment 1, outcome 1, convention 2, preference = human approval,
+   hypothesis never;
+5. a claim that passes but resembles a promoted claim on the same subject (cosine ≥ 0.85 or
+   word overlap ≥ 0.6; identical text is the same claim, i.e. corroboration) contests both.
+
+Confidence = min(0.5 + 0.15·n, 0.95). Nothing is deleted; retirement is a human event.
+"""
+from __future__ import annotations
+
+from lib import claims as claimsmod
+
+COSINE_CONTRADICTION = 0.85
+OVERLAP_CONTRADICTION = 0.6
+
+
+def _words(text: str) -> set:
+    import re
+
+    return set(re.findall(r"\w+", text.lower()))
+
+
+def overlap(a: str, b: str) -> float:
+    """Jaccard overlap of the word sets of ``a`` and ``b`` (0..1)."""
+    wa, wb = _words(a), _words(b)
+    return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
+
+
+def decide(folded: dict[str, dict], digests: list[dict], *, embed=None) -> tuple[list[dict], dict[str, str]]:
+    """Gate decisions. Returns ``(events, explain)``.
+
+    ``events``: ``{"kind": "promoted"|"contested", "claim_id", "independent_sessions",
+    "confidence", "reason", "against"?}`` to write as ClaimEvents; ``explain``:
+    ``{claim_id: one-line reason for the current decision or what holds it back}``.
+    ``embed(text) -> vector`` (unit length) enables the cosine rule; without it only word
+    overlap is used.
+    """
+    by_session = {d["session_id"]: d for d in digests}
+    known_agents = {d.get("agent_id") for d in digests}
+    ids_cache: dict[str, set] = {}
+    events: list[dict] = []
+    explain: dict[str, str] = {}
+    promoted = {cid: c for cid, c in folded.items() if c["status"] == "promoted"}
+    vec_cache: dict[str, object] = {}
+
+    def vec(c):
+        if embed is None:
+            return None
+        if c["claim_id"] not in vec_cache:
+            vec_cache[c["claim_id"]] = embed(c["claim"])
+        return vec_cache[c["claim_id"]]
+
+    for cid in sorted(folded):
+        c = folded[cid]
+        if c["status"] != "candidate":
+            explain[cid] = f"{c['status']}" + (f": {c.get('reason')}" if c.get("reason") else "")
+            continue
+        resolved, waiting = [], 0
+        for e in c["evidence"]:
+            d = by_session.get(e.get("session_id"))
+            if d is None:
+                waiting += 1
+                continue
+            ids = ids_cache.setdefault(d["session_id"], set(d.get("ids") or []))
+            if e.get("message_id") in ids:
+                resolved.append(e)
+        if not resolved:
+            explain[cid] = ("held: no evidence resolves to a sealed session of this fleet yet"
+                            + (f" ({waiting} citation(s) in sessions not sealed yet)" if waiting else ""))
+            continue
+        if not any(o in known_agents for o in c["observers"]):
+            explain[cid] = f"held: observer(s) {', '.join(c['observers'])} have no sealed session in this fleet"
+            continue
+        independent = sorted({e["session_id"] for e in resolved
+                              if cid not in set(by_session[e["session_id"]].get("injected_claims") or [])})
+        n = len(independent)
+        ctype = c["claim_type"]
+        if ctype == "hypothesis":
+            explain[cid] = f"held: hypotheses never auto-promote ({n} independent session(s))"
+            continue
+        if ctype == "preference" and not c.get("approved"):
+            explain[cid] = f"held: preferences need a human approval (ctxlake claims --approve {cid})"
+            continue
+        need = claimsmod.THRESHOLDS.get(ctype, 1)
+        if ctype != "preference" and n < need:
+            shown = len({e["session_id"] for e in resolved}) - n
+            explain[cid] = (f"held: {n} independent session(s), {ctype} needs {need}"
+                            + (f" ({shown} citing session(s) had been shown this claim)" if shown else ""))
+            continue
+        rival = None
+        subject = claimsmod.normalize(c.get("subject") or "")
+        for pid, p in promoted.items():
+            if not subject or claimsmod.normalize(p.get("subject") or "") != subject:
+                continue
+            sim_words = overlap(c["claim"], p["claim"])
+            va, vb = vec(c), vec(p)
+            cos = sum(x * y for x, y in zip(va, vb)) if va is not None and vb is not None else 0.0
+            if sim_words >= OVERLAP_CONTRADICTION or cos >= COSINE_CONTRADICTION:
+                rival = (pid, f"resembles promoted claim {pid} on subject {c.get('subject')!r} "
+                              f"(word overlap {sim_words:.2f}, cosine {cos:.2f}) but differs")
+                break
+        conf = claimsmod.confidence(n)
+        if rival:
+            pid, why = rival
+            events.append({"kind": "contested", "claim_id": cid, "against": pid, "reason": why,
+                           "independent_sessions": n, "confidence": conf})
+            events.append({"kind": "contested", "claim_id": pid, "against": cid,
+                           "reason": f"a new claim {cid} on the same subject differs: {c['claim'][:120]}"})
+            explain[cid] = "contested: " + why
+            promoted.pop(pid, None)
+            continue
+        events.append({"kind": "promoted", "claim_id": cid, "independent_sessions": n, "confidence": conf,
+                       "reason": f"{n} independent session(s) ≥ {need} for {ctype}"
+                       if ctype != "preference" else "approved by a human",
+                       "sessions": independent})
+        explain[cid] = f"promoted: {n} independent session(s), confidence {conf}"
+        promoted[cid] = dict(c, status="promoted")
+    return events, explain
+
+
+def run(store, fleet: str, digests: list[dict], *, mode: str = "agent", embedder=None, log=lambda *a, **k: None) -> dict:
+    """Fold, decide, write decision events and the folded claims; return the snapshot rows.
+
+    ``embedder`` = ``(embedder_id, fn)`` or ``None``. Returns ``{"claims": [row, ...],
+    "explain": {...}, "promoted": n, "contested": n}``; rows have the snapshot's claim columns
+    (``visible_to_agents`` = 1 for promoted/contested claims in mode ``agent`` only).
+    """
+    import json
+
+    from lib import embed as embedmod
+
+    events = claimsmod.load_events(store, fleet)
+    folded = claimsmod.fold(events)
+    eid, fn = embedder if embedder else (None, None)
+    decisions, explain = decide(folded, digests, embed=fn)
+    for ev in decisions:
+        claimsmod.write_event(store, fleet, "_gate", ev)
+        log("claim_" + ev["kind"], claim_id=ev["claim_id"], reason=ev.get("reason", "")[:200])
+    if decisions:
+        folded = claimsmod.fold(claimsmod.load_events(store, fleet))
+    rows = []
+    for cid, c in sorted(folded.items()):
+        c["explain"] = explain.get(cid)
+        store.put(claimsmod.fold_key(fleet, cid), json.dumps(c, sort_keys=True, default=str).encode())
+        visible = int(mode == "agent" and c["status"] in ("promoted", "contested"))
+        row = {"claim_id": cid, "claim": c["claim"], "claim_type": c["claim_type"], "subject": c.get("subject"),
+               "status": c["status"], "confidence": c.get("confidence") or 0.0,
+               "observed_by": c.get("observed_by"), "observed_at": c.get("observed_at"),
+               "independent_sessions": c.get("independent_sessions") or 0,
+               "evidence": [{k: e.get(k) for k in ("session_id", "message_id", "excerpt_hash", "observed_at")}
+                            for e in c["evidence"]],
+               "visible_to_agents": visible, "reason": c.get("reason"), "updated_at": c["history"][-1].get("at")}
+        if fn is not None:
+            row["embedding"] = embedmod.to_blob(fn(c["claim"]))
+            row["embedder"] = eid
+        rows.append(row)
+    return {"claims": rows, "explain": explain, "promoted": sum(1 for d in decisions if d["kind"] == "promoted"),
+            "contested": sum(1 for d in decisions if d["kind"] == "contested")}

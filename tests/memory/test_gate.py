@@ -1,0 +1,90 @@
+"""The promotion gate as a pure function, and claim identity/fold (DESIGN.md §10)."""
+from __future__ import annotations
+
+from lib import claims, gate
+
+
+def _digest(sid, agent, ids, injected=()):
+    return {"session_id": sid, "agent_id": agent, "ids": list(ids), "injected_claims": list(injected)}
+
+
+def _proposed(text, ctype, agent, cites, eid, subject="tests"):
+    return {"kind": "proposed", "event_id": eid, "claim_id": claims.claim_id(ctype, text), "claim": text,
+            "claim_type": ctype, "subject": subject, "observed_by": agent,
+            "evidence": [{"session_id": s, "message_id": m} for s, m in cites]}
+
+
+def test_identical_text_is_one_claim_whatever_the_case_and_spacing():
+    assert claims.claim_id("convention", "Run  pytest with -x.") == claims.claim_id("convention", "run pytest with -x")
+    assert claims.claim_id("convention", "a") != claims.claim_id("outcome", "a")
+
+
+def test_convention_needs_two_independent_sessions():
+    text = "Run the test suite with pytest -x"
+    ev = [_proposed(text, "convention", "alice", [("s1", "m1")], "01")]
+    digests = [_digest("s1", "alice", ["m1"]), _digest("s2", "bob", ["m2"])]
+    events, explain = gate.decide(claims.fold(ev), digests)
+    cid = claims.claim_id("convention", text)
+    assert events == [] and "needs 2" in explain[cid]
+    ev.append(_proposed(text, "convention", "bob", [("s2", "m2")], "02"))
+    events, explain = gate.decide(claims.fold(ev), digests)
+    assert events[0]["kind"] == "promoted" and events[0]["independent_sessions"] == 2
+    assert events[0]["confidence"] == 0.8
+
+
+def test_a_session_that_was_shown_the_claim_does_not_corroborate_it():
+    text = "Run the test suite with pytest -x"
+    cid = claims.claim_id("convention", text)
+    ev = [_proposed(text, "convention", "alice", [("s1", "m1")], "01"),
+          _proposed(text, "convention", "bob", [("s2", "m2")], "02")]
+    digests = [_digest("s1", "alice", ["m1"]), _digest("s2", "bob", ["m2"], injected=[cid])]
+    events, explain = gate.decide(claims.fold(ev), digests)
+    assert events == [] and "had been shown this claim" in explain[cid]
+
+
+def test_evidence_that_resolves_to_nothing_holds_the_claim():
+    ev = [_proposed("The DB is postgres 15", "environment", "alice", [("s1", "nope")], "01")]
+    events, explain = gate.decide(claims.fold(ev), [_digest("s1", "alice", ["m1"])])
+    assert events == [] and "no evidence resolves" in next(iter(explain.values()))
+
+
+def test_unknown_observer_is_held_and_hypothesis_never_promotes():
+    ev = [_proposed("X is flaky", "hypothesis", "alice", [("s1", "m1")], "01"),
+          _proposed("The DB is postgres 15", "environment", "mallory", [("s1", "m1")], "02")]
+    events, explain = gate.decide(claims.fold(ev), [_digest("s1", "alice", ["m1"])])
+    assert [e for e in events if e["claim_id"] == claims.claim_id("hypothesis", "X is flaky")] == []
+    assert "never auto-promote" in explain[claims.claim_id("hypothesis", "X is flaky")]
+    assert "mallory" in explain[claims.claim_id("environment", "The DB is postgres 15")]
+
+
+def test_preference_needs_human_approval():
+    text = "Prefer small commits"
+    ev = [_proposed(text, "preference", "alice", [("s1", "m1")], "01")]
+    d = [_digest("s1", "alice", ["m1"])]
+    assert gate.decide(claims.fold(ev), d)[0] == []
+    ev.append({"kind": "approved", "claim_id": claims.claim_id("preference", text), "event_id": "02", "by": "human"})
+    assert gate.decide(claims.fold(ev), d)[0][0]["kind"] == "promoted"
+
+
+def test_similar_but_different_claim_on_the_same_subject_contests_both():
+    a = "Run the test suite with pytest -x"
+    b = "Run the test suite with pytest -q"
+    ev = [_proposed(a, "environment", "alice", [("s1", "m1")], "01", subject="test runner")]
+    d = [_digest("s1", "alice", ["m1"]), _digest("s2", "bob", ["m2"])]
+    first, _ = gate.decide(claims.fold(ev), d)
+    ev.append(dict(first[0], event_id="02"))
+    ev.append(_proposed(b, "environment", "bob", [("s2", "m2")], "03", subject="Test runner"))
+    events, explain = gate.decide(claims.fold(ev), d)
+    kinds = sorted((e["kind"], e["claim_id"]) for e in events)
+    assert kinds == sorted([("contested", claims.claim_id("environment", a)), ("contested", claims.claim_id("environment", b))])
+    folded = claims.fold(ev + [dict(e, event_id=f"1{i}") for i, e in enumerate(events)])
+    assert {c["status"] for c in folded.values()} == {"contested"}
+
+
+def test_fold_is_rederivable_from_events_in_any_order():
+    ev = [_proposed("A", "outcome", "alice", [("s1", "m1")], "01"), _proposed("A", "outcome", "bob", [("s2", "m2")], "02"),
+          {"kind": "promoted", "claim_id": claims.claim_id("outcome", "A"), "event_id": "03", "independent_sessions": 2,
+           "confidence": 0.8}]
+    assert claims.fold(ev) == claims.fold(list(reversed(ev)))
+    c = claims.fold(ev)[claims.claim_id("outcome", "A")]
+    assert c["status"] == "promoted" and c["observers"] == ["alice", "bob"] and len(c["evidence"]) == 2
