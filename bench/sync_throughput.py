@@ -38,7 +38,7 @@ def templates(session: str) -> list[dict]:
     from lib.envelope import Builder
 
     b = Builder(fleet_id=FLEET, agent_id=AGENT, runtime=RUNTIME, session_id=session, runtime_version="2.1.39")
-    common = {"cwd": "/work/app", "repo": "github.com/acme/app", "branch": "main", "git_sha": "a" * 40}
+    common = {"cwd": "/home/dev/acme-app", "repo": "github.com/acme/app", "branch": "main", "git_sha": "a" * 40}
     return [
         b.make("prompt", role="user", content="Fix the flaky test in tests/test_api.py and run the suite.", **common),
         b.make("tool_call", message_id="toolu_01", tool={
@@ -46,9 +46,9 @@ def templates(session: str) -> list[dict]:
             "result": {"stdout": "....F.\n1 failed, 5 passed in 0.42s", "stderr": "", "interrupted": False},
             "exit_code": 1, "duration_ms": 420, "paths": []}, **common),
         b.make("tool_call", message_id="toolu_02", tool={
-            "name": "Edit", "input": {"file_path": "/work/app/tests/test_api.py", "old_string": "sleep(1)",
+            "name": "Edit", "input": {"file_path": "/home/dev/acme-app/tests/test_api.py", "old_string": "sleep(1)",
                                       "new_string": "wait_until(ready)"},
-            "paths": ["/work/app/tests/test_api.py"]}, **common),
+            "paths": ["/home/dev/acme-app/tests/test_api.py"]}, **common),
         b.make("assistant", role="assistant", content="The test waited on a fixed sleep; it now waits on the "
                "readiness probe. All 6 tests pass.", usage={"model": "claude-sonnet", "input_tokens": 1200,
                                                             "output_tokens": 85, "cache_read_tokens": 9000,

@@ -162,11 +162,20 @@ def test_payload_without_session_id_is_logged_not_spooled(home, role_env, mode, 
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_unwritable_spool_directory_fails_open(home, role_env, mode):
-    """A regular file where ``spool/`` should be (chmod does not stop root): the hook still
-    answers, exits 0 and logs why the event was not captured."""
-    with open(os.path.join(home, "spool"), "w") as fh:
-        fh.write("not a directory\n")
+@pytest.mark.parametrize("how", ["file_in_place", "read_only_dir"])
+def test_unwritable_spool_directory_fails_open(home, role_env, mode, how):
+    """An unwritable spool: a regular file where ``spool/`` should be (works as root too), or a
+    read-only ``spool/`` folder (chmod 0o500; root ignores it, so only run as another user).
+    The hook still answers, exits 0 and logs why the event was not captured."""
+    spool_path = os.path.join(home, "spool")
+    if how == "read_only_dir":
+        if os.geteuid() == 0:
+            pytest.skip("root writes through chmod 0o500; the file_in_place case covers root")
+        os.makedirs(os.path.join(spool_path, ".state"))  # the lock folder exists, the spool is read-only
+        os.chmod(spool_path, 0o500)
+    else:
+        with open(spool_path, "w") as fh:
+            fh.write("not a directory\n")
     env = _env(role_env, mode)
     for name in ("attio-mcp-server__post_tool_use.json", "attio-mcp-server__user_prompt_submit.json",
                  "serverless-plugins__session_end.json"):
@@ -175,8 +184,12 @@ def test_unwritable_spool_directory_fails_open(home, role_env, mode):
     errors = error_lines(home)
     assert len(errors) == 3, errors
     assert all(e["step"] == "capture" for e in errors), errors
-    with open(os.path.join(home, "spool")) as fh:
-        assert fh.read() == "not a directory\n"
+    if how == "read_only_dir":
+        os.chmod(spool_path, 0o700)
+        assert spool_lines(home) == []
+    else:
+        with open(spool_path) as fh:
+            assert fh.read() == "not a directory\n"
 
 
 @pytest.mark.parametrize("mode", MODES)
