@@ -7,7 +7,9 @@ role scripts' ``main``. Output is for humans; ``--json`` where a script would wa
     ctxlake init --store URL --fleet F [--agent-id A]
     ctxlake status [--json]
     ctxlake sessions [--limit N] [--json]
-    ctxlake import claude-code --path DIR_OR_FILE
+    ctxlake install <claude_code|cursor|hermes>|--all [--dry-run] [--project]
+    ctxlake uninstall [<runtime>|--all] [--dry-run] [--project]
+    ctxlake import claude-code --path DIR_OR_FILE | import hermes [--path STATE_DB] | import cursor (refused)
     ctxlake query "SELECT ... FROM events" [--json]
     ctxlake demo [--fixtures DIR] [--keep]
     ctxlake doctor [--store URL] [--json]
@@ -27,13 +29,57 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, ROOT)
 
 
-def _age(ts: str | None) -> str:
-    if not ts:
-        return "never"
-    from lib.envelope import parse_time
+def _epoch(value) -> float | None:
+    """Epoch seconds from a number or an ISO-8601 string; ``None`` for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and value:
+        from lib.envelope import parse_time
 
-    secs = max(0, time.time() - parse_time(ts))
-    return f"{secs:.0f}s ago" if secs < 120 else f"{secs / 60:.0f}m ago" if secs < 7200 else f"{secs / 3600:.1f}h ago"
+        try:
+            return parse_time(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _secs(secs: float) -> str:
+    secs = max(0.0, secs)
+    return f"{secs:.0f}s" if secs < 120 else f"{secs / 60:.0f}m" if secs < 7200 else f"{secs / 3600:.1f}h"
+
+
+def _age(ts) -> str:
+    t = _epoch(ts)
+    return "never" if t is None else _secs(time.time() - t) + " ago"
+
+
+def _roster_agents(roster, now: float | None = None) -> list[dict]:
+    """Live agents from ``cache/<fleet>/roster.json``: ``[{agent_id, runtime, task, repo, branch,
+    age_secs}]``. The roster is untrusted cache content: entries that are not objects are skipped,
+    ``agents`` may be a list or a map keyed by agent id, and ``updated_at`` (store clock, epoch
+    seconds or ISO text) is aged by the store clock when the file carries ``store_time`` and
+    ``refreshed_at``."""
+    if not isinstance(roster, dict):
+        return []
+    agents = roster.get("agents")
+    if isinstance(agents, dict):
+        agents = [dict(v, agent_id=v.get("agent_id") or k) for k, v in agents.items() if isinstance(v, dict)]
+    if not isinstance(agents, list):
+        return []
+    now = time.time() if now is None else now
+    st, rt = _epoch(roster.get("store_time")), _epoch(roster.get("refreshed_at"))
+    store_now = now + (st - rt if st is not None and rt is not None else 0.0)
+    out = []
+    for a in agents:
+        if not isinstance(a, dict) or not a.get("agent_id"):
+            continue
+        updated = _epoch(a.get("updated_at"))
+        out.append({"agent_id": str(a["agent_id"]), "runtime": str(a.get("runtime") or "?"),
+                    "task": str(a["task"]) if a.get("task") else "", "repo": a.get("repo"), "branch": a.get("branch"),
+                    "age_secs": None if updated is None else max(0.0, store_now - updated)})
+    return out
 
 
 def _read_json(path: str):
@@ -101,8 +147,9 @@ def _status(cfg) -> dict:
     return {"fleet_id": cfg.fleet_id, "agent_id": cfg.agent_id, "store": cfg.store, "config": cfg.source,
             "summarize_mode": cfg.summarize_mode, "last_sync": sync.get("last_run_at"), "last_sync_errors": sync.get("errors"),
             "snapshot_sha": sync.get("snapshot_sha"), "snapshot": snap,
-            "spool_backlog": backlog, "agents": roster.get("agents", []) if isinstance(roster, dict) else [],
-            "leases": leases.get("leases", []) if isinstance(leases, dict) else [], "hook_errors": errors}
+            "spool_backlog": backlog, "agents": _roster_agents(roster),
+            "leases": [x for x in leases.get("leases") or [] if isinstance(x, dict)]
+            if isinstance(leases, dict) and isinstance(leases.get("leases"), list) else [], "hook_errors": errors}
 
 
 def cmd_status(args, cfg, out) -> int:
@@ -124,7 +171,9 @@ def cmd_status(args, cfg, out) -> int:
               f"spool      {b['files']} file(s), {b['bytes']} bytes unshipped\n"
               f"agents     {len(st['agents'])} live\n")
     for a in st["agents"]:
-        out.write(f"  - {a.get('agent_id')} ({a.get('runtime')}) {a.get('task') or ''}\n")
+        age = "age ?" if a["age_secs"] is None else f"seen {_secs(a['age_secs'])} ago"
+        where = f" {a['repo']}" + (f"@{a['branch']}" if a.get("branch") else "") if a.get("repo") else ""
+        out.write(f"  - {a['agent_id']} ({a['runtime']}){where}, {age}" + (f': "{a["task"]}"' if a["task"] else "") + "\n")
     out.write(f"leases     {len(st['leases'])}\n")
     for lease in st["leases"]:
         out.write(f"  - {lease.get('path') or lease.get('resource')} held by {lease.get('holder')} ({lease.get('reason')})\n")
@@ -166,17 +215,43 @@ def cmd_sessions(args, cfg, out) -> int:
 def cmd_import(args, cfg, out) -> int:
     """Import a runtime's on-disk history into the spool (redacted); syncd ships it.
 
-    Example: ``ctxlake import claude-code --path ~/.claude/projects``
+    Example: ``ctxlake import claude-code --path ~/.claude/projects`` or ``ctxlake import hermes``
     """
-    if args.runtime != "claude-code":
-        out.write(f"ctxlake import: {args.runtime} has no importer yet (supported: claude-code)\n")
+    runtime = args.runtime.replace("_", "-")
+    if runtime == "cursor":
+        out.write("ctxlake import: cursor keeps no history ctxlake can import (its chats live in an undocumented "
+                  "editor database, not a transcript format); Cursor sessions are captured from the moment its "
+                  "hooks are installed: ctxlake install cursor\n")
+        return 2
+    if runtime not in ("claude-code", "hermes"):
+        out.write(f"ctxlake import: no importer for {args.runtime!r} (supported: claude-code, hermes)\n")
         return 2
     from lib import logs
+
+    log = logs.setup("import", quiet=True)
+    agent = args.agent_id or cfg.agent_id
+    if runtime == "hermes":
+        import sqlite3
+
+        from lib.importers import hermes
+
+        path = os.path.expanduser(args.path) if args.path else hermes.default_path()
+        try:
+            res = hermes.import_db(path, cfg.paths, fleet_id=cfg.fleet_id, agent_id=agent, log=log)
+        except (FileNotFoundError, hermes.SchemaMismatch, sqlite3.DatabaseError) as exc:
+            out.write(f"ctxlake import: {exc}\n")
+            return 2
+        out.write(f"imported {path}: {len(res.sessions)} session(s), {res.envelopes} envelope(s) into the spool; "
+                  "run `ctxlake sync --once` to ship them\n")
+        return 0
+    if not args.path:
+        out.write("ctxlake import claude-code: --path is required (a transcript file or a folder of them)\n")
+        return 2
     from lib.importers import claude_code
 
     try:
         results = claude_code.import_path(os.path.expanduser(args.path), cfg.paths, fleet_id=cfg.fleet_id,
-                                          agent_id=args.agent_id or cfg.agent_id, log=logs.setup("import", quiet=True))
+                                          agent_id=agent, log=log)
     except FileNotFoundError as exc:
         out.write(f"ctxlake import: {exc}\n")
         return 2
@@ -185,6 +260,63 @@ def cmd_import(args, cfg, out) -> int:
                   + (f", skipped {r.skipped_lines} malformed line(s)" if r.skipped_lines else "") + "\n")
     out.write(f"{len(results)} file(s) imported into the spool; run `ctxlake sync --once` to ship them\n")
     return 0
+
+
+def _install_run(action: str, args, cfg, out) -> int:
+    """Shared body of ``install``/``uninstall``: pick runtimes, plan every file, then write or diff."""
+    from lib import install
+
+    home = os.path.expanduser("~")
+    if args.runtime and args.all:
+        out.write(f"ctxlake {action}: give a runtime or --all, not both\n")
+        return 2
+    if args.runtime:
+        runtimes = [args.runtime.replace("-", "_")]
+    else:
+        if action == "install" and not args.all:
+            out.write(f"ctxlake install: name a runtime ({', '.join(install.RUNTIMES)}) or --all\n")
+            return 2
+        runtimes = install.detect(home) if not args.project else ["claude_code", "cursor"]
+        if not runtimes:
+            out.write(f"ctxlake {action}: no runtime config folder found under {home} (.claude, .cursor, .hermes)\n")
+            return 1
+    try:
+        ident = install.Identity.current(cfg.fleet_id, args.agent_id or cfg.agent_id)
+        changes = install.plan(action, runtimes, ident, home, os.getcwd() if args.project else None)
+    except install.InstallError as exc:
+        out.write(f"ctxlake {action}: {exc}\n")
+        return 1
+    for c in changes:
+        if args.dry_run:
+            out.write(c.diff())
+        else:
+            install.apply(c)
+        verb = {"unchanged": "unchanged", "create": "create", "update": "update", "delete": "remove"}[c.action]
+        out.write(f"{'would ' + verb if args.dry_run and c.changed else verb:<14} {c.target.path}"
+                  + (f" (backup {c.target.path}.bak)" if c.changed and c.before is not None and not args.dry_run else "") + "\n")
+        for note in c.notes if c.changed and action == "install" else []:
+            out.write(f"               note: {note}\n")
+    if action == "install" and not args.dry_run:
+        out.write(f"hooks speak for fleet {ident.fleet_id}, agent {ident.agent_id}; restart the runtime to load them\n")
+        if cfg.source is None and not os.environ.get("CTXLAKE_FLEET_ID"):
+            out.write("note: no ctxlake.toml found, so the fleet is 'default'; run `ctxlake init` and install again\n")
+    return 0
+
+
+def cmd_install(args, cfg, out) -> int:
+    """Wire ctxlake's hooks and MCP server into a runtime's config (merge, never clobber).
+
+    Example: ``ctxlake install --all --dry-run`` then ``ctxlake install claude_code``
+    """
+    return _install_run("install", args, cfg, out)
+
+
+def cmd_uninstall(args, cfg, out) -> int:
+    """Remove exactly what ``install`` added (every detected runtime when none is named).
+
+    Example: ``ctxlake uninstall cursor``
+    """
+    return _install_run("uninstall", args, cfg, out)
 
 
 def _lake_files(cfg) -> list[str]:
@@ -384,9 +516,18 @@ def main(argv=None, stdout=None) -> int:
     s.add_argument("--limit", type=int, default=50)
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("import", help=cmd_import.__doc__.splitlines()[0])
-    s.add_argument("runtime", help="claude-code")
-    s.add_argument("--path", required=True, help="a transcript file or a folder of them")
+    s.add_argument("runtime", help="claude-code | hermes | cursor (refused: no importable history)")
+    s.add_argument("--path", help="claude-code: a transcript file or folder; hermes: state.db (default $HERMES_HOME/state.db)")
     s.add_argument("--agent-id", help="attribute the imported sessions to this agent id")
+    for verb, fn in (("install", cmd_install), ("uninstall", cmd_uninstall)):
+        s = sub.add_parser(verb, help=fn.__doc__.splitlines()[0])
+        s.add_argument("runtime", nargs="?", choices=["claude_code", "cursor", "hermes", "claude-code"],
+                       help="the runtime to " + verb)
+        s.add_argument("--all", action="store_true", help="every runtime whose config folder exists")
+        s.add_argument("--dry-run", action="store_true", help="print a unified diff; write nothing")
+        s.add_argument("--project", action="store_true",
+                       help="edit .claude/settings.json, .mcp.json, .cursor/hooks.json, .cursor/mcp.json in the current directory")
+        s.add_argument("--agent-id", help="agent id the hooks report (default: the configured one)")
     s = sub.add_parser("query", help=cmd_query.__doc__.splitlines()[0])
     s.add_argument("sql")
     s.add_argument("--json", action="store_true")
@@ -413,7 +554,8 @@ def main(argv=None, stdout=None) -> int:
         out.write(f"ctxlake: {exc}\n")
         return 2
     return {"init": cmd_init, "status": cmd_status, "sessions": cmd_sessions, "import": cmd_import,
-            "query": cmd_query, "demo": cmd_demo, "claims": cmd_claims}[args.verb](args, cfg, out)
+            "install": cmd_install, "uninstall": cmd_uninstall, "query": cmd_query, "demo": cmd_demo,
+            "claims": cmd_claims}[args.verb](args, cfg, out)
 
 
 if __name__ == "__main__":

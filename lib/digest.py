@@ -12,6 +12,8 @@ import re
 
 DIGEST_SCHEMA_VERSION = 2
 """2 added ``ids`` (message and event ids, for the gate's evidence check) and ``injected_claims``."""
+SHELL_TOOLS = ("Bash", "Shell", "terminal")
+"""Shell tool names: Claude Code ``Bash``, Cursor ``Shell``, Hermes ``terminal``."""
 _TEST_CMD = re.compile(r"\b(cargo test|pytest|py\.test|npm (?:run )?test|yarn test|pnpm test|go test|jest|vitest|mvn test|"
                        r"make test|gradle test|rspec|phpunit|tox|nox|mix test|dotnet test)\b")
 
@@ -91,7 +93,7 @@ def digest(envs: list[dict]) -> dict:
                     seen_calls.add(call_id)
                     cmd = _command(tool)
                     commands.append({"tool": tool.get("name"), "command": cmd, "exit_code": tool["exit_code"],
-                                     "is_test": bool(tool.get("name") == "Bash" and _TEST_CMD.search(cmd))})
+                                     "is_test": bool(tool.get("name") in SHELL_TOOLS and _TEST_CMD.search(cmd))})
         u = e.get("usage")
         if u:
             for k in usage:

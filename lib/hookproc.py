@@ -133,6 +133,8 @@ def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
     if event not in adapter.EVENTS:
         _log_unmapped_once(paths, runtime, event or "<none>")
         return
+    if adapter.EVENTS[event] is None:  # deliberately answer-only (e.g. Hermes on_session_reset)
+        return
     sid = adapter.session_id(payload)
     if not sid:
         raise ValueError(f"{event} payload has no session_id; event not captured")

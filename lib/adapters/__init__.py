@@ -5,18 +5,28 @@ runtime's event names and payload fields and nothing of the spool. Standard libr
 
 An adapter module exposes:
 
-- ``EVENTS``: ``{runtime_event_name: event_type or None}`` — every event ``install`` wires;
+- ``EVENTS``: ``{runtime_event_name: event_type}`` — every event the adapter maps;
+- ``INSTALL_EVENTS``: the events ``ctxlake install`` wires (each one is in ``EVENTS``);
 - ``session_id(payload) -> str | None``;
+- ``answer_before_payload(event, ctx) -> dict | None`` — the answer when it needs no payload
+  (printed before stdin is read), else ``None``;
 - ``answer(event, payload, ctx) -> dict`` — the JSON the runtime reads on stdout;
-- ``to_envelopes(event, payload, builder, ctx) -> list[dict]``.
+- ``to_envelopes(event, payload, builder, ctx) -> list[dict]`` — runs in the capture child;
+- ``done_marker(event, payload) -> dict | None`` — ``<session>.done`` contents on session end;
+- optionally ``runtime_version(payload) -> str | None``.
 
 ``ctx`` is a :class:`HookContext`.
 """
 from __future__ import annotations
 
+import os
 import sys
 
-ADAPTERS = {"claude_code": "lib.adapters.claude_code"}
+ADAPTERS = {
+    "claude_code": "lib.adapters.claude_code",
+    "cursor": "lib.adapters.cursor",
+    "hermes": "lib.adapters.hermes",
+}
 
 
 class UnknownRuntime(ValueError):
@@ -63,3 +73,17 @@ class HookContext:
         if self._leases is None:
             self._leases = live.read_view(self.paths.leases(self.fleet_id))
         return live.conflicts_for_paths(self._leases, self.agent_id, paths, cwd)
+
+
+def repo_fields(cwd: str | None) -> dict:
+    """Envelope location fields for a working directory: ``{"cwd"}`` plus ``repo``, ``branch``,
+    ``git_sha`` when ``cwd`` is inside a git repository (read from ``.git``, no subprocess).
+    ``{"cwd": None}`` when ``cwd`` is empty."""
+    out = {"cwd": cwd if isinstance(cwd, str) and cwd else None}
+    if out["cwd"] and os.path.isdir(out["cwd"]):
+        from lib import repo
+
+        info = repo.identify(out["cwd"])
+        if info:
+            out.update(repo=info.get("repo_id"), branch=info.get("branch"), git_sha=info.get("git_sha"))
+    return out

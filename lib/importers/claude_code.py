@@ -23,6 +23,7 @@ import json
 import os
 
 from lib.envelope import Builder, format_time, parse_time
+from lib.importers import ImportResult
 from lib.ulid import _encode
 
 
@@ -30,17 +31,6 @@ def _event_id(ts_ms: int, *parts: str) -> str:
     """Deterministic ULID: the record's time + 80 bits of sha256(parts) (re-import = same ids)."""
     rand = int.from_bytes(hashlib.sha256("\0".join(parts).encode()).digest()[:10], "big")
     return _encode(ts_ms, 10) + _encode(rand, 16)
-
-
-class ImportResult:
-    """Per-file counts: ``sessions`` (ids), ``envelopes``, ``skipped_lines``, ``records``."""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.sessions: set = set()
-        self.envelopes = 0
-        self.skipped_lines = 0
-        self.records = 0
 
 
 def _ts(rec: dict, fallback: str | None) -> tuple[str, int]:

@@ -53,4 +53,4 @@ def test_cosine_prefers_shared_words_and_ignores_stopwords_and_case():
 
 def test_registry_knows_only_what_it_can_compute():
     assert embed.get(embed.HASH_EMBEDDER_ID) is embed.hash_embed
-    assert embed.get("wordllama-l2_supercat-256") is None
+    assert embed.get("no-such-embedder-256") is None

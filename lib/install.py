@@ -1,0 +1,702 @@
+"""Wire ctxlake into agent runtimes: hook entries and MCP registration (DESIGN.md §6, invariant 10).
+
+``ctxlake install`` / ``uninstall`` edit files a person also edits, so the rules are strict:
+
+- **merge, never clobber**: only ctxlake's own entries are added, replaced or removed; every other
+  key, entry and (in YAML) comment outside the ``hooks:`` block survives;
+- **ours by exact shape, never by substring** (reference bug 12.2 #30): a hook entry is ours when
+  its command splits (``shlex``) into exactly ``env CTXLAKE_FLEET_ID=… CTXLAKE_AGENT_ID=…
+  <python> -I -S <this checkout's hook.py> <runtime> <event>``; an MCP server is ours when it is
+  the ``ctxlake`` key of ``mcpServers``. A foreign command that merely mentions ctxlake is never
+  touched;
+- **idempotent**: a second install computes the same bytes and writes nothing;
+- **``.bak`` only on change**: the previous bytes go to ``<file>.bak`` before a file changes;
+- **malformed input is refused untouched** (:class:`MalformedFile`), with the file named;
+- **exact uninstall**: ``uninstall`` strips what ``install`` added; when nothing else changed
+  since, the ``.bak`` bytes come back (so install → uninstall restores the original bytes), and
+  a file install created is removed.
+
+Files (``home`` is the user's home; ``project`` a repository root for ``--project``):
+
+==============  =====================================  ======================================
+runtime         hooks                                  MCP server
+==============  =====================================  ======================================
+claude_code     ``.claude/settings.json``              ``~/.claude.json`` / ``<project>/.mcp.json``
+cursor          ``.cursor/hooks.json``                 ``.cursor/mcp.json``
+hermes          ``$HERMES_HOME/config.yaml``           (none: Hermes reads MCP servers elsewhere)
+==============  =====================================  ======================================
+
+Hook commands run ``hook.py`` with the real interpreter (``os.path.realpath`` of
+``sys.executable``; a pyenv ``/shims/`` path is refused) and ``-I -S``: the hook needs only the
+standard library. The MCP server runs with the environment's own interpreter path (a virtualenv
+keeps its packages) and gets ``CTXLAKE_FLEET_ID``/``CTXLAKE_AGENT_ID`` in its ``env`` block.
+
+Nothing here touches the network or the store. PyYAML is imported only for Hermes.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUNTIMES = ("claude_code", "cursor", "hermes")
+MCP_NAME = "ctxlake"
+HERMES_TIMEOUT_SECS = 5
+"""Hermes kills a hook after this many seconds; ours answers in milliseconds (fail open)."""
+
+
+class InstallError(Exception):
+    """The installation cannot proceed (bad interpreter, unsupported option); nothing was written."""
+
+
+class MalformedFile(InstallError):
+    """A runtime config file exists but cannot be parsed or has an unexpected shape; it was left
+    untouched. ``path`` names it."""
+
+    def __init__(self, path: str, detail: str):
+        self.path = path
+        super().__init__(f"{path}: {detail}; left untouched (fix or move it, then run again)")
+
+
+# -- identity and commands ----------------------------------------------------------------
+
+
+def resolve_interpreter(executable: str | None = None, *, keep_venv: bool = False) -> str:
+    """Absolute path of the Python to write into runtime configs.
+
+    ``os.path.realpath`` of ``executable`` (default ``sys.executable``), so a hook never runs
+    through a version-manager shim; with ``keep_venv`` the un-resolved absolute path of a
+    virtualenv's interpreter is kept (its ``site-packages`` belong to it).
+
+    :raises InstallError: no interpreter path, or a path through ``/shims/`` (pyenv, asdf).
+    """
+    exe = executable or sys.executable
+    if not exe:
+        raise InstallError("cannot tell which Python runs ctxlake (sys.executable is empty)")
+    absolute = os.path.abspath(exe)
+    real = os.path.realpath(absolute)
+    for candidate in (absolute, real):
+        if "/shims/" in candidate.replace(os.sep, "/"):
+            raise InstallError(f"{candidate} is a version-manager shim; run ctxlake with the real interpreter "
+                               "(e.g. `$(pyenv which python) ctxlake.py install ...`)")
+    if keep_venv and os.path.exists(os.path.join(os.path.dirname(os.path.dirname(absolute)), "pyvenv.cfg")):
+        return absolute
+    return real
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who the installed hooks and MCP server speak for, and what they run.
+
+    ``hook_python``/``mcp_python`` are absolute interpreter paths; ``hook_script`` and
+    ``mcp_script`` absolute paths of this checkout's ``hook.py`` and ``mcp_server.py``.
+    """
+
+    fleet_id: str
+    agent_id: str
+    hook_python: str
+    mcp_python: str
+    hook_script: str = os.path.join(ROOT, "hook.py")
+    mcp_script: str = os.path.join(ROOT, "mcp_server.py")
+
+    @classmethod
+    def current(cls, fleet_id: str, agent_id: str, executable: str | None = None) -> "Identity":
+        """The identity for this process's interpreter and checkout. :raises InstallError:"""
+        return cls(fleet_id, agent_id, resolve_interpreter(executable), resolve_interpreter(executable, keep_venv=True))
+
+
+def hook_command(ident: Identity, runtime: str, event: str) -> str:
+    """The hook command line for ``event``: ``env CTXLAKE_FLEET_ID=<f> CTXLAKE_AGENT_ID=<a>
+    <python> -I -S <hook.py> <runtime> <event>`` (POSIX-quoted). ``env`` makes the assignments
+    work both under a shell (Claude Code, Cursor) and under Hermes' ``shell=False``."""
+    q = shlex.quote
+    return " ".join(["env", q(f"CTXLAKE_FLEET_ID={ident.fleet_id}"), q(f"CTXLAKE_AGENT_ID={ident.agent_id}"),
+                     q(ident.hook_python), "-I", "-S", q(ident.hook_script), q(runtime), q(event)])
+
+
+def is_our_command(command, ident: Identity, runtime: str) -> bool:
+    """True when ``command`` has exactly the shape :func:`hook_command` writes for this checkout's
+    ``hook.py`` and ``runtime`` (any fleet, agent, interpreter and event). Never a substring test."""
+    if not isinstance(command, str):
+        return False
+    try:
+        t = shlex.split(command)
+    except ValueError:
+        return False
+    return (len(t) == 9 and t[0] == "env" and t[1].startswith("CTXLAKE_FLEET_ID=")
+            and t[2].startswith("CTXLAKE_AGENT_ID=") and os.path.isabs(t[3]) and t[4:6] == ["-I", "-S"]
+            and t[6] == ident.hook_script and t[7] == runtime and bool(t[8]))
+
+
+def mcp_entry(ident: Identity, *, claude: bool) -> dict:
+    """``mcpServers.ctxlake``: ``{"command", "args", "env"}`` (+ ``"type": "stdio"`` for Claude Code)."""
+    entry = {"type": "stdio"} if claude else {}
+    entry.update(command=ident.mcp_python, args=[ident.mcp_script],
+                 env={"CTXLAKE_FLEET_ID": ident.fleet_id, "CTXLAKE_AGENT_ID": ident.agent_id})
+    return entry
+
+
+def adapter_events(runtime: str) -> tuple[str, ...]:
+    """The events ``install`` wires for ``runtime``: the adapter's ``INSTALL_EVENTS``."""
+    from lib import adapters
+
+    return tuple(adapters.get(runtime).INSTALL_EVENTS)
+
+
+# -- targets --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """One file to edit: ``path``, ``kind`` (``claude_settings``, ``cursor_hooks``,
+    ``hermes_config``, ``claude_mcp``, ``cursor_mcp``) and the ``runtime`` it belongs to."""
+
+    path: str
+    kind: str
+    runtime: str
+
+
+def config_dir(runtime: str, home: str, environ=None) -> str:
+    """The runtime's user config folder: ``~/.claude``, ``~/.cursor``, ``$HERMES_HOME`` or ``~/.hermes``."""
+    env = os.environ if environ is None else environ
+    if runtime == "hermes":
+        return os.path.expanduser(env.get("HERMES_HOME") or os.path.join(home, ".hermes"))
+    return os.path.join(home, {"claude_code": ".claude", "cursor": ".cursor"}[runtime])
+
+
+def detect(home: str, environ=None) -> list[str]:
+    """Runtimes whose config folder exists under ``home`` (what ``--all`` means)."""
+    return [rt for rt in RUNTIMES if os.path.isdir(config_dir(rt, home, environ))]
+
+
+def targets(runtime: str, home: str, project: str | None = None, environ=None) -> list[Target]:
+    """The files ``install``/``uninstall`` edit for ``runtime``.
+
+    :raises InstallError: unknown runtime, or ``project`` for Hermes (it has no project config).
+    """
+    if runtime not in RUNTIMES:
+        raise InstallError(f"unknown runtime {runtime!r}; known: {', '.join(RUNTIMES)}")
+    if runtime == "hermes":
+        if project:
+            raise InstallError("hermes has no project-level hook config; install it without --project")
+        return [Target(os.path.join(config_dir("hermes", home, environ), "config.yaml"), "hermes_config", runtime)]
+    if runtime == "claude_code":
+        if project:
+            return [Target(os.path.join(project, ".claude", "settings.json"), "claude_settings", runtime),
+                    Target(os.path.join(project, ".mcp.json"), "claude_mcp", runtime)]
+        return [Target(os.path.join(home, ".claude", "settings.json"), "claude_settings", runtime),
+                Target(os.path.join(home, ".claude.json"), "claude_mcp", runtime)]
+    base = os.path.join(project, ".cursor") if project else os.path.join(home, ".cursor")
+    return [Target(os.path.join(base, "hooks.json"), "cursor_hooks", runtime),
+            Target(os.path.join(base, "mcp.json"), "cursor_mcp", runtime)]
+
+
+# -- JSON documents -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JsonStyle:
+    """How a JSON file was written, so a rewrite changes only what it must: ``indent`` (spaces,
+    or a tab string), ``ascii`` (non-ASCII escaped as ``\\uXXXX``), ``newline`` (trailing)."""
+
+    indent: int | str = 2
+    ascii: bool = False
+    newline: bool = True
+
+    @classmethod
+    def of(cls, text: str | None) -> "JsonStyle":
+        if not text or not text.strip():
+            return cls()
+        indent: int | str = 2
+        m = re.search(r"\n([ \t]+)\S", text)
+        if m:
+            ws = m.group(1)
+            indent = ws if "\t" in ws else len(ws)
+        return cls(indent=indent, ascii=text.isascii() and "\\u" in text, newline=text.endswith("\n"))
+
+    def dumps(self, doc) -> str:
+        out = json.dumps(doc, indent=self.indent, ensure_ascii=self.ascii)
+        return out + "\n" if self.newline else out
+
+
+def _load_json(path: str, text: str | None) -> dict:
+    if text is None or not text.strip():
+        return {}
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise MalformedFile(path, f"not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise MalformedFile(path, f"expected a JSON object at the top, found {type(doc).__name__}")
+    return doc
+
+
+def _sub(doc: dict, key: str, kind, path: str, where: str):
+    value = doc.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, kind):
+        raise MalformedFile(path, f"{where}{key} is a {type(value).__name__}, expected {kind.__name__}")
+    return value
+
+
+def _strip_claude(doc: dict, ident: Identity, path: str) -> dict:
+    """Remove our command hooks from ``hooks.<Event>[].hooks[]``; drop groups, event lists and
+    the ``hooks`` object only when removing ours emptied them."""
+    hooks = _sub(doc, "hooks", dict, path, "")
+    if hooks is None:
+        return doc
+    new_hooks = {}
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            new_hooks[event] = groups
+            continue
+        kept_groups, removed = [], False
+        for g in groups:
+            inner = g.get("hooks") if isinstance(g, dict) else None
+            if not isinstance(inner, list):
+                kept_groups.append(g)
+                continue
+            kept = [h for h in inner if not (isinstance(h, dict) and is_our_command(h.get("command"), ident, "claude_code"))]
+            if len(kept) == len(inner):
+                kept_groups.append(g)
+                continue
+            removed = True
+            if kept:
+                kept_groups.append(dict(g, hooks=kept))
+        if kept_groups or not removed:
+            new_hooks[event] = kept_groups
+    out = dict(doc)
+    if new_hooks or not hooks:
+        out["hooks"] = new_hooks
+    else:
+        del out["hooks"]
+    return out
+
+
+def _install_claude(doc: dict, ident: Identity, path: str) -> dict:
+    """Ours replaced by one fresh ``{"hooks": [{"type": "command", "command": ...}]}`` group per
+    installed event, appended after foreign groups; an event already wired exactly is left as is."""
+    events = adapter_events("claude_code")
+    hooks = _sub(doc, "hooks", dict, path, "") or {}
+    current = {}
+    for event, groups in hooks.items():
+        if isinstance(groups, list):
+            cmds = [h.get("command") for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                    for h in g["hooks"] if isinstance(h, dict) and is_our_command(h.get("command"), ident, "claude_code")]
+            if cmds:
+                current[event] = cmds
+    wanted = {e: [hook_command(ident, "claude_code", e)] for e in events}
+    if current == wanted:
+        return doc
+    out = _strip_claude(doc, ident, path)
+    new_hooks = dict(out.get("hooks") or {})
+    for e in events:
+        groups = new_hooks.get(e)
+        if groups is not None and not isinstance(groups, list):
+            raise MalformedFile(path, f"hooks.{e} is a {type(groups).__name__}, expected a list")
+        new_hooks[e] = list(groups or []) + [{"hooks": [{"type": "command", "command": wanted[e][0]}]}]
+    out["hooks"] = new_hooks
+    return out
+
+
+def _strip_cursor(doc: dict, ident: Identity, path: str) -> dict:
+    """Remove our ``{"command": ...}`` entries from ``hooks.<event>[]``."""
+    hooks = _sub(doc, "hooks", dict, path, "")
+    if hooks is None:
+        return doc
+    new_hooks, removed_any = {}, False
+    for event, entries in hooks.items():
+        if not isinstance(entries, list):
+            new_hooks[event] = entries
+            continue
+        kept = [h for h in entries if not (isinstance(h, dict) and is_our_command(h.get("command"), ident, "cursor"))]
+        if len(kept) != len(entries):
+            removed_any = True
+            if not kept:
+                continue
+        new_hooks[event] = kept
+    out = dict(doc)
+    if new_hooks or not removed_any:
+        out["hooks"] = new_hooks
+    else:
+        del out["hooks"]
+    return out
+
+
+def _install_cursor(doc: dict, ident: Identity, path: str) -> dict:
+    """``{"version": 1 (only if absent), "hooks": {<event>: [..., {"command": ours}]}}``."""
+    events = adapter_events("cursor")
+    hooks = _sub(doc, "hooks", dict, path, "") or {}
+    current = {e: [h.get("command") for h in v if isinstance(h, dict) and is_our_command(h.get("command"), ident, "cursor")]
+               for e, v in hooks.items() if isinstance(v, list)}
+    current = {e: v for e, v in current.items() if v}
+    wanted = {e: [hook_command(ident, "cursor", e)] for e in events}
+    if current == wanted and "version" in doc:
+        return doc
+    out = _strip_cursor(doc, ident, path)
+    if "version" not in out:
+        out = {"version": 1, **out}
+    new_hooks = dict(out.get("hooks") or {})
+    for e in events:
+        entries = new_hooks.get(e)
+        if entries is not None and not isinstance(entries, list):
+            raise MalformedFile(path, f"hooks.{e} is a {type(entries).__name__}, expected a list")
+        new_hooks[e] = list(entries or []) + [{"command": wanted[e][0]}]
+    out["hooks"] = new_hooks
+    return out
+
+
+def _strip_mcp(doc: dict, path: str) -> dict:
+    servers = _sub(doc, "mcpServers", dict, path, "")
+    if servers is None or MCP_NAME not in servers:
+        return doc
+    out = dict(doc)
+    rest = {k: v for k, v in servers.items() if k != MCP_NAME}
+    if rest:
+        out["mcpServers"] = rest
+    else:
+        del out["mcpServers"]
+    return out
+
+
+def _install_mcp(doc: dict, entry: dict, path: str) -> dict:
+    servers = _sub(doc, "mcpServers", dict, path, "")
+    if servers is not None and servers.get(MCP_NAME) == entry:
+        return doc
+    out = dict(doc)
+    out["mcpServers"] = dict(servers or {}, **{MCP_NAME: entry})
+    return out
+
+
+# -- Hermes YAML: splice the top-level hooks: block ------------------------------------------
+
+
+_HOOKS_KEY = re.compile(r"""^(?:hooks|"hooks"|'hooks')[ \t]*:(?:[ \t]|$)""")
+
+
+def _hooks_block(lines: list[str]) -> tuple[int, int] | None:
+    """``(start, end)`` line indexes of the top-level ``hooks:`` block: from its key line to the
+    next column-0 key or document marker; trailing blank lines and column-0 comments are left
+    outside it (they belong to what follows)."""
+    starts = [i for i, ln in enumerate(lines) if _HOOKS_KEY.match(ln)]
+    if not starts:
+        return None
+    if len(starts) > 1:
+        raise ValueError("more than one top-level hooks: key")
+    start = starts[0]
+    end = len(lines)
+    for i in range(start + 1, len(lines)):
+        ln = lines[i]
+        if ln.strip() and not ln[0].isspace() and not ln.startswith("#"):
+            end = i
+            break
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1
+    return start, end
+
+
+def _yaml():
+    try:
+        import yaml
+    except ImportError as exc:  # pragma: no cover - requirements.txt pins PyYAML
+        raise InstallError("editing Hermes' config.yaml needs PyYAML (pip install -r requirements.txt)") from exc
+    return yaml
+
+
+def _load_yaml(path: str, text: str | None) -> dict:
+    if text is None or not text.strip():
+        return {}
+    yaml = _yaml()
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise MalformedFile(path, f"not valid YAML ({str(exc).splitlines()[0]})") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise MalformedFile(path, f"expected a mapping at the top, found {type(doc).__name__}")
+    return doc
+
+
+def _strip_hermes(hooks: dict, ident: Identity) -> dict:
+    out, removed_any = {}, False
+    for event, entries in hooks.items():
+        if not isinstance(entries, list):
+            out[event] = entries
+            continue
+        kept = [h for h in entries if not (isinstance(h, dict) and is_our_command(h.get("command"), ident, "hermes"))]
+        if len(kept) != len(entries):
+            removed_any = True
+            if not kept:
+                continue
+        out[event] = kept
+    return out
+
+
+def _hermes_entry(ident: Identity, event: str) -> dict:
+    return {"command": hook_command(ident, "hermes", event), "timeout": HERMES_TIMEOUT_SECS, "fail_closed": False}
+
+
+def _render_hermes(path: str, text: str | None, doc: dict, hooks: dict | None) -> str:
+    """``text`` with its top-level ``hooks:`` block replaced by ``hooks`` (removed when ``None``),
+    every other line kept byte for byte. Checked by re-parsing: the result must load as ``doc``
+    with ``hooks`` replaced, else :class:`MalformedFile`."""
+    yaml = _yaml()
+    text = text or ""
+    lines = text.splitlines(keepends=True)
+    try:
+        span = _hooks_block(lines)
+    except ValueError as exc:
+        raise MalformedFile(path, str(exc)) from None
+    if span is None and "hooks" in doc:
+        raise MalformedFile(path, "hooks is not a plain top-level block (flow style or nested document?); edit it by hand")
+    eol = "\r\n" if "\r\n" in text else "\n"
+    block = []
+    if hooks is not None:
+        rendered = yaml.safe_dump({"hooks": hooks}, sort_keys=False, default_flow_style=False, allow_unicode=True,
+                                  width=1 << 16, indent=2)
+        block = [ln + eol for ln in rendered.splitlines()]
+    if span is None:
+        if block and lines and not lines[-1].endswith(("\n", "\r")):
+            lines[-1] += eol
+        new_lines = lines + block
+    else:
+        new_lines = lines[:span[0]] + block + lines[span[1]:]
+    new_text = "".join(new_lines)
+    expected = dict(doc)
+    if hooks is None:
+        expected.pop("hooks", None)
+    else:
+        expected["hooks"] = hooks
+    if _load_yaml(path, new_text) != expected:
+        raise MalformedFile(path, "the hooks: block could not be replaced safely; edit it by hand")
+    return new_text
+
+
+def _outside_hooks(text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    try:
+        span = _hooks_block(lines)
+    except ValueError:
+        return text
+    return text if span is None else "".join(lines[:span[0]] + lines[span[1]:])
+
+
+# -- plan and apply -------------------------------------------------------------------------
+
+
+@dataclass
+class Change:
+    """One file's planned edit: ``before``/``after`` text (``None`` = absent). ``after is None``
+    with ``before`` set means delete. ``created`` is True when install makes a new file."""
+
+    target: Target
+    before: str | None
+    after: str | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    @property
+    def action(self) -> str:
+        """``create``, ``update``, ``delete`` or ``unchanged``."""
+        if not self.changed:
+            return "unchanged"
+        return "create" if self.before is None else "delete" if self.after is None else "update"
+
+    def diff(self) -> str:
+        """Unified diff of the edit (empty when unchanged)."""
+        if not self.changed:
+            return ""
+        a = (self.before or "").splitlines(keepends=True)
+        b = (self.after or "").splitlines(keepends=True)
+        for seq in (a, b):
+            if seq and not seq[-1].endswith("\n"):
+                seq[-1] += "\n\\ No newline at end of file\n"
+        return "".join(difflib.unified_diff(a, b, fromfile=self.target.path if self.before is not None else "/dev/null",
+                                            tofile=self.target.path if self.after is not None else "/dev/null"))
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InstallError(f"cannot read {path}: {exc}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MalformedFile(path, "not UTF-8 text") from None
+
+
+def _empty(kind: str, doc: dict) -> bool:
+    return not doc or (kind == "cursor_hooks" and doc == {"version": 1})
+
+
+def plan_install(target: Target, ident: Identity) -> Change:
+    """What ``install`` would do to ``target`` (reads it, writes nothing).
+
+    :raises MalformedFile: the file exists and cannot be understood.
+    """
+    path, kind = target.path, target.kind
+    before = _read(path)
+    if kind == "hermes_config":
+        doc = _load_yaml(path, before)
+        hooks = _sub(doc, "hooks", dict, path, "")
+        base = _strip_hermes(hooks or {}, ident)
+        wanted = dict(base)
+        for e in adapter_events("hermes"):
+            entries = wanted.get(e)
+            if entries is not None and not isinstance(entries, list):
+                raise MalformedFile(path, f"hooks.{e} is a {type(entries).__name__}, expected a list")
+            wanted[e] = list(entries or []) + [_hermes_entry(ident, e)]
+        if hooks is not None and _same_hermes(hooks, wanted, ident):
+            return Change(target, before, before)
+        return Change(target, before, _render_hermes(path, before, doc, wanted),
+                      ["Hermes asks once per new hook for consent: run `hermes` interactively once, "
+                       "or pass --accept-hooks / set hooks_auto_accept"])
+    doc = _load_json(path, before)
+    if kind == "claude_settings":
+        new = _install_claude(doc, ident, path)
+    elif kind == "cursor_hooks":
+        new = _install_cursor(doc, ident, path)
+    else:
+        new = _install_mcp(doc, mcp_entry(ident, claude=kind == "claude_mcp"), path)
+    if new == doc and before is not None:
+        return Change(target, before, before)
+    return Change(target, before, JsonStyle.of(before).dumps(new))
+
+
+def _same_hermes(hooks: dict, wanted: dict, ident: Identity) -> bool:
+    """True when ``hooks`` already holds exactly ``wanted`` with ours in place (order-insensitive
+    only in where ours sit among foreign entries)."""
+    def ours(d):
+        return {e: [h for h in v if isinstance(h, dict) and is_our_command(h.get("command"), ident, "hermes")]
+                for e, v in d.items() if isinstance(v, list)}
+
+    def theirs(d):
+        return {e: [h for h in v if not (isinstance(h, dict) and is_our_command(h.get("command"), ident, "hermes"))]
+                if isinstance(v, list) else v for e, v in d.items()}
+
+    strip_empty = lambda d: {e: v for e, v in d.items() if v}  # noqa: E731
+    return strip_empty(ours(hooks)) == strip_empty(ours(wanted)) and strip_empty(theirs(hooks)) == strip_empty(theirs(wanted))
+
+
+def plan_uninstall(target: Target, ident: Identity) -> Change:
+    """What ``uninstall`` would do to ``target``: strip ours; restore the ``.bak`` bytes when
+    they hold exactly what is left (nothing else changed since install); remove the file when
+    nothing but ours was in it. :raises MalformedFile:"""
+    path, kind = target.path, target.kind
+    before = _read(path)
+    if before is None:
+        return Change(target, None, None)
+    if kind == "hermes_config":
+        doc = _load_yaml(path, before)
+        hooks = _sub(doc, "hooks", dict, path, "")
+        if hooks is None:
+            return Change(target, before, before)
+        rest = _strip_hermes(hooks, ident)
+        if rest == hooks:
+            return Change(target, before, before)
+        stripped = dict(doc)
+        if rest:
+            stripped["hooks"] = rest
+        else:
+            stripped.pop("hooks")
+        bak = _bak_text(path)
+        if bak is not None and _norm(_load_quiet(_load_yaml, path, bak)) == _norm(stripped) and \
+                _outside_hooks(bak) == _outside_hooks(before):
+            return Change(target, before, bak)
+        if not stripped and not _outside_hooks(before).strip():
+            return Change(target, before, None)
+        return Change(target, before, _render_hermes(path, before, doc, rest or None))
+    doc = _load_json(path, before)
+    if kind == "claude_settings":
+        stripped = _strip_claude(doc, ident, path)
+    elif kind == "cursor_hooks":
+        stripped = _strip_cursor(doc, ident, path)
+    else:
+        stripped = _strip_mcp(doc, path)
+    if stripped == doc:
+        return Change(target, before, before)
+    bak = _bak_text(path)
+    if bak is not None and _norm(_load_quiet(_load_json, path, bak)) == _norm(stripped):
+        return Change(target, before, bak)
+    if _empty(kind, stripped):
+        return Change(target, before, None)
+    return Change(target, before, JsonStyle.of(before).dumps(stripped))
+
+
+def _norm(value):
+    """``value`` with empty lists and objects dropped at any depth: install → strip cannot tell an
+    event list the user left empty from one it emptied, so the ``.bak`` comparison ignores them."""
+    if isinstance(value, dict):
+        out = {k: _norm(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in ({}, [])}
+    if isinstance(value, list):
+        return [_norm(v) for v in value]
+    return value
+
+
+def _bak_text(path: str) -> str | None:
+    try:
+        return _read(path + ".bak")
+    except InstallError:
+        return None
+
+
+def _load_quiet(loader, path, text):
+    try:
+        return loader(path, text)
+    except InstallError:
+        return object()
+
+
+def apply(change: Change) -> None:
+    """Write ``change``: the previous bytes to ``<path>.bak`` first (only when the file existed
+    and changes), then the new bytes atomically (temp file + fsync + rename); or remove a file
+    that held nothing but ctxlake's entries (no ``.bak``: nothing of the user's is lost).
+    Nothing happens for an unchanged file."""
+    if not change.changed:
+        return
+    from lib.spool import atomic_write
+
+    path = change.target.path
+    if change.after is None:  # only ctxlake's own entries were left: nothing of the user's to back up
+        os.unlink(path)
+        return
+    if change.before is not None:
+        atomic_write(path + ".bak", change.before.encode("utf-8"), mode=_mode(path))
+    real = os.path.realpath(path)  # a dotfiles symlink stays a symlink; its target gets the bytes
+    os.makedirs(os.path.dirname(real), exist_ok=True)
+    atomic_write(real, change.after.encode("utf-8"), mode=_mode(path))
+
+
+def _mode(path: str) -> int:
+    try:
+        return os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        return 0o600 if os.path.basename(path) == ".claude.json" else 0o644
+
+
+def plan(action: str, runtimes: list[str], ident: Identity, home: str, project: str | None = None,
+         environ=None) -> list[Change]:
+    """Every file edit ``install``/``uninstall`` (``action``) would make for ``runtimes``.
+
+    All files are read and checked before anything is written, so a malformed file stops the
+    whole run untouched. :raises InstallError: (and :class:`MalformedFile`)
+    """
+    if action not in ("install", "uninstall"):
+        raise ValueError(f"unknown action {action!r}")
+    fn = plan_install if action == "install" else plan_uninstall
+    return [fn(t, ident) for rt in runtimes for t in targets(rt, home, project, environ)]

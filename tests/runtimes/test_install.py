@@ -1,0 +1,382 @@
+"""Installer on real-shaped runtime config files (invariant 10): merge, never clobber; exact
+ownership; .bak only on change; idempotent; malformed files refused untouched; exact uninstall."""
+from __future__ import annotations
+
+import io
+import json
+import os
+
+import pytest
+
+from lib import install
+
+FOREIGN_CMDS = [
+    "echo ctxlake hook.py claude_code Stop",  # mentions ctxlake and hook.py: not ours
+    "ctxlake-hook Stop claude_code",  # the reference implementation's shape: not ours
+    "env CTXLAKE_FLEET_ID=x CTXLAKE_AGENT_ID=y /usr/bin/python3 -I -S /elsewhere/ctxlake/hook.py claude_code Stop",
+]
+
+
+@pytest.fixture
+def ident():
+    return install.Identity("team-a", "laptop-1", "/usr/bin/python3.11", "/opt/venv/bin/python")
+
+
+@pytest.fixture
+def user_home(tmp_path, monkeypatch):
+    h = tmp_path / "user-home"
+    h.mkdir()
+    monkeypatch.setenv("HOME", str(h))
+    monkeypatch.delenv("HERMES_HOME", raising=False)
+    return str(h)
+
+
+def _write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _run(action, runtimes, ident, home, project=None):
+    changes = install.plan(action, runtimes, ident, home, project)
+    for c in changes:
+        install.apply(c)
+    return changes
+
+
+def _leaves(obj, prefix=()):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _leaves(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _leaves(v, prefix + (i,))
+    else:
+        yield prefix, obj
+
+
+def big_claude_json() -> dict:
+    """A ``~/.claude.json`` shaped like the live one: many unrelated keys, per-project state,
+    non-ASCII text, numbers, booleans, nulls, an existing foreign MCP server."""
+    projects = {}
+    for i in range(300):
+        projects[f"/home/dev/src/project-{i:03d}"] = {
+            "allowedTools": [], "history": [{"display": f"fix issue #{i} — naïve café ✓", "pastedContents": {}}],
+            "mcpContextUris": [], "mcpServers": {}, "enabledMcpjsonServers": [], "disabledMcpjsonServers": [],
+            "hasTrustDialogAccepted": i % 2 == 0, "projectOnboardingSeenCount": i, "lastCost": i * 0.0137,
+            "lastAPIDuration": 1234 + i, "lastDuration": None, "lastSessionId": f"{i:08x}-aaaa-bbbb-cccc-{i:012x}",
+            "exampleFiles": ["src/main.py", "README.md"], "hasCompletedProjectOnboarding": True,
+        }
+    return {"numStartups": 412, "installMethod": "npm-global", "autoUpdates": True, "theme": "dark",
+            "tipsHistory": {f"tip-{i}": i for i in range(60)}, "userID": "f" * 64, "firstStartTime": "2026-01-04T09:12:44.120Z",
+            "oauthAccount": {"emailAddress": "dev@example.com", "organizationName": "Acme Ünited", "accountUuid": "0000-1111"},
+            "mcpServers": {"ctxlake-notes": {"type": "stdio", "command": "node", "args": ["/opt/ctxlake-notes/index.js"], "env": {}}},
+            "projects": projects, "cachedChangelog": "# Changelog\n\n## 2.1.0\n- “smart quotes” and emoji 🚀\n",
+            "s1mAccessCache": {}, "isQualifiedForDataSharing": False, "fallbackAvailableWarningThreshold": 0.5}
+
+
+def test_large_claude_json_keeps_every_other_leaf_and_round_trips_bytes(user_home, ident):
+    path = os.path.join(user_home, ".claude.json")
+    original_doc = big_claude_json()
+    original = json.dumps(original_doc, indent=2, ensure_ascii=False)  # Claude Code writes no trailing newline
+    _write(path, original)
+    os.makedirs(os.path.join(user_home, ".claude"))
+    _run("install", ["claude_code"], ident, user_home)
+    after = json.loads(_read(path))
+    assert after["mcpServers"]["ctxlake"] == install.mcp_entry(ident, claude=True)
+    before_leaves = dict(_leaves(original_doc))
+    after_leaves = {k: v for k, v in _leaves(after) if k[:2] != ("mcpServers", "ctxlake")}
+    assert after_leaves == before_leaves
+    assert list(after) == list(original_doc)  # key order kept
+    assert _read(path + ".bak") == original
+    _run("uninstall", ["claude_code"], ident, user_home)
+    assert _read(path) == original
+
+
+def test_uninstall_restores_canonical_bytes_even_without_the_bak(user_home, ident):
+    path = os.path.join(user_home, ".claude.json")
+    original = json.dumps(big_claude_json(), indent=2, ensure_ascii=False)
+    _write(path, original)
+    _run("install", ["claude_code"], ident, user_home)
+    os.unlink(path + ".bak")
+    _run("uninstall", ["claude_code"], ident, user_home)
+    assert _read(path) == original
+
+
+SETTINGS = {
+    "$schema": "https://json.schemastore.org/claude-code-settings.json",
+    "permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/.claude/guard.sh", "timeout": 10}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": c} for c in FOREIGN_CMDS]}],
+        "Notification": [{"matcher": "", "hooks": [{"type": "command", "command": "notify-send 'Claude'"}]}],
+    },
+    "env": {"DISABLE_TELEMETRY": "1"},
+}
+
+
+def test_claude_settings_merge_keeps_foreign_entries_that_mention_ctxlake(user_home, ident):
+    path = os.path.join(user_home, ".claude", "settings.json")
+    original = json.dumps(SETTINGS, indent=2) + "\n"
+    _write(path, original)
+    _run("install", ["claude_code"], ident, user_home)
+    doc = json.loads(_read(path))
+    for event in install.adapter_events("claude_code"):
+        ours = [h["command"] for g in doc["hooks"][event] for h in g["hooks"] if install.is_our_command(h["command"], ident, "claude_code")]
+        assert ours == [install.hook_command(ident, "claude_code", event)]
+    assert doc["hooks"]["PreToolUse"][0] == SETTINGS["hooks"]["PreToolUse"][0]
+    assert doc["hooks"]["Stop"][0] == SETTINGS["hooks"]["Stop"][0]
+    assert doc["hooks"]["Notification"] == SETTINGS["hooks"]["Notification"]
+    assert doc["permissions"] == SETTINGS["permissions"] and doc["env"] == SETTINGS["env"]
+    _run("uninstall", ["claude_code"], ident, user_home)
+    assert _read(path) == original
+    os.unlink(path + ".bak")
+    _run("install", ["claude_code"], ident, user_home)
+    os.unlink(path + ".bak")  # no backup to fall back on: the strip alone must give the original back
+    _run("uninstall", ["claude_code"], ident, user_home)
+    assert json.loads(_read(path)) == SETTINGS
+
+
+def test_second_install_changes_nothing_and_keeps_the_first_backup(user_home, ident):
+    path = os.path.join(user_home, ".claude", "settings.json")
+    original = json.dumps(SETTINGS, indent=2) + "\n"
+    _write(path, original)
+    _run("install", ["claude_code", "cursor", "hermes"], ident, user_home)
+    snapshot = {p: _read(p) for p in _all_files(user_home)}
+    second = _run("install", ["claude_code", "cursor", "hermes"], ident, user_home)
+    assert [c.action for c in second] == ["unchanged"] * len(second)
+    assert {p: _read(p) for p in _all_files(user_home)} == snapshot
+    assert _read(path + ".bak") == original
+
+
+def _all_files(root):
+    return sorted(os.path.join(d, n) for d, _, names in os.walk(root) for n in names)
+
+
+def test_files_install_created_are_removed_by_uninstall(user_home, ident):
+    for d in (".claude", ".cursor", ".hermes"):
+        os.makedirs(os.path.join(user_home, d))
+    changes = _run("install", install.detect(user_home), ident, user_home)
+    assert {c.action for c in changes} == {"create"}
+    assert len(_all_files(user_home)) == 5
+    _run("uninstall", install.detect(user_home), ident, user_home)
+    assert _all_files(user_home) == []
+
+
+CURSOR_HOOKS = {"version": 1, "hooks": {
+    "beforeShellExecution": [{"command": "./hooks/audit.sh"}, {"command": "ctxlake-hook beforeShellExecution cursor"}],
+    "afterFileEdit": [{"command": "bun run hooks/format.ts"}],
+}}
+
+
+def test_cursor_hooks_merge_and_round_trip(user_home, ident):
+    path = os.path.join(user_home, ".cursor", "hooks.json")
+    original = json.dumps(CURSOR_HOOKS, indent=4) + "\n"  # 4-space indent is kept
+    _write(path, original)
+    _run("install", ["cursor"], ident, user_home)
+    text = _read(path)
+    assert '\n    "version": 1' in text
+    doc = json.loads(text)
+    assert doc["hooks"]["beforeShellExecution"] == CURSOR_HOOKS["hooks"]["beforeShellExecution"]
+    assert doc["hooks"]["afterFileEdit"] == CURSOR_HOOKS["hooks"]["afterFileEdit"]
+    for event in install.adapter_events("cursor"):
+        assert doc["hooks"][event][-1] == {"command": install.hook_command(ident, "cursor", event)}
+    mcp = json.loads(_read(os.path.join(user_home, ".cursor", "mcp.json")))
+    assert mcp == {"mcpServers": {"ctxlake": install.mcp_entry(ident, claude=False)}}
+    _run("uninstall", ["cursor"], ident, user_home)
+    assert _read(path) == original
+    assert not os.path.exists(os.path.join(user_home, ".cursor", "mcp.json"))
+
+
+HERMES_YAML = """\
+# Hermes config — hand edited, keep these comments
+model:
+  provider: custom   # local stub
+  default: fake-model
+
+# shell hooks
+hooks_auto_accept: false
+hooks:
+  pre_tool_call:
+    - command: "~/bin/guard --mention ctxlake"
+      matcher: "terminal|write_file"
+      timeout: 3
+  on_session_start: [{command: "ctxlake-hook on_session_start hermes"}]
+
+# display settings below
+display:
+  compact: true
+toolsets: [hermes-cli]
+"""
+
+
+def test_hermes_yaml_keeps_comments_outside_hooks_and_round_trips(user_home, ident):
+    import yaml
+
+    path = os.path.join(user_home, ".hermes", "config.yaml")
+    _write(path, HERMES_YAML)
+    _run("install", ["hermes"], ident, user_home)
+    text = _read(path)
+    for line in ("# Hermes config — hand edited, keep these comments", "  provider: custom   # local stub",
+                 "# shell hooks", "# display settings below", "toolsets: [hermes-cli]"):
+        assert line in text.splitlines()
+    doc = yaml.safe_load(text)
+    original = yaml.safe_load(HERMES_YAML)
+    assert {k: v for k, v in doc.items() if k != "hooks"} == {k: v for k, v in original.items() if k != "hooks"}
+    assert doc["hooks"]["pre_tool_call"][0] == original["hooks"]["pre_tool_call"][0]
+    assert doc["hooks"]["on_session_start"][0] == original["hooks"]["on_session_start"][0]
+    for event in install.adapter_events("hermes"):
+        assert doc["hooks"][event][-1] == {"command": install.hook_command(ident, "hermes", event), "timeout": 5,
+                                           "fail_closed": False}
+    assert _run("install", ["hermes"], ident, user_home)[0].action == "unchanged"
+    _run("uninstall", ["hermes"], ident, user_home)
+    assert _read(path) == HERMES_YAML
+
+
+def test_hermes_yaml_without_hooks_gets_a_block_and_loses_it_again(user_home, ident):
+    path = os.path.join(user_home, ".hermes", "config.yaml")
+    original = "# mine\nmodel: {provider: custom}\n"
+    _write(path, original)
+    _run("install", ["hermes"], ident, user_home)
+    assert _read(path).startswith(original + "hooks:\n")
+    os.unlink(path + ".bak")
+    _run("uninstall", ["hermes"], ident, user_home)
+    assert _read(path) == original
+
+
+@pytest.mark.parametrize("rel,text", [
+    (".claude/settings.json", '{"hooks": {"Stop": [}'),
+    (".claude/settings.json", '["not", "an", "object"]'),
+    (".claude/settings.json", '{"hooks": ["wrong shape"]}'),
+    (".claude.json", '{"numStartups": 3,,}'),
+    (".cursor/hooks.json", '{"version": 1, "hooks": {"preToolUse": {"command": "x"}}}'),
+    (".cursor/mcp.json", '{"mcpServers": []}'),
+    (".hermes/config.yaml", "model: [unclosed\nhooks:\n  - a\n"),
+    (".hermes/config.yaml", "- just\n- a list\n"),
+])
+def test_malformed_file_is_refused_untouched(user_home, ident, rel, text):
+    path = os.path.join(user_home, rel)
+    _write(path, text)
+    for d in (".claude", ".cursor", ".hermes"):
+        os.makedirs(os.path.join(user_home, d), exist_ok=True)
+    with pytest.raises(install.MalformedFile) as err:
+        install.plan("install", install.RUNTIMES, ident, user_home)
+    assert path in str(err.value) and "untouched" in str(err.value)
+    assert _read(path) == text and not os.path.exists(path + ".bak")
+    assert _all_files(user_home) == [path]  # nothing else was written either
+
+
+def test_new_identity_replaces_ours_instead_of_adding_a_second(user_home, ident):
+    _run("install", ["cursor"], ident, user_home)
+    other = install.Identity("team-b", "laptop 2", ident.hook_python, ident.mcp_python)
+    _run("install", ["cursor"], other, user_home)
+    doc = json.loads(_read(os.path.join(user_home, ".cursor", "hooks.json")))
+    assert doc["hooks"]["preToolUse"] == [{"command": install.hook_command(other, "cursor", "preToolUse")}]
+    assert "'CTXLAKE_AGENT_ID=laptop 2'" in doc["hooks"]["preToolUse"][0]["command"]
+
+
+def test_ownership_is_by_exact_shape_not_substring(ident):
+    ours = install.hook_command(ident, "hermes", "pre_llm_call")
+    assert install.is_our_command(ours, ident, "hermes")
+    assert not install.is_our_command(ours, ident, "cursor")
+    assert not install.is_our_command(ours + " --extra", ident, "hermes")
+    assert not install.is_our_command("bash -c '" + ours + "'", ident, "hermes")
+    for cmd in FOREIGN_CMDS + ["unbalanced 'quote", None, 42]:
+        assert not install.is_our_command(cmd, ident, "claude_code")
+
+
+def test_shims_are_refused_and_the_interpreter_is_absolute(tmp_path):
+    with pytest.raises(install.InstallError, match="shim"):
+        install.resolve_interpreter("/home/dev/.pyenv/shims/python3")
+    real = tmp_path / "python-real"
+    real.write_text("")
+    link = tmp_path / "python"
+    link.symlink_to(real)
+    assert install.resolve_interpreter(str(link)) == str(real)
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin" / "python").symlink_to(real)
+    assert install.resolve_interpreter(str(venv / "bin" / "python"), keep_venv=True) == str(venv / "bin" / "python")
+    assert install.resolve_interpreter(str(venv / "bin" / "python")) == str(real)
+
+
+def _cli(argv, out=None):
+    import ctxlake
+
+    out = out or io.StringIO()
+    return ctxlake.main(argv, stdout=out), out.getvalue()
+
+
+def test_cli_dry_run_prints_a_diff_and_writes_nothing(user_home, home):
+    os.makedirs(os.path.join(user_home, ".cursor"))
+    path = os.path.join(user_home, ".cursor", "hooks.json")
+    _write(path, json.dumps(CURSOR_HOOKS, indent=2) + "\n")
+    before = {p: _read(p) for p in _all_files(user_home)}
+    code, text = _cli(["install", "--all", "--dry-run"])
+    assert code == 0
+    assert f"--- {path}" in text and "+++ /dev/null" not in text and '+    "preToolUse": [' in text
+    assert "would create" in text and "would update" in text
+    assert {p: _read(p) for p in _all_files(user_home)} == before
+
+
+def test_cli_install_and_uninstall_by_name_and_all(user_home, home):
+    os.makedirs(os.path.join(user_home, ".hermes"))
+    code, text = _cli(["install", "hermes"])
+    assert code == 0 and "create" in text and "consent" in text
+    code, text = _cli(["install", "--all"])
+    assert code == 0 and "unchanged" in text
+    code, text = _cli(["uninstall"])
+    assert code == 0 and _all_files(user_home) == []
+    assert _cli(["install"])[0] == 2
+    assert _cli(["install", "cursor", "--all"])[0] == 2
+
+
+def test_cli_refuses_a_malformed_file_with_exit_1(user_home, home):
+    path = os.path.join(user_home, ".cursor", "hooks.json")
+    _write(path, "{oops")
+    code, text = _cli(["install", "cursor"])
+    assert code == 1 and path in text and _read(path) == "{oops"
+
+
+def test_cli_project_targets_the_current_repository(user_home, home, tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    monkeypatch.chdir(repo)
+    code, _ = _cli(["install", "cursor", "--project"])
+    assert code == 0 and os.path.exists(repo / ".cursor" / "hooks.json") and os.path.exists(repo / ".cursor" / "mcp.json")
+    assert not os.path.exists(os.path.join(user_home, ".cursor"))
+    assert _cli(["install", "hermes", "--project"])[0] == 1
+    code, _ = _cli(["uninstall", "cursor", "--project"])
+    assert code == 0 and not os.path.exists(repo / ".cursor" / "hooks.json")
+
+
+def test_symlinked_config_stays_a_symlink(user_home, ident, tmp_path):
+    real = tmp_path / "dotfiles" / "settings.json"
+    _write(str(real), json.dumps(SETTINGS, indent=2) + "\n")
+    os.makedirs(os.path.join(user_home, ".claude"))
+    link = os.path.join(user_home, ".claude", "settings.json")
+    os.symlink(real, link)
+    _run("install", ["claude_code"], ident, user_home)
+    assert os.path.islink(link) and "hook.py" in real.read_text()
+
+
+@pytest.mark.parametrize("rel,text", [
+    (".hermes/config.yaml", "model: x\nhooks:\n  on_session_start: []"),  # empty event list, no final newline
+    (".cursor/hooks.json", '{"version": 1, "hooks": {"preToolUse": []}}'),
+    (".claude/settings.json", '{\n\t"hooks": {}\n}'),  # tabs
+    (".claude.json", "{}"),
+])
+def test_round_trip_restores_odd_but_valid_files_byte_for_byte(user_home, ident, rel, text):
+    path = os.path.join(user_home, rel)
+    _write(path, text)
+    runtime = {".hermes": "hermes", ".cursor": "cursor"}.get(rel.split("/")[0], "claude_code")
+    _run("install", [runtime], ident, user_home)
+    assert _read(path) != text
+    _run("uninstall", [runtime], ident, user_home)
+    assert _read(path) == text
