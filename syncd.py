@@ -8,9 +8,14 @@ Usage::
 Each pass: wait for in-flight hook captures → ship the spool to the lake (segments, seals,
 quarantine records) → mirror the current snapshot into the cache → render the briefing → write
 ``cache/<fleet>/sync.json``. Loops every ``sync.poll_secs`` until SIGTERM/SIGINT (the current
-pass finishes, watermarks are written, exit 0). On a laptop with no cluster it also runs one
-maintenance pass every ``sync.maint_every_secs``. JSON log lines on stderr; with ``--once`` a
-summary on stdout. Exit 1 when a ``--once`` pass hit errors (the spool is kept for the next).
+batch finishes, its watermark is written, the rest waits for the next start; exit 0). On a
+laptop with no cluster it also runs one maintenance pass every ``sync.maint_every_secs``. JSON
+log lines on stderr; with ``--once`` a summary on stdout. Exit 1 when a ``--once`` pass hit
+errors (the spool is kept for the next).
+
+With ``[sync] metrics_port`` set (the Helm chart sets it), loop mode serves ``/healthz``,
+``/readyz`` and ``/metrics`` on ``[sync] metrics_addr`` (:mod:`lib.metrics`); ``--once`` never
+opens a port.
 """
 from __future__ import annotations
 
@@ -75,29 +80,39 @@ def ingest_proposals(cfg, store, log) -> dict:
     return out
 
 
-def run_pass(cfg, store, log) -> dict:
-    """One syncd pass; returns a summary dict with ``errors`` (0 when all went well)."""
+def run_pass(cfg, store, log, should_stop=None) -> dict:
+    """One syncd pass; returns a summary dict with ``errors`` (0 when all went well).
+
+    ``should_stop()`` (optional; syncd's SIGTERM flag) ends shipping between batches and skips
+    claim ingestion and the cache refresh, so a stopping daemon exits soon with every sent
+    batch's watermark written; the summary then has ``interrupted: True``. ``cache_refreshed``
+    says whether the store → cache step ran to the end (readiness).
+    """
     from lib import ship, spool
     from lib.envelope import format_time
     from lib.spool import atomic_write
 
     if not spool.wait_for_hooks(cfg.paths.state_dir, timeout=5):
         log("hook_captures_still_running", detail="shipping what is complete; the rest goes next pass")
-    stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log)
+    stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, should_stop=should_stop)
     summary = {"shipped": stats.envelopes, "segments": stats.segments, "sealed": stats.sealed,
                "dropped_lines": stats.dropped_lines, "quarantine_records": stats.quarantine_records,
-               "errors": stats.errors, "error_detail": stats.session_errors[:5]}
-    try:
-        summary["claims"] = ingest_proposals(cfg, store, log)
-    except Exception as exc:  # store outage: the records stay unconsumed for the next pass
-        summary["errors"] += 1
-        log("claim_ingest_failed", error=f"{type(exc).__name__}: {exc}"[:300])
-    try:
-        summary.update(refresh_cache(cfg, store, log))
-    except Exception as exc:  # store outage: keep the last cache, say so
-        summary["errors"] += 1
-        summary["cache_error"] = f"{type(exc).__name__}: {exc}"[:300]
-        log("cache_refresh_failed", error=summary["cache_error"])
+               "errors": stats.errors, "error_detail": stats.session_errors[:5], "cache_refreshed": False}
+    if should_stop is not None and should_stop():
+        summary["interrupted"] = True
+    else:
+        try:
+            summary["claims"] = ingest_proposals(cfg, store, log)
+        except Exception as exc:  # store outage: the records stay unconsumed for the next pass
+            summary["errors"] += 1
+            log("claim_ingest_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+        try:
+            summary.update(refresh_cache(cfg, store, log))
+            summary["cache_refreshed"] = True
+        except Exception as exc:  # store outage: keep the last cache, say so
+            summary["errors"] += 1
+            summary["cache_error"] = f"{type(exc).__name__}: {exc}"[:300]
+            log("cache_refresh_failed", error=summary["cache_error"])
     summary["last_run_at"] = format_time()
     status_path = cfg.paths.sync_status(cfg.fleet_id)
     try:
@@ -119,19 +134,40 @@ def main(argv=None, stdout=None) -> int:
     out = stdout or sys.stdout
     cfg = config.load()
     log = logs.setup("syncd", fleet_id=cfg.fleet_id, agent_id=cfg.agent_id)
-    store = open_store(cfg.store)
+    metrics = server = None
+    if not args.once and cfg.sync.metrics_port:
+        from lib import metrics as metricsmod
+
+        metrics = metricsmod.SyncdMetrics(cfg.paths, cfg.fleet_id, stall_secs=cfg.sync.liveness_stall_secs)
+        log = metrics.wrap_log(log)
+    store = open_store(cfg.store, log=log)
     log("syncd_start", store=store.url, spool=cfg.paths.spool_dir, once=args.once)
     stopping = {"flag": False}
 
     def stop(signum, frame):
         stopping["flag"] = True
-        log("syncd_stopping", signal=signum)
+        log("syncd_stopping", signal=signum, detail="finishing the current batch")
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    if metrics is not None:
+        server = metricsmod.serve(metrics, cfg.sync.metrics_addr, cfg.sync.metrics_port)
+        log("metrics_listening", addr=server.addr, port=server.port, paths="/healthz /readyz /metrics")
+    try:
+        return _loop(cfg, store, log, args, out, stopping, metrics)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _loop(cfg, store, log, args, out, stopping, metrics) -> int:
     last_maint = time.monotonic()
     while True:
-        summary = run_pass(cfg, store, log)
+        if metrics is not None:
+            metrics.beat()
+        summary = run_pass(cfg, store, log, should_stop=lambda: stopping["flag"])
+        if metrics is not None:
+            metrics.observe_pass(summary)
         if args.once:
             if args.json:
                 out.write(json.dumps(summary, sort_keys=True) + "\n")
@@ -140,7 +176,8 @@ def main(argv=None, stdout=None) -> int:
                           f"sealed {summary['sealed']} session(s), {summary['errors']} error(s)"
                           + (f", snapshot {summary['snapshot_sha'][:12]}" if summary.get("snapshot_sha") else "") + "\n")
             return 1 if summary["errors"] else 0
-        if cfg.sync.maint_every_secs and time.monotonic() - last_maint >= cfg.sync.maint_every_secs:
+        if (not stopping["flag"] and cfg.sync.maint_every_secs
+                and time.monotonic() - last_maint >= cfg.sync.maint_every_secs):
             import maint
 
             try:
@@ -152,7 +189,7 @@ def main(argv=None, stdout=None) -> int:
         while not stopping["flag"] and time.monotonic() < deadline:
             time.sleep(0.2)
         if stopping["flag"]:
-            log("syncd_stopped")
+            log("syncd_stopped", shipped_last_pass=summary["shipped"], interrupted=bool(summary.get("interrupted")))
             return 0
 
 

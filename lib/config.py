@@ -50,6 +50,17 @@ class SyncConfig:
     """Envelopes per Parquet segment at most: bounds syncd memory on a large backlog."""
     maint_every_secs: int = 300
     """On a laptop with no cluster, syncd runs one maintenance pass this often (0 = never)."""
+    metrics_port: int = 0
+    """TCP port of syncd's ``/healthz``, ``/readyz`` and Prometheus ``/metrics`` (0 = off). Off by
+    default because a laptop needs no scrape target; the Helm chart turns it on. Loop mode only:
+    ``syncd --once`` never opens it."""
+    metrics_addr: str = "127.0.0.1"
+    """Address the metrics server binds to. Loopback by default, so a laptop exposes nothing; the
+    chart binds ``0.0.0.0`` so the kubelet's probes and Prometheus reach the pod."""
+    liveness_stall_secs: int = 600
+    """``/healthz`` fails once syncd's loop has shown no sign of life (no pass started or
+    finished, no log event) for this many seconds. Generous because one pass over a large
+    backlog logs every segment, so a slow store does not look like a wedged loop."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +144,9 @@ def load(environ=None, path: str | None = None) -> Config:
     mode = summarize.get("mode", "agent") if isinstance(summarize, dict) else "agent"
     if mode not in ("none", "agent", "shadow"):
         raise ConfigError(f"{path}: [summarize] mode must be none|agent|shadow, got {mode!r}")
+    sync = _section(data, "sync", SyncConfig, path)
+    if not 0 <= sync.metrics_port <= 65535:
+        raise ConfigError(f"{path}: [sync] metrics_port must be 0 (off) or a TCP port, got {sync.metrics_port}")
     leases = _section(data, "leases", LeaseConfig, path)
     if leases.policy not in ("warn", "block"):
         raise ConfigError(f"{path}: [leases] policy must be warn|block, got {leases.policy!r}")
@@ -143,7 +157,7 @@ def load(environ=None, path: str | None = None) -> Config:
         agent_id=data.get("agent_id") or default_agent_id(),
         summarize_mode=mode,
         leases=leases,
-        sync=_section(data, "sync", SyncConfig, path),
+        sync=sync,
         source=source,
     )
     overrides = {}

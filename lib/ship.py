@@ -78,8 +78,13 @@ def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, list[dict], in
 
 
 def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_rows: int, log,
-                 stats: ShipStats, fleet_filter: str | None = None) -> None:
-    """Ship one spooled session. Raises store errors (the caller keeps going with others)."""
+                 stats: ShipStats, fleet_filter: str | None = None, should_stop=None) -> None:
+    """Ship one spooled session. Raises store errors (the caller keeps going with others).
+
+    ``should_stop()`` (optional) is asked before each batch: once it answers True the session is
+    left as it stands — every batch already sent has its watermark written — and the rest ships
+    on a later pass (syncd's graceful SIGTERM).
+    """
     state = os.path.join(paths.state_dir, safe_segment(runtime), stem + ".json")
     wm = spool.Watermark.load(state)
     for path in group["files"]:
@@ -87,6 +92,8 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
         if ident is None:
             continue
         while True:
+            if should_stop is not None and should_stop():
+                return
             if wm.pending and wm.pending.get("file") == ident:
                 start, end = int(wm.pending["start"]), int(wm.pending["end"])
                 lines, got_end = spool.read_complete_lines(path, start, max_bytes=end - start)
@@ -252,18 +259,22 @@ def ship_quarantine(store, paths, *, log, stats: ShipStats, settle_secs: float =
         os.unlink(path)
 
 
-def ship_all(store, paths, *, batch_rows: int = 20000, log=lambda *a, **k: None) -> ShipStats:
+def ship_all(store, paths, *, batch_rows: int = 20000, log=lambda *a, **k: None, should_stop=None) -> ShipStats:
     """One shipping pass over every runtime spool directory and the quarantine spool.
 
     A failure in one session (store outage, unreadable watermark) is logged and counted; the
     others still ship, and the failed session's spool stays intact for the next pass.
+    ``should_stop()`` (optional) ends the pass early between batches (see :func:`ship_session`).
     """
     stats = ShipStats()
     for runtime in SHIP_RUNTIMES:
         directory = paths.runtime_spool(runtime)
         for stem, group in sorted(spool.session_files(directory).items()):
+            if should_stop is not None and should_stop():
+                return stats
             try:
-                ship_session(store, paths, runtime, stem, group, batch_rows=batch_rows, log=log, stats=stats)
+                ship_session(store, paths, runtime, stem, group, batch_rows=batch_rows, log=log, stats=stats,
+                             should_stop=should_stop)
             except Exception as exc:  # keep going: one session must not stop the pass
                 stats.errors += 1
                 stats.session_errors.append((f"{runtime}/{stem}", f"{type(exc).__name__}: {exc}"))

@@ -1,0 +1,43 @@
+"""A fleet on a store with two agents, their heartbeats, a roster and leases (DESIGN.md §9)."""
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from lib import fleet, live
+from lib.store import OVERWRITE, open_store
+
+FLEET = "team-a"
+_n = itertools.count()
+
+
+def populate(store, fleet_id: str = FLEET) -> dict:
+    """alice holds two leases, bob one, maint the maintenance lease; both heartbeat; roster of two.
+    Returns ``{"alice": [keys], "bob": [keys]}``."""
+    held = {"alice": [], "bob": []}
+    for agent, paths in (("alice", ["src/a.py", "src/b.py"]), ("bob", ["docs/"])):
+        for p in paths:
+            key = live.lease_key(fleet_id, live.resource_key("git@example.com:org/repo", p))
+            live.acquire(store, key, holder=agent, reason=f"editing {p}", ttl=300, repo="git@example.com:org/repo")
+            held[agent].append(key)
+        store.put(fleet.heartbeat_key(fleet_id, agent),
+                  json.dumps({"agent_id": agent, "fleet_id": fleet_id, "runtime": "claude_code"}).encode(), OVERWRITE)
+    live.acquire(store, live.lease_key(fleet_id, live.MAINTENANCE), holder="maint@node-1:7", reason="maintenance",
+                 ttl=300, resource=live.MAINTENANCE)
+    roster = {"agents": [{"agent_id": "alice", "runtime": "claude_code"}, {"agent_id": "bob", "runtime": "cursor"}],
+              "built_by": "node-1"}
+    store.put(fleet.roster_key(fleet_id), json.dumps(roster).encode(), OVERWRITE)
+    store.put(f"snapshot/{fleet_id}/current.json",
+              json.dumps({"sha256": "0" * 64, "built_at": "2020-01-01T00:00:00.000Z", "maint_epoch": 1}).encode(),
+              OVERWRITE)
+    return held
+
+
+@pytest.fixture(params=["memory", "file"])
+def store(request, tmp_path):
+    """An empty store: ``memory://`` (unique name) or ``file://`` in a temporary folder."""
+    if request.param == "memory":
+        return open_store(f"memory://operator-{next(_n)}")
+    return open_store(f"file://{tmp_path / 'lake'}")
