@@ -324,7 +324,7 @@ def _lake_files(cfg) -> list[str]:
     from lib import lake
     from lib.store import open_store
 
-    store = open_store(cfg.store)
+    store = open_store(cfg.store, live=cfg.live_store)
     keys = lake.current_parts(store, cfg.fleet_id)
     if cfg.store.startswith("file://"):
         return [os.path.join(store.root, *k.split("/")) for k in keys]
@@ -448,7 +448,7 @@ def cmd_claims(args, cfg, out) -> int:
     from lib.paths import safe_segment
     from lib.store import open_store
 
-    store = open_store(cfg.store)
+    store = open_store(cfg.store, live=cfg.live_store)
     if args.approve or args.retire:
         cid = args.approve or args.retire
         folded = claims.fold(claims.load_events(store, cfg.fleet_id))

@@ -94,7 +94,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, logger, **_):
     settings.persistence.finalizer = FINALIZER
     cfg = config.load()
     memo.cfg = cfg
-    memo.store = open_store(cfg.store, log=_store_log(logger))
+    memo.store = open_store(cfg.store, log=_store_log(logger), live=cfg.live_store)
     memo.retired = collections.OrderedDict()
     logger.info(f"fleet operator ready: store {memo.store.url}, default fleet {cfg.fleet_id}")
 

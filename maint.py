@@ -174,7 +174,7 @@ def main(argv=None, stdout=None) -> int:
     out = stdout or sys.stdout
     cfg = config.load()
     log = logs.setup("maint", fleet_id=cfg.fleet_id)
-    store = open_store(cfg.store, log=log)
+    store = open_store(cfg.store, log=log, live=cfg.live_store)
     log("maint_start", store=store.url)
     summary = run_once(cfg, store, log)
     if args.json:

@@ -140,7 +140,7 @@ def main(argv=None, stdout=None) -> int:
 
         metrics = metricsmod.SyncdMetrics(cfg.paths, cfg.fleet_id, stall_secs=cfg.sync.liveness_stall_secs)
         log = metrics.wrap_log(log)
-    store = open_store(cfg.store, log=log)
+    store = open_store(cfg.store, log=log, live=cfg.live_store)
     log("syncd_start", store=store.url, spool=cfg.paths.spool_dir, once=args.once)
     stopping = {"flag": False}
 

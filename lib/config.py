@@ -5,7 +5,8 @@ Sources, lowest to highest precedence:
 1. defaults — store ``file://$CTXLAKE_HOME/lake``, fleet ``default``, agent id = host name;
 2. the TOML file ``$CTXLAKE_CONFIG``, else ``$XDG_CONFIG_HOME/ctxlake/ctxlake.toml``, else
    ``~/.config/ctxlake/ctxlake.toml``;
-3. the environment: ``CTXLAKE_STORE``, ``CTXLAKE_FLEET_ID``, ``CTXLAKE_AGENT_ID``.
+3. the environment: ``CTXLAKE_STORE``, ``CTXLAKE_FLEET_ID``, ``CTXLAKE_AGENT_ID``,
+   ``CTXLAKE_LIVE_STORE``.
 
 The file holds names of environment variables, never secrets (invariant 11). Standard library
 only (the hook loads it); ``tomllib`` is imported only when a file exists.
@@ -79,6 +80,10 @@ class Config:
     leases: LeaseConfig = field(default_factory=LeaseConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
     source: str | None = None
+    live_store: str | None = None
+    """Backend for the live plane (``live/`` keys: heartbeats, roster, leases), e.g.
+    ``redis://host:6379/0``; ``None`` keeps it on ``store``. The documented path past ~50
+    concurrently active agents (DESIGN.md §8)."""
 
 
 def config_file_path(environ=None) -> str:
@@ -137,7 +142,7 @@ def load(environ=None, path: str | None = None) -> Config:
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from exc
         source = path
-    for key in ("store", "fleet_id", "agent_id"):
+    for key in ("store", "fleet_id", "agent_id", "live_store"):
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"{path}: {key} must be a string")
     summarize = data.get("summarize", {})
@@ -159,9 +164,11 @@ def load(environ=None, path: str | None = None) -> Config:
         leases=leases,
         sync=sync,
         source=source,
+        live_store=data.get("live_store") or None,
     )
     overrides = {}
-    for var, key in (("CTXLAKE_STORE", "store"), ("CTXLAKE_FLEET_ID", "fleet_id"), ("CTXLAKE_AGENT_ID", "agent_id")):
+    for var, key in (("CTXLAKE_STORE", "store"), ("CTXLAKE_FLEET_ID", "fleet_id"), ("CTXLAKE_AGENT_ID", "agent_id"),
+                     ("CTXLAKE_LIVE_STORE", "live_store")):
         if env.get(var):
             overrides[key] = env[var]
     if env.get("CTXLAKE_LEASE_POLICY") in ("warn", "block"):

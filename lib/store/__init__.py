@@ -174,18 +174,28 @@ def retrying(fn, *, attempts: int = 6, base: float = 0.2, cap: float = 5.0, log=
             sleep(wait)
 
 
-def open_store(url: str, log=None) -> Store:
-    """Build the backend for ``url``: ``file:///abs/path``, ``s3://bucket[/prefix]``, ``memory://name``.
+def open_store(url: str, log=None, live: str | None = None) -> Store:
+    """Build the backend for ``url``: ``file:///abs/path``, ``s3://bucket[/prefix]``, ``memory://name``
+    (``redis://`` is accepted for the live plane). With ``live`` (config ``live_store``), keys
+    under ``live/`` go to that backend instead (:class:`lib.store.routed.RoutedStore`).
 
     ``log(event, **fields)`` (e.g. from ``lib.logs.setup``) receives the S3 backend's lost-race,
     conflict and outage events; default :func:`log_event` (the ``ctxlake.store`` logger).
 
     :raises ValueError: unknown scheme or malformed URL.
     """
+    if live and live != url:
+        from lib.store.routed import RoutedStore
+
+        return RoutedStore(open_store(url, log=log), open_store(live, log=log))
     if url.startswith("file://"):
         from lib.store.file import FileStore
 
         return FileStore(url)
+    if url.startswith(("redis://", "rediss://")):
+        from lib.store.redis import RedisStore
+
+        return RedisStore(url)
     if url.startswith("s3://"):
         from lib.store.s3 import S3Store
 
@@ -194,4 +204,4 @@ def open_store(url: str, log=None) -> Store:
         from lib.store.memory import MemoryStore
 
         return MemoryStore.named(url)
-    raise ValueError(f"unsupported store URL {url!r}: use file://, s3:// or memory://")
+    raise ValueError(f"unsupported store URL {url!r}: use file://, s3://, memory:// (or redis:// for live_store)")

@@ -1,5 +1,6 @@
 """Store fixtures: ``store`` is one fresh, empty store per test, parametrized over every backend
-(``memory://``, ``file://`` on a temporary folder, ``s3://`` on the session's SeaweedFS server),
+(``memory://``, ``file://`` on a temporary folder, ``s3://`` on the session's SeaweedFS server,
+``redis://`` on the session's redis-server — the live-plane backend),
 so each behaviour in the conformance suite is written once (STYLE.md §4)."""
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from lib.store.file import FileStore
 from lib.store.memory import MemoryStore
 
 BACKENDS = [pytest.param("memory", id="memory"), pytest.param("file", id="file"),
-            pytest.param("s3", id="s3", marks=pytest.mark.s3)]
+            pytest.param("s3", id="s3", marks=pytest.mark.s3), pytest.param("redis", id="redis", marks=pytest.mark.redis)]
 
 
 def make_store(kind: str, request, tmp_path):
@@ -21,6 +22,8 @@ def make_store(kind: str, request, tmp_path):
         return MemoryStore(f"memory://{uuid.uuid4().hex}")
     if kind == "file":
         return FileStore(f"file://{tmp_path}/lake")
+    if kind == "redis":
+        return open_store(request.getfixturevalue("redis_url"))
     return open_store(request.getfixturevalue("s3_url"))
 
 
