@@ -30,6 +30,7 @@ test: $(DEVSTAMP)
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/hook_latency.py
 	$(BIN)/python bench/sync_throughput.py
+	$(BIN)/python bench/ctxctl_savings.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,644 @@
+"""Per-language extraction rules: which tree-sitter nodes are definitions, their names and
+kinds, how far their range reaches, where a doc comment may sit, and which nodes are imports.
+
+Each backend is a :class:`Backend` whose ``visit(node, data, parent)`` returns the :class:`Spec` list
+for one node plus whether the walk descends into it. The walk itself (iterative, pre-order),
+signatures and doc comments live in :mod:`lib.code.symbols`; this module only knows grammars.
+
+Kinds are the canonical names: class, struct, enum, interface, function, method, module,
+const, var, trait, type, heading, rule, element.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass
+class Spec:
+    """One definition found at a node.
+
+    ``node`` is the definition node (the signature starts there); ``outer`` the node whose
+    byte range is the symbol's slice (decorators, ``template <…>``, ``export``, a one-spec Go
+    declaration); ``body`` the node a compact view folds (``None`` when there is no body);
+    ``doc`` a doc string a backend found itself (Python docstrings), else looked up above
+    ``outer``.
+    """
+
+    name: str
+    kind: str
+    node: object
+    outer: object = None
+    body: object = None
+    doc: str | None = None
+    sig_node: object = None
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A language backend: see the module docstring."""
+
+    name: str
+    visit: Callable
+    comments: frozenset
+    comment_prefix: str = "//"
+    imports: Callable | None = None
+    doc_above: bool = True
+
+
+def text(node, data: bytes) -> str:
+    """Source text of ``node`` (UTF-8, errors replaced)."""
+    return data[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+
+def field_text(node, name: str, data: bytes) -> str | None:
+    """Text of the child in field ``name``, or ``None``."""
+    child = node.child_by_field_name(name)
+    return text(child, data) if child is not None else None
+
+
+def _named(node):
+    return [c for c in node.children if c.is_named]
+
+
+# -- Python ------------------------------------------------------------------------------------
+
+def _python_docstring(body, data: bytes) -> str | None:
+    """The real docstring: the first statement of ``body`` when it is a string literal.
+    Returns its first paragraph, lines stripped and joined with single spaces."""
+    if body is None:
+        return None
+    first = next((c for c in body.children if c.is_named), None)
+    if first is None:
+        return None
+    if first.type == "expression_statement" and first.named_child_count == 1:
+        first = first.named_children[0]
+    if first.type != "string":
+        return None
+    content = "".join(text(c, data) for c in first.children if c.type == "string_content")
+    paragraph = []
+    for line in content.strip().splitlines():
+        line = line.strip()
+        if not line:
+            if paragraph:
+                break
+            continue
+        paragraph.append(line)
+    return " ".join(paragraph) or None
+
+
+_PY_CONTAINERS = frozenset({
+    "module", "block", "decorated_definition", "if_statement", "elif_clause", "else_clause", "try_statement",
+    "except_clause", "except_group_clause", "finally_clause", "with_statement", "for_statement", "while_statement",
+    "match_statement", "case_clause", "ERROR"})
+"""Python nodes that may hold a ``def``/``class``; expressions and simple statements never do,
+so the walk skips them (most of a Python tree)."""
+
+
+def _python(node, data, parent):
+    t = node.type
+    if t in ("function_definition", "class_definition"):
+        name = field_text(node, "name", data)
+        outer = parent if parent is not None and parent.type == "decorated_definition" else node
+        body = node.child_by_field_name("body")
+        kind = "class" if t == "class_definition" else "function"
+        return [Spec(name, kind, node, outer, body, doc=_python_docstring(body, data))], True
+    return [], t in _PY_CONTAINERS
+
+
+def _python_imports(root, data):
+    out = []
+    for node in root.children:
+        _python_import_node(node, data, out)
+    return out
+
+
+def _python_import_node(node, data, out):
+    t = node.type
+    if t == "import_statement":
+        for child in node.children_by_field_name("name"):
+            target = child.child_by_field_name("name") if child.type == "aliased_import" else child
+            out.append((text(target, data), node.start_point[0] + 1))
+    elif t == "import_from_statement":
+        module = node.child_by_field_name("module_name")
+        if module is not None:
+            out.append((text(module, data), node.start_point[0] + 1))
+    elif t in ("if_statement", "try_statement", "block", "else_clause", "except_clause", "finally_clause",
+               "elif_clause", "with_statement"):
+        for child in node.children:
+            _python_import_node(child, data, out)
+
+
+# -- Rust --------------------------------------------------------------------------------------
+
+_RUST_KINDS = {"function_item": "function", "function_signature_item": "function", "struct_item": "struct",
+               "union_item": "struct", "enum_item": "enum", "trait_item": "trait", "mod_item": "module",
+               "type_item": "type", "const_item": "const", "static_item": "var"}
+
+
+def _rust(node, data, parent):
+    kind = _RUST_KINDS.get(node.type)
+    if kind:
+        return [Spec(field_text(node, "name", data), kind, node, node, node.child_by_field_name("body"))], True
+    return [], True
+
+
+def _rust_use_target(arg, data) -> str | None:
+    t = arg.type
+    if t == "use_as_clause":
+        return text(arg.child_by_field_name("path"), data)
+    if t == "scoped_use_list":
+        path = arg.child_by_field_name("path")
+        if path is not None:
+            return text(path, data)
+        lst = arg.child_by_field_name("list")
+        return _rust_first_in_list(lst, data)
+    if t == "use_list":
+        return _rust_first_in_list(arg, data)
+    if t == "use_wildcard":
+        s = text(arg, data)
+        return s[:-3] if s.endswith("::*") else s
+    return text(arg, data)
+
+
+def _rust_first_in_list(lst, data):
+    if lst is None:
+        return None
+    first = next((c for c in lst.children if c.is_named), None)
+    return _rust_use_target(first, data) if first is not None else None
+
+
+def _rust_imports(root, data):
+    out = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for child in reversed(node.children):
+            t = child.type
+            if t == "use_declaration":
+                arg = child.child_by_field_name("argument")
+                target = _rust_use_target(arg, data) if arg is not None else None
+                if target:
+                    out.append((target, child.start_point[0] + 1, "use"))
+            elif t == "mod_item":
+                if child.child_by_field_name("body") is None:
+                    out.append((field_text(child, "name", data), child.start_point[0] + 1, "mod"))
+                else:
+                    stack.append(child.child_by_field_name("body"))
+            elif t == "extern_crate_declaration":
+                out.append((field_text(child, "name", data), child.start_point[0] + 1, "extern"))
+    out.sort(key=lambda x: x[1])
+    return out
+
+
+# -- TypeScript / JavaScript ------------------------------------------------------------------
+
+_TS_KINDS = {"function_declaration": "function", "generator_function_declaration": "function",
+             "class_declaration": "class", "abstract_class_declaration": "class",
+             "method_definition": "method", "abstract_method_signature": "method",
+             "interface_declaration": "interface", "type_alias_declaration": "type",
+             "enum_declaration": "enum"}
+_MODULE_LEVEL = ("program", "export_statement")
+
+
+def _ts(node, data, parent):
+    t = node.type
+    kind = _TS_KINDS.get(t)
+    exported = parent is not None and parent.type == "export_statement"
+    if kind:
+        name = field_text(node, "name", data)
+        if name is None:
+            return [], True
+        outer = parent if exported else node
+        return [Spec(name, kind, node, outer, node.child_by_field_name("body"),
+                     sig_node=outer)], True
+    if t in ("lexical_declaration", "variable_declaration") and parent is not None and parent.type in _MODULE_LEVEL:
+        outer = parent if exported else node
+        specs = []
+        for decl in node.children:
+            if decl.type != "variable_declarator":
+                continue
+            name_node = decl.child_by_field_name("name")
+            if name_node is None or name_node.type != "identifier":
+                continue
+            value = decl.child_by_field_name("value")
+            body = None
+            if value is not None and value.type in ("arrow_function", "function_expression", "function"):
+                fn_body = value.child_by_field_name("body")
+                body = fn_body if fn_body is not None and fn_body.type == "statement_block" else None
+            specs.append(Spec(text(name_node, data), "var", node, outer, body, sig_node=outer))
+        return specs, True
+    return [], True
+
+
+def _string_value(node, data) -> str | None:
+    if node is None:
+        return None
+    if node.type in ("string", "interpreted_string_literal", "raw_string_literal", "string_literal"):
+        parts = [c for c in node.children if c.type in ("string_fragment", "string_content",
+                                                          "interpreted_string_literal_content")]
+        if parts:
+            return "".join(text(p, data) for p in parts)
+        s = text(node, data)
+        return s[1:-1] if len(s) >= 2 else ""
+    return None
+
+
+def _ts_imports(root, data):
+    out = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        t = node.type
+        if t in ("import_statement", "export_statement"):
+            src = node.child_by_field_name("source")
+            if src is not None:
+                out.append((_string_value(src, data), node.start_point[0] + 1))
+                continue
+            req = next((c for c in node.children if c.type == "import_require_clause"), None)
+            if req is not None:
+                src = req.child_by_field_name("source") or next((c for c in req.children if c.type == "string"), None)
+                if src is not None:
+                    out.append((_string_value(src, data), node.start_point[0] + 1))
+                continue
+        if t == "call_expression":
+            fn = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            if fn is not None and fn.type in ("identifier", "import") and text(fn, data) in ("require", "import") and args is not None:
+                first = next((c for c in args.children if c.is_named), None)
+                value = _string_value(first, data) if first is not None else None
+                if value is not None and first.type == "string":
+                    out.append((value, node.start_point[0] + 1))
+        stack.extend(reversed(node.children))
+    return [o for o in out if o[0] is not None]
+
+
+# -- Go ----------------------------------------------------------------------------------------
+
+def _go(node, data, parent):
+    t = node.type
+    if t == "function_declaration":
+        return [Spec(field_text(node, "name", data), "function", node, node, node.child_by_field_name("body"))], False
+    if t == "method_declaration":
+        return [Spec(field_text(node, "name", data), "method", node, node, node.child_by_field_name("body"))], False
+    if t in ("type_spec", "type_alias"):
+        outer = _go_outer(node, parent)
+        typ = node.child_by_field_name("type")
+        body = next((c for c in typ.children if c.type == "field_declaration_list"), None) if typ is not None else None
+        return [Spec(field_text(node, "name", data), "type", outer, outer, body)], True
+    if t in ("const_spec", "var_spec"):
+        outer = _go_outer(node, parent)
+        kind = "const" if t == "const_spec" else "var"
+        return [Spec(text(n, data), kind, outer, outer, None) for n in node.children_by_field_name("name")], False
+    if t in ("block", "func_literal"):
+        return [], False
+    return [], True
+
+
+def _go_outer(spec, parent):
+    if parent is not None and parent.type in ("type_declaration", "const_declaration", "var_declaration"):
+        specs = [c for c in parent.children if c.type in ("type_spec", "type_alias", "const_spec", "var_spec")]
+        if len(specs) == 1:
+            return parent
+    return spec
+
+
+def _go_imports(root, data):
+    out = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "import_spec":
+            path = _string_value(node.child_by_field_name("path"), data)
+            if path is not None:
+                out.append((path, node.start_point[0] + 1))
+            continue
+        if node.type in ("source_file", "import_declaration", "import_spec_list"):
+            stack.extend(reversed(node.children))
+    return out
+
+
+# -- Java --------------------------------------------------------------------------------------
+
+_JAVA_KINDS = {"class_declaration": "class", "record_declaration": "class", "interface_declaration": "interface",
+               "enum_declaration": "enum", "annotation_type_declaration": "interface",
+               "method_declaration": "method", "constructor_declaration": "method"}
+
+
+def _java(node, data, parent):
+    t = node.type
+    kind = _JAVA_KINDS.get(t)
+    if kind:
+        return [Spec(field_text(node, "name", data), kind, node, node, node.child_by_field_name("body"))], True
+    if t == "field_declaration":
+        specs = []
+        for decl in node.children_by_field_name("declarator"):
+            specs.append(Spec(field_text(decl, "name", data), "var", node, node, None))
+        return specs, False
+    return [], True
+
+
+def _java_imports(root, data):
+    out = []
+    for node in root.children:
+        if node.type == "import_declaration":
+            name = next((c for c in node.children if c.type in ("scoped_identifier", "identifier")), None)
+            if name is None:
+                continue
+            target = text(name, data)
+            if any(c.type == "asterisk" for c in node.children):
+                target += ".*"
+            out.append((target, node.start_point[0] + 1))
+    return out
+
+
+# -- C and C++ ---------------------------------------------------------------------------------
+
+_NAME_TYPES = ("identifier", "field_identifier", "type_identifier", "destructor_name", "operator_name",
+               "qualified_identifier", "template_function", "template_method", "primitive_type")
+
+
+def _declarator_name(decl, data):
+    """``(name, is_function)`` following a declarator chain; ``is_function`` is True when the
+    name is directly a function's (a prototype), False for variables and function pointers."""
+    is_function = False
+    node = decl
+    while node is not None:
+        t = node.type
+        if t in _NAME_TYPES:
+            return text(node, data), is_function
+        if t == "function_declarator":
+            inner = node.child_by_field_name("declarator")
+            is_function = inner is not None and inner.type != "parenthesized_declarator"
+            node = inner
+            continue
+        if t == "parenthesized_declarator":
+            is_function = False
+            node = next((c for c in node.children if c.is_named), None)
+            continue
+        if t in ("pointer_declarator", "reference_declarator", "array_declarator", "init_declarator",
+                 "attributed_declarator"):
+            node = node.child_by_field_name("declarator") or next(
+                (c for c in node.children if c.is_named and c.type.endswith(("declarator", "identifier", "_name"))), None)
+            continue
+        return None, is_function
+    return None, is_function
+
+
+def _c_family(node, data, parent, cpp: bool):
+    t = node.type
+    if t in ("preproc_def", "preproc_function_def"):
+        return [Spec(field_text(node, "name", data), "const", node, node, None)], False
+    if t == "function_definition":
+        name, _ = _declarator_name(node.child_by_field_name("declarator"), data)
+        outer = parent if parent is not None and parent.type == "template_declaration" else node
+        if name is None:
+            return [], False
+        return [Spec(name, "function", node, outer, node.child_by_field_name("body"))], False
+    if t in ("declaration", "field_declaration"):
+        specs = []
+        for decl in node.children_by_field_name("declarator"):
+            name, is_function = _declarator_name(decl, data)
+            if name is None or is_function:
+                continue
+            specs.append(Spec(name, "var", node, node, None))
+        return specs, True
+    if t == "type_definition":
+        specs = []
+        for decl in node.children_by_field_name("declarator"):
+            name, _ = _declarator_name(decl, data)
+            if name:
+                specs.append(Spec(name, "type", node, node, _typedef_body(node)))
+        return specs, True
+    if t in ("struct_specifier", "union_specifier", "enum_specifier", "class_specifier"):
+        body = node.child_by_field_name("body")
+        name = node.child_by_field_name("name")
+        if body is None or name is None or (parent is not None and parent.type == "type_definition"):
+            return [], True
+        kind = {"enum_specifier": "enum", "class_specifier": "class"}.get(t, "struct")
+        outer = parent if parent is not None and parent.type == "template_declaration" else node
+        return [Spec(text(name, data), kind, node, outer, body)], True
+    if cpp and t == "namespace_definition":
+        name = node.child_by_field_name("name")
+        if name is None:
+            return [], True
+        return [Spec(text(name, data), "module", node, node, node.child_by_field_name("body"))], True
+    if t == "compound_statement":
+        return [], False
+    return [], True
+
+
+def _typedef_body(node):
+    typ = node.child_by_field_name("type")
+    return typ.child_by_field_name("body") if typ is not None else None
+
+
+def _c(node, data, parent):
+    return _c_family(node, data, parent, cpp=False)
+
+
+def _cpp(node, data, parent):
+    return _c_family(node, data, parent, cpp=True)
+
+
+def _c_imports(root, data, cpp=False):
+    out = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        t = node.type
+        if t == "preproc_include":
+            path = node.child_by_field_name("path")
+            if path is not None:
+                if path.type == "string_literal":
+                    out.append((_string_value(path, data), node.start_point[0] + 1, "local"))
+                else:
+                    out.append((text(path, data).strip("<>"), node.start_point[0] + 1, "system"))
+            continue
+        if cpp and t == "using_declaration":
+            name = next((c for c in node.children if c.is_named), None)
+            if name is not None:
+                out.append((text(name, data), node.start_point[0] + 1, "using"))
+            continue
+        if t in ("function_definition", "compound_statement"):
+            continue
+        stack.extend(reversed(node.children))
+    return out
+
+
+# -- C# ----------------------------------------------------------------------------------------
+
+_CS_KINDS = {"class_declaration": "class", "record_declaration": "class", "record_struct_declaration": "struct",
+             "interface_declaration": "interface", "struct_declaration": "struct", "enum_declaration": "enum",
+             "method_declaration": "method", "constructor_declaration": "method", "property_declaration": "var",
+             "local_function_statement": "function", "namespace_declaration": "type",
+             "file_scoped_namespace_declaration": "type"}
+
+
+def _csharp(node, data, parent):
+    t = node.type
+    kind = _CS_KINDS.get(t)
+    if kind:
+        name = field_text(node, "name", data)
+        if name is None:
+            return [], True
+        return [Spec(name, kind, node, node, node.child_by_field_name("body"))], True
+    if t in ("field_declaration", "event_field_declaration"):
+        specs = []
+        for var in (c for c in node.children if c.type == "variable_declaration"):
+            for decl in (c for c in var.children if c.type == "variable_declarator"):
+                name = decl.child_by_field_name("name") or next((c for c in decl.children if c.type == "identifier"), None)
+                if name is not None:
+                    specs.append(Spec(text(name, data), "var", node, node, None))
+        return specs, False
+    return [], True
+
+
+def _csharp_imports(root, data):
+    out = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "using_directive":
+            if node.child_by_field_name("name") is not None or any(c.type == "=" for c in node.children):
+                continue  # an alias: `using X = Y;`
+            name = next((c for c in node.children if c.type in ("identifier", "qualified_name")), None)
+            if name is not None:
+                out.append((text(name, data), node.start_point[0] + 1))
+            continue
+        if node.type in ("compilation_unit", "namespace_declaration", "file_scoped_namespace_declaration",
+                         "declaration_list"):
+            stack.extend(reversed(node.children))
+    return out
+
+
+# -- Ruby --------------------------------------------------------------------------------------
+
+def _ruby(node, data, parent):
+    t = node.type
+    if t in ("method", "singleton_method"):
+        return [Spec(field_text(node, "name", data), "function", node, node, node.child_by_field_name("body"))], True
+    if t in ("class", "module"):
+        return [Spec(field_text(node, "name", data), "class" if t == "class" else "type", node, node,
+                     node.child_by_field_name("body"))], True
+    return [], True
+
+
+def _ruby_imports(root, data):
+    out = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "call":
+            method = node.child_by_field_name("method")
+            receiver = node.child_by_field_name("receiver")
+            name = text(method, data) if method is not None else ""
+            if receiver is None and name in ("require", "require_relative"):
+                args = node.child_by_field_name("arguments")
+                first = next((c for c in args.children if c.is_named), None) if args is not None else None
+                if first is not None and first.type == "string":
+                    value = "".join(text(c, data) for c in first.children if c.type == "string_content")
+                    out.append((value, node.start_point[0] + 1, name))
+                continue
+        stack.extend(reversed(node.children))
+    return out
+
+
+# -- Lua ---------------------------------------------------------------------------------------
+
+def _lua(node, data, parent):
+    t = node.type
+    if t == "function_declaration":
+        return [Spec(field_text(node, "name", data), "function", node, node, node.child_by_field_name("body"))], True
+    if t == "variable_declaration" and parent is not None and parent.type == "chunk":
+        specs = []
+        assign = next((c for c in node.children if c.type == "assignment_statement"), None)
+        holder = assign if assign is not None else node
+        for lst in (c for c in holder.children if c.type in ("variable_list", "attrib_name_list")):
+            for name in lst.children_by_field_name("name") or [c for c in lst.children if c.type == "identifier"]:
+                specs.append(Spec(text(name, data), "var", node, node, None))
+        if not specs:
+            for name in node.children_by_field_name("name"):
+                specs.append(Spec(text(name, data), "var", node, node, None))
+        return specs, True
+    return [], True
+
+
+def _lua_imports(root, data):
+    out = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "function_call":
+            name = node.child_by_field_name("name")
+            if name is not None and text(name, data) == "require":
+                args = node.child_by_field_name("arguments")
+                first = None
+                if args is not None:
+                    first = args if args.type == "string" else next((c for c in args.children if c.is_named), None)
+                if first is not None and first.type == "string":
+                    content = next((c for c in first.children if c.type == "string_content"), None)
+                    out.append((text(content, data) if content is not None else "", node.start_point[0] + 1))
+                    continue
+        stack.extend(reversed(node.children))
+    return out
+
+
+# -- Markup ------------------------------------------------------------------------------------
+
+def _html(node, data, parent):
+    if node.type in ("element", "script_element", "style_element"):
+        tag = next((c for c in node.children if c.type in ("start_tag", "self_closing_tag")), None)
+        if tag is not None:
+            for attr in (c for c in tag.children if c.type == "attribute"):
+                key = next((c for c in attr.children if c.type == "attribute_name"), None)
+                if key is None or text(key, data).lower() != "id":
+                    continue
+                value = next((c for c in attr.children if c.type in ("attribute_value", "quoted_attribute_value")), None)
+                if value is None:
+                    continue
+                inner = next((c for c in value.children if c.type == "attribute_value"), None)
+                name = text(inner, data) if inner is not None else text(value, data).strip("\"'")
+                if name:
+                    return [Spec(name, "element", node, node, None)], True
+    return [], True
+
+
+def _css(node, data, parent):
+    if node.type == "rule_set":
+        sel = next((c for c in node.children if c.type == "selectors"), None)
+        if sel is not None:
+            name = " ".join(text(sel, data).split())
+            return [Spec(name, "rule", node, node, next((c for c in node.children if c.type == "block"), None))], True
+    return [], True
+
+
+def _markdown(node, data, parent):
+    if node.type == "section":
+        head = next((c for c in node.children if c.is_named), None)
+        if head is not None and head.type in ("atx_heading", "setext_heading"):
+            content = head.child_by_field_name("heading_content")
+            name = " ".join(text(content, data).split()) if content is not None else ""
+            if head.type == "atx_heading":
+                name = name.strip().rstrip("#").strip()
+            return [Spec(name, "heading", head, node, None)], True
+    return [], True
+
+
+BACKENDS = {
+    "python": Backend("python", _python, frozenset({"comment"}), "#", _python_imports, doc_above=True),
+    "rust": Backend("rust", _rust, frozenset({"line_comment", "block_comment"}), "//", _rust_imports),
+    "typescript": Backend("typescript", _ts, frozenset({"comment"}), "//", _ts_imports),
+    "javascript": Backend("javascript", _ts, frozenset({"comment"}), "//", _ts_imports),
+    "go": Backend("go", _go, frozenset({"comment"}), "//", _go_imports),
+    "java": Backend("java", _java, frozenset({"line_comment", "block_comment"}), "//", _java_imports),
+    "c": Backend("c", _c, frozenset({"comment"}), "//", lambda r, d: _c_imports(r, d, cpp=False)),
+    "cpp": Backend("cpp", _cpp, frozenset({"comment"}), "//", lambda r, d: _c_imports(r, d, cpp=True)),
+    "csharp": Backend("csharp", _csharp, frozenset({"comment"}), "//", _csharp_imports),
+    "ruby": Backend("ruby", _ruby, frozenset({"comment"}), "#", _ruby_imports),
+    "lua": Backend("lua", _lua, frozenset({"comment"}), "--", _lua_imports),
+    "html": Backend("html", _html, frozenset({"comment"}), "<!--", None, doc_above=False),
+    "css": Backend("css", _css, frozenset({"comment"}), "/*", None, doc_above=False),
+    "markdown": Backend("markdown", _markdown, frozenset(), "", None, doc_above=False),
+}
+"""Backend name → :class:`Backend`."""

@@ -1,0 +1,191 @@
+"""ctxctl configuration: defaults, the XDG global file, the project file, ``--config``.
+
+Files, lowest precedence first, each merged key by key over the previous (arrays replace
+whole, never concatenate):
+
+1. built-in defaults (the dataclass defaults below);
+2. ``$XDG_CONFIG_HOME/ctxctl/config.toml`` when that variable is set (then authoritative: no
+   fallback), else ``~/.config/ctxctl/config.toml``;
+3. the first ``.ctxctl/config.toml`` found walking **up** from the working directory (symlinks,
+   file or directory, are followed);
+4. the ``--config <path>`` file.
+
+Unknown sections or keys and wrongly typed values are errors, so a typo is never silently
+dropped. An explicit ``--config`` that cannot be read or parsed is fatal (exit 1,
+``failed to read config <path>: …`` / ``invalid config <path>: …``); a broken *discovered* file
+is skipped with one deterministic warning, so a stray file cannot brick the tool.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+
+from lib.code.errors import READ, ExitError
+
+DEFAULT_KEEP = ("error", "warning", "failed", "panic", "fatal")
+DEFAULT_IGNORE = ("node_modules", "target", "dist", ".git")
+
+
+@dataclass(frozen=True)
+class ExecConfig:
+    """``[exec]``: how command output is folded."""
+
+    keep: tuple = DEFAULT_KEEP
+    """Case-insensitive regexes whose matching middle lines survive folding. A configured list
+    replaces these defaults; ``--keep`` values are appended to it."""
+    head_lines: int = 5
+    """Lines kept from the start of the output."""
+    tail_lines: int = 5
+    """Lines kept from the end of the output."""
+    collapse_threshold: int = 20
+    """Outputs of at most this many lines pass through unfolded."""
+
+
+@dataclass(frozen=True)
+class OutlineConfig:
+    """``[outline]``: text outline folding and doc comments."""
+
+    fold_threshold: int = 50
+    """Text outlines show at most this many rows, then ``... [K symbols omitted]`` (JSON never folds)."""
+    show_doc: bool = True
+    """Include ``doc_comment`` in JSON outlines."""
+
+
+@dataclass(frozen=True)
+class PathsConfig:
+    """``[paths]``: import classification."""
+
+    ignore: tuple = DEFAULT_IGNORE
+    """Globs (``*``, ``?``) marking imports ``ignored``; without ``/`` a pattern matches one path segment."""
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    """``[limits]``: input guards."""
+
+    max_file_bytes: int = 10 * 1024 * 1024
+    """Largest input file read, in bytes (10 MiB): a huge or endless file cannot exhaust memory."""
+
+
+@dataclass(frozen=True)
+class GeneralConfig:
+    """``[general]``."""
+
+    show_saved: bool = True
+    """Print the saved% metrics (``--no-saved`` turns them off per call)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """The resolved configuration; ``sources`` lists the files merged, lowest precedence first."""
+
+    exec: ExecConfig = field(default_factory=ExecConfig)
+    outline: OutlineConfig = field(default_factory=OutlineConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    general: GeneralConfig = field(default_factory=GeneralConfig)
+    sources: tuple = ()
+
+
+_SECTIONS = {"exec": ExecConfig, "outline": OutlineConfig, "paths": PathsConfig,
+             "limits": LimitsConfig, "general": GeneralConfig}
+
+
+def global_path(env) -> str | None:
+    """The XDG global file path (it may not exist); ``None`` when no home can be found."""
+    xdg = env.get("XDG_CONFIG_HOME")
+    if xdg:
+        return os.path.join(xdg, "ctxctl", "config.toml")
+    home = env.get("HOME")
+    return os.path.join(home, ".config", "ctxctl", "config.toml") if home else None
+
+
+def project_path(cwd: str) -> str | None:
+    """The first ``.ctxctl/config.toml`` walking up from ``cwd`` (followed through symlinks), or ``None``."""
+    here = os.path.abspath(cwd)
+    while True:
+        candidate = os.path.join(here, ".ctxctl", "config.toml")
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def _check_value(section: str, key: str, value, default):
+    where = f"[{section}] {key}"
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ValueError(f"{where} must be a boolean")
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{where} must be a non-negative integer")
+        return value
+    if isinstance(default, tuple):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{where} must be an array of strings")
+        return tuple(value)
+    raise ValueError(f"{where}: unsupported value")
+
+
+def merge(config: Config, data: dict) -> Config:
+    """``config`` with the keys of one parsed TOML document applied.
+
+    :raises ValueError: unknown section or key, or a value of the wrong type.
+    """
+    changes = {}
+    for section, values in data.items():
+        cls = _SECTIONS.get(section)
+        if cls is None:
+            raise ValueError(f"unknown section [{section}]")
+        if not isinstance(values, dict):
+            raise ValueError(f"[{section}] must be a table")
+        current = getattr(config, section)
+        known = {f.name: getattr(current, f.name) for f in fields(cls)}
+        updates = {}
+        for key, value in values.items():
+            if key not in known:
+                raise ValueError(f"unknown key `{key}` in [{section}]")
+            updates[key] = _check_value(section, key, value, known[key])
+        changes[section] = replace(current, **updates)
+    return replace(config, **changes)
+
+
+def _load_file(config: Config, path: str) -> Config:
+    import tomllib
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise ExitError(READ, f"failed to read config {path}: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+        merged = merge(config, data)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError) as exc:
+        raise ExitError(READ, f"invalid config {path}: {exc}") from None
+    return replace(merged, sources=config.sources + (path,))
+
+
+def load(cwd: str, explicit: str | None = None, env=None, warn=None) -> Config:
+    """Resolve the configuration for a call made from ``cwd``.
+
+    :param explicit: the ``--config`` path; its failures raise.
+    :param env: environment mapping (``XDG_CONFIG_HOME``, ``HOME``); defaults to ``os.environ``.
+    :param warn: ``warn(message)`` for a skipped discovered file (stderr in the CLI).
+    :raises ExitError: code 1 when the explicit file cannot be read or parsed.
+    """
+    env = os.environ if env is None else env
+    config = Config()
+    for path in (global_path(env), project_path(cwd)):
+        if path and os.path.isfile(path):
+            try:
+                config = _load_file(config, path)
+            except ExitError as exc:
+                if warn:
+                    warn(f"ignoring config: {exc.message}")
+    if explicit:
+        config = _load_file(config, explicit)
+    return config

@@ -1,0 +1,182 @@
+"""Extension routing and tree-sitter parsing.
+
+Grammars come from ``tree-sitter-language-pack`` 0.13.0 (pinned), a wheel that bundles every
+compiled grammar; releases 1.x download grammars at run time and are deliberately not used.
+
+Routing: the extension picks the backend (:data:`EXTENSIONS`); ``.tsx`` uses the TSX grammar.
+A ``.h`` file is C or C++: C++-only markers route it to cpp; otherwise it is parsed as C and,
+if that parse has errors, as C++ too, and the tree with fewer error bytes (then fewer error
+nodes; ties to C) wins. If errors remain, annotation macros (SAL tokens, lone macro-invocation
+lines, ALL-CAPS specifier macros) are blanked to spaces of the same length — byte offsets and
+line numbers do not move — and the file is re-parsed; the masked tree is kept only when it has
+fewer errors. ``Parsed.language`` names the backend actually used.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from lib.code.errors import USAGE, ExitError
+
+EXTENSIONS = {
+    ".rs": "rust",
+    ".ts": "typescript", ".tsx": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".py": "python", ".pyi": "python",
+    ".go": "go",
+    ".java": "java",
+    ".c": "c", ".h": "c",
+    ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp", ".h++": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".lua": "lua",
+    ".html": "html", ".htm": "html",
+    ".css": "css", ".scss": "css",
+    ".md": "markdown", ".markdown": "markdown",
+}
+"""Extension (lower-cased) → backend name (the JSON ``language`` field)."""
+
+_GRAMMAR = {"typescript": "typescript", "javascript": "javascript", "csharp": "csharp"}
+
+_CPP_MARKERS = re.compile(
+    rb"::|\btemplate\b|\bnamespace\b|\btypename\b|\bconstexpr\b|\bnullptr\b|\boverride\b|\bdecltype\b"
+    rb"|\b(?:static|dynamic|const|reinterpret)_cast\b|\bnoexcept\b|\bvirtual\b|\bexplicit\b|\bfriend\b"
+    rb"|\benum\s+class\b")
+_SAL = re.compile(
+    rb"\b_(?:In|Out|Inout|Ret|Deref|Pre|Post|Outptr|Must|Check|Success|Printf|Null|Notnull|Maybenull"
+    rb"|Reserved|Field|Frees|Use|When|At|Struct|Acquires|Releases|Requires|Analysis|Always|Kernel"
+    rb"|Interlocked|Readable|Writable|Result|Return|Opt)\w*_(?=\W)", re.IGNORECASE)
+_LONE_MACRO = re.compile(rb"(?m)^[ \t]*(?!(?:if|while|for|switch|return|sizeof|case|do|else)\b)"
+                         rb"[A-Za-z_]\w*[ \t]*\([^;{}\n]*\)[ \t]*$")
+_CAPS_SPECIFIER = re.compile(rb"(?m)^([ \t]*)([A-Z][A-Z0-9_]{2,})(?=[ \t]+[A-Za-z_][\w*&]*[ \t*&]+[A-Za-z_~])")
+
+
+@dataclass
+class Parsed:
+    """A parsed file: backend name, the tree, the file's original bytes (a masked parse has the
+    same offsets) and the syntax-error count (ERROR/MISSING nodes, an ERROR counted once)."""
+
+    language: str
+    tree: object
+    data: bytes
+    errors: int
+    error_bytes: int
+
+
+def backend_for(path: str) -> str | None:
+    """Backend name for ``path`` by extension, or ``None`` when unsupported."""
+    base = os.path.basename(path).lower()
+    if base.endswith(".h++"):
+        return "cpp"
+    return EXTENSIONS.get(os.path.splitext(base)[1])
+
+
+def require_backend(path: str) -> str:
+    """Backend name for ``path``.
+
+    :raises ExitError: code 2 ``unsupported extension: <path>``.
+    """
+    name = backend_for(path)
+    if name is None:
+        raise ExitError(USAGE, f"unsupported extension: {path}")
+    return name
+
+
+_parsers = {}
+
+
+def parser(grammar: str):
+    """A cached tree-sitter parser for a grammar name of tree-sitter-language-pack."""
+    p = _parsers.get(grammar)
+    if p is None:
+        from tree_sitter_language_pack import get_parser
+
+        p = _parsers[grammar] = get_parser(grammar)
+    return p
+
+
+def count_errors(tree) -> tuple:
+    """``(error nodes, error bytes)``: ERROR and MISSING nodes, an ERROR's children not descended."""
+    root = tree.root_node
+    if not root.has_error:
+        return 0, 0
+    count = size = 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error:
+            count += 1
+            size += node.end_byte - node.start_byte
+            continue
+        if node.is_missing:
+            count += 1
+            continue
+        if node.has_error:
+            stack.extend(node.children)
+    return count, size
+
+
+def _parse(grammar: str, data: bytes):
+    tree = parser(grammar).parse(data)
+    errors, size = count_errors(tree)
+    return tree, errors, size
+
+
+def mask_annotations(data: bytes) -> bytes:
+    """``data`` with annotation macros replaced by spaces of the same length (newlines kept)."""
+    def blank(m):
+        return b" " * (m.end() - m.start())
+
+    out = _SAL.sub(blank, data)
+    out = _LONE_MACRO.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), out)
+    out = _CAPS_SPECIFIER.sub(lambda m: m.group(1) + b" " * len(m.group(2)), out)
+    return out
+
+
+def parse(path: str, data: bytes) -> Parsed:
+    """Parse ``data`` with the backend chosen for ``path``.
+
+    :raises ExitError: code 2 for an unsupported extension.
+    """
+    name = require_backend(path)
+    base = os.path.basename(path).lower()
+    if name == "typescript" and base.endswith(".tsx"):
+        grammar = "tsx"
+    elif name == "javascript":
+        grammar = "javascript"
+    else:
+        grammar = name
+    if name in ("c", "cpp") and base.endswith(".h"):
+        return _parse_header(data)
+    tree, errors, size = _parse(grammar, data)
+    if errors and name in ("c", "cpp"):
+        masked = mask_annotations(data)
+        if masked != data:
+            t2, e2, s2 = _parse(grammar, masked)
+            if e2 < errors:
+                return Parsed(name, t2, data, e2, s2)
+    return Parsed(name, tree, data, errors, size)
+
+
+def _parse_header(data: bytes) -> Parsed:
+    if _CPP_MARKERS.search(data):
+        candidates = [("cpp", *_parse("cpp", data))]
+    else:
+        c = ("c", *_parse("c", data))
+        candidates = [c]
+        if c[2]:
+            candidates.append(("cpp", *_parse("cpp", data)))
+    best = min(candidates, key=lambda c: (c[3], c[2]))  # error bytes, then nodes; min keeps C on ties
+    name, tree, errors, size = best
+    result = Parsed(name, tree, data, errors, size)
+    if errors:
+        masked = mask_annotations(data)
+        if masked != data:
+            for lang in ([name] + [n for n in ("c", "cpp") if n != name]):
+                t2, e2, s2 = _parse(lang, masked)
+                if (e2, s2) < (result.errors, result.error_bytes):
+                    result = Parsed(lang, t2, data, e2, s2)
+                if e2 == 0:
+                    break
+    return result

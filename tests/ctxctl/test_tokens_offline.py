@@ -1,0 +1,103 @@
+"""Acceptance case 26 (cl100k_base counts) and the offline guarantee: neither the vocabulary nor
+any grammar is fetched at run time. The offline run happens in a child interpreter whose
+sockets are disabled and whose tiktoken cache directory is empty."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from lib.code import tokens
+from tests.ctxctl.conftest import FIXTURES, ROOT
+
+
+@pytest.mark.parametrize("text,count", [("", 0), ("a", 1), ("€", 1), ("hello world", 2), ("abcdefgh", 1),
+                                        ("你好", 2), ("这是一个中文句子，用来测试 token 计数。", 17)])
+def test_cl100k_reference_counts(text, count):
+    assert tokens.count(text) == count
+
+
+def test_saved_percent_formula():
+    assert tokens.percent(0, 5) == 0
+    assert tokens.percent(100, 150) == 0
+    assert tokens.percent(3, 1) == 66
+    assert tokens.saved(10, 1) == {"tokens_before": 10, "tokens_after": 1, "percent": 90}
+
+
+OFFLINE = r"""
+import json, os, socket, sys
+def refuse(*a, **k):
+    raise OSError("network disabled in this test")
+socket.socket.connect = refuse
+socket.socket.connect_ex = refuse
+socket.create_connection = refuse
+socket.getaddrinfo = refuse
+sys.path.insert(0, sys.argv[1])
+from lib.code import tokens, languages, symbols
+counts = [tokens.count(t) for t in ("hello world", "你好")]
+langs = {}
+samples = {"a.py": "def f():\n    pass\n", "a.rs": "fn f() {}\n", "a.ts": "function f() {}\n",
+           "a.tsx": "const A = () => <div/>;\n", "a.js": "function f() {}\n", "a.go": "package a\nfunc F() {}\n",
+           "A.java": "class A {}\n", "a.c": "int f(void) { return 0; }\n", "a.cpp": "class A {};\n",
+           "a.cs": "class A {}\n", "a.rb": "def f\nend\n", "a.lua": "function f() end\n",
+           "a.html": "<div id=\"x\"></div>\n", "a.css": "a { color: red; }\n", "a.md": "# T\n"}
+for path, src in samples.items():
+    parsed = languages.parse(path, src.encode())
+    langs[path] = [parsed.language, parsed.errors, len(symbols.extract(parsed))]
+print(json.dumps({"counts": counts, "langs": langs, "cache": os.listdir(os.environ["TIKTOKEN_CACHE_DIR"])}))
+"""
+
+
+def test_vocabulary_and_grammars_load_with_the_network_blocked(tmp_path):
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATA_GYM_CACHE_DIR",)}
+    env.update(TIKTOKEN_CACHE_DIR=str(cache), http_proxy="http://127.0.0.1:9", https_proxy="http://127.0.0.1:9")
+    r = subprocess.run([sys.executable, "-c", OFFLINE, ROOT], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["counts"] == [2, 2]
+    assert out["cache"] == []  # nothing downloaded, nothing cached
+    for path, (language, errors, count) in out["langs"].items():
+        assert errors == 0 and count >= 1, (path, language)
+    assert {v[0] for v in out["langs"].values()} == {
+        "python", "rust", "typescript", "javascript", "go", "java", "c", "cpp", "csharp", "ruby", "lua", "html",
+        "css", "markdown"}
+
+
+def test_ctxctl_cli_runs_offline(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    code = ("import socket, sys, runpy\n"
+            "def refuse(*a, **k): raise OSError('network disabled')\n"
+            "socket.socket.connect = refuse; socket.create_connection = refuse; socket.getaddrinfo = refuse\n"
+            f"sys.argv = ['ctxctl.py', 'outline', {os.path.join(FIXTURES, 'sample.rs')!r}]\n"
+            f"sys.path.insert(0, {ROOT!r})\n"
+            f"runpy.run_path({os.path.join(ROOT, 'ctxctl.py')!r}, run_name='__main__')\n")
+    env = dict(os.environ, TIKTOKEN_CACHE_DIR=str(cache), XDG_CONFIG_HOME=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "4 symbols" in r.stdout and "saved ~" in r.stdout
+    assert os.listdir(cache) == []
+
+
+def test_vocabulary_file_is_verified_by_hash():
+    import hashlib
+
+    with open(tokens.vocabulary_path(), "rb") as fh:
+        assert hashlib.sha256(fh.read()).hexdigest() == tokens.CL100K_SHA256
+
+
+def test_file_commands_import_no_network_or_store_modules():
+    code = (f"import io, sys; sys.path.insert(0, {ROOT!r}); import ctxctl\n"
+            f"for argv in (['outline', {os.path.join(FIXTURES, 'sample.rs')!r}],\n"
+            f"             ['deps', {os.path.join(FIXTURES, 'deps', 'deps.py')!r}]):\n"
+            "    assert ctxctl.main(argv, stdout=io.StringIO(), stderr=io.StringIO()) == 0\n"
+            "import json; print(json.dumps(sorted(sys.modules)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    mods = {m.split(".")[0] for m in json.loads(r.stdout)}
+    assert not mods & {"requests", "urllib3", "http", "ssl", "socket", "boto3", "botocore", "pyarrow", "numpy"}
