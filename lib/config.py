@@ -14,7 +14,6 @@ only (the hook loads it); ``tomllib`` is imported only when a file exists.
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass, field, replace
 
 from lib.paths import Paths
@@ -96,11 +95,20 @@ def config_file_path(environ=None) -> str:
 
 
 def default_agent_id() -> str:
-    """The short host name (``hostname -s``), or ``agent`` when it cannot be read."""
+    """The short host name (``hostname -s``), or ``agent`` when it cannot be read.
+
+    Read with ``os.uname()`` (the same value ``gethostname`` returns on POSIX), so loading the
+    config never imports ``socket``: the hook and the MCP server stay visibly off the network.
+    """
     try:
-        name = socket.gethostname().split(".")[0]
-    except OSError:
-        name = ""
+        name = os.uname().nodename.split(".")[0]
+    except (AttributeError, OSError):  # no uname (Windows): fall back to the socket module
+        import socket
+
+        try:
+            name = socket.gethostname().split(".")[0]
+        except OSError:
+            name = ""
     return name or "agent"
 
 

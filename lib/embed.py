@@ -65,6 +65,9 @@ def hash_embed(text: str) -> array:
 
 EMBEDDERS = {HASH_EMBEDDER_ID: hash_embed}
 """Embedder id → ``fn(text) -> array('f')`` of :data:`DIM`. The id is stored with every claim."""
+LEXICAL = frozenset({HASH_EMBEDDER_ID})
+"""Embedders whose similarity is word overlap (sparse vectors). A candidate such an embedder finds
+without sharing a word with the query only met it through a hash collision: noise, never a hit."""
 
 WORDLLAMA_ID = "wordllama-l2_supercat-256"
 _WORDLLAMA = None
@@ -131,6 +134,14 @@ def wordllama_embed(text: str) -> array:
     n = float(np.linalg.norm(v))
     return array("f", (v / n if n else v).astype(np.float32).tolist())
 
+
+RELEVANCE_FLOORS = {WORDLLAMA_ID: 0.31}
+"""Per semantic embedder, the cosine a claim sharing no word with the query needs to be served
+(maint stamps it into ``snapshot_meta.relevance_floor``). Calibrated by ``bench/memory_eval.py``
+on negative queries (questions no claim answers): just above the best cosine any of them reached."""
+RELEVANCE_FLOORS_MIXED = {WORDLLAMA_ID: 0.25}
+"""Per semantic embedder, the cosine a claim sharing exactly one word with a multi-word query needs
+(``snapshot_meta.relevance_floor_mixed``); same calibration, chosen at ≤ 5% negative false positives."""
 
 if _wordllama_files() is not None:
     EMBEDDERS[WORDLLAMA_ID] = wordllama_embed

@@ -6,6 +6,10 @@ maint builds it (:func:`build`) with sqlite-utils from session digests and claim
 (fencing, DESIGN.md §9). syncd mirrors it byte-for-byte into ``cache/<f>/snapshot.bin``
 (:func:`fetch`). The same inputs always give the same bytes: nothing time-dependent is stored in
 the file (``built_at`` lives in the pointer).
+
+Readers (the MCP server, the briefing) only need :func:`open_readonly` and the query helpers,
+so the store and lake modules are imported inside the functions that publish and fetch: reading
+a snapshot never pulls the store layer in.
 """
 from __future__ import annotations
 
@@ -14,9 +18,6 @@ import json
 import os
 import sqlite3
 import tempfile
-
-from lib import lake
-from lib.store import CREATE, NotFound, PreconditionFailed, update
 
 SNAPSHOT_SCHEMA_VERSION = 1
 CLAIM_COLUMNS = {"claim_id": str, "claim": str, "claim_type": str, "subject": str, "status": str,
@@ -93,6 +94,9 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
     ``already current`` when the pointer already names this blob.
     :raises StaleEpoch: the pointer carries a higher maint epoch (we lost the lease meanwhile).
     """
+    from lib import lake
+    from lib.store import CREATE, NotFound, PreconditionFailed, update
+
     sha = sha256(data)
     blob = lake.snapshot_blob_key(fleet_id, sha)
     try:
@@ -131,7 +135,9 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
     Returns ``{"changed": bool, "sha256": str|None, "pointer": dict|None}``. The blob's sha256 is
     verified before the atomic replace; a mismatch raises ``ValueError`` and keeps the old copy.
     """
+    from lib import lake
     from lib.spool import atomic_write
+    from lib.store import NotFound
 
     try:
         pointer = json.loads(store.get(lake.snapshot_pointer_key(fleet_id)).data)

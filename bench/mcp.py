@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""Benchmark the MCP server against DESIGN.md §12: ``memory_search`` p95 ≤ 50 ms over a
+100,000-claim snapshot, and the server's RSS ≤ 300 MiB with that snapshot loaded.
+
+Usage::
+
+    python bench/mcp.py [--claims 100000] [--queries 300] [--starts 10] [--embedder ID] [--snapshot PATH]
+
+Builds a synthetic snapshot with :func:`lib.snapshot.build` (claims of 6–20 words drawn from a
+6,000-word vocabulary with Zipf weights, see :func:`zipf`; 50 subjects, 95 % agent-visible, embedded
+like maint embeds them — WordLlama when its wheel is installed, else ``hash256-v1``; ``--embedder``
+picks one), places it as ``cache/<fleet>/snapshot.bin`` in a temporary ``CTXLAKE_HOME``
+and drives a real ``mcp_server.py`` process over its pipes, like an agent runtime would:
+
+- start-up: spawn → first ``initialize`` answer, ``--starts`` times (median and max), next to
+  a bare ``python -c pass`` spawn on the same machine;
+- the first ``memory_search`` (cold: it builds the per-snapshot vector index);
+- warm ``memory_search`` round trips (client-side wall time, pipes included): p50, p95, max —
+  80 % queries of 1–4 vocabulary words, 20 % negative queries of words the corpus lacks;
+- the server's own CPU time per warm call, averaged (``/proc/<pid>/stat``), which a busy
+  machine does not stretch the way it stretches wall time;
+- server peak RSS (``VmHWM``) and current RSS from ``/proc/<pid>/status`` (Linux).
+
+Bytecode caching is on for the server (``PYTHONDONTWRITEBYTECODE`` is dropped and one unmeasured
+run writes the caches), as in a deployed image.
+
+Prints one table against the budgets and exits 1 when a budget is missed. The snapshot build
+itself takes a while (tens of seconds for 100,000 claims); ``--snapshot`` reuses a built file.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+BUDGET_P95_MS = 50.0
+BUDGET_RSS_MIB = 300.0
+FLEET = "bench"
+TYPES = ("environment", "outcome", "convention", "preference", "hypothesis")
+
+
+def vocabulary(n: int, rng: random.Random) -> list[str]:
+    """``n`` distinct pronounceable words, deterministic for a seeded ``rng``."""
+    cons, vows = "bcdfghjklmnprstvwz", "aeiou"
+    words: set = set()
+    while len(words) < n:
+        words.add("".join(rng.choice(cons) + rng.choice(vows) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+def zipf(n: int) -> list[float]:
+    """Word weights 1/(rank + 10): Zipf's law over content words once the ten most common ones
+    (the stopwords a query and the embedder drop) are gone. The most common word lands in about a
+    fifth of the claims, like "test" in a software fleet's memory."""
+    return [1.0 / (i + 10) for i in range(n)]
+
+
+def build_snapshot(path: str, n_claims: int, vocab: list[str], rng: random.Random, embedder_id: str) -> None:
+    from lib import embed, snapshot
+
+    fn = embed.get(embedder_id)
+
+    weights = zipf(len(vocab))
+    subjects = [f"area{i}" for i in range(50)]  # one token each, like ci, auth, db
+    claims = []
+    for i in range(n_claims):
+        words = rng.choices(vocab, weights, k=rng.randint(6, 20))
+        text = " ".join(words)
+        subject = rng.choice(subjects)
+        claims.append({"claim_id": f"01BENCH{i:019d}", "claim": text, "claim_type": rng.choice(TYPES), "subject": subject,
+                       "status": "contested" if i % 17 == 0 else "promoted", "confidence": round(rng.uniform(0.5, 0.95), 2),
+                       "observed_by": f"cc-{i % 40:02d}", "observed_at": "2026-09-%02dT10:00:00.000Z" % (1 + i % 28),
+                       "independent_sessions": 1 + i % 4, "evidence": [{"session_id": f"s{i}", "message_id": f"m{i}"}],
+                       "visible_to_agents": 0 if i % 20 == 0 else 1,
+                       "embedding": embed.to_blob(fn(text)), "embedder": embedder_id})
+    data = snapshot.build(FLEET, [], claims, meta={"summarize_mode": "agent"})
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
+class Server:
+    """A running ``mcp_server.py`` with a blocking line-oriented client."""
+
+    def __init__(self, env):
+        self.t0 = time.perf_counter()
+        self.proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "mcp_server.py")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+        self.next_id = 0
+
+    def call(self, method: str, params: dict) -> tuple[dict, float]:
+        self.next_id += 1
+        t = time.perf_counter()
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}).encode() + b"\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        elapsed = time.perf_counter() - t
+        if not line:
+            raise RuntimeError("server closed its stdout")
+        return json.loads(line), elapsed
+
+    def cpu_secs(self) -> float | None:
+        """User + system CPU seconds the server has used so far (``/proc``; ``None`` off Linux)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def rss(self) -> tuple[float | None, float | None]:
+        """``(peak MiB, current MiB)`` from /proc (``None`` off Linux)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/status") as fh:
+                status = dict(line.split(":", 1) for line in fh if ":" in line)
+            return int(status["VmHWM"].split()[0]) / 1024, int(status["VmRSS"].split()[0]) / 1024
+        except (OSError, KeyError, ValueError):
+            return None, None
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(60)
+        self.proc.stdout.close()
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="bench/mcp.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--claims", type=int, default=100_000, help="claims in the synthetic snapshot (default 100000)")
+    p.add_argument("--queries", type=int, default=300, help="warm memory_search calls (default 300)")
+    p.add_argument("--starts", type=int, default=10, help="start-up measurements (default 10)")
+    p.add_argument("--snapshot", help="reuse this snapshot file instead of building one")
+    p.add_argument("--embedder", help="embed the claims with this id (default: what maint uses, "
+                                      "lib.embed.default_embedder(): WordLlama when its wheel is installed, else hash256-v1)")
+    args = p.parse_args(argv)
+    from lib import embed
+
+    embedder_id = args.embedder or embed.default_embedder()[0]
+    if embed.get(embedder_id) is None:
+        p.error(f"embedder {embedder_id!r} is not available here (known: {', '.join(embed.EMBEDDERS)})")
+    rng = random.Random(42)
+    vocab = vocabulary(6000, rng)
+    home = tempfile.mkdtemp(prefix="ctxlake-bench-mcp-")
+    try:
+        cache = os.path.join(home, "cache", FLEET)
+        os.makedirs(cache)
+        snap = os.path.join(cache, "snapshot.bin")
+        if args.snapshot:
+            import sqlite3
+
+            shutil.copyfile(args.snapshot, snap)
+            build_s = None
+            with sqlite3.connect(snap) as conn:
+                args.claims = conn.execute("SELECT count(*) FROM claims").fetchone()[0]
+                embedder_id = conn.execute("SELECT embedder FROM claims LIMIT 1").fetchone()[0]
+        else:
+            t = time.perf_counter()
+            build_snapshot(snap, args.claims, vocab, rng, embedder_id)
+            build_s = time.perf_counter() - t
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure the server as deployed: bytecode cached
+        env.update(CTXLAKE_HOME=home, CTXLAKE_CONFIG=os.path.join(home, "absent.toml"), CTXLAKE_FLEET_ID=FLEET,
+                   CTXLAKE_AGENT_ID="bench", CTXLAKE_MCP_QUIET="1", PYTHONPATH=ROOT)
+        warm = Server(env)  # one unmeasured run writes the bytecode caches
+        warm.call("tools/call", {"name": "fleet_status", "arguments": {}})
+        warm.close()
+
+        bare = []
+        for _ in range(args.starts):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            bare.append(time.perf_counter() - t)
+        starts = []
+        for _ in range(args.starts):
+            s = Server(env)
+            s.call("initialize", {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "bench"}})
+            starts.append(time.perf_counter() - s.t0)
+            s.close()
+
+        server = Server(env)
+        server.call("initialize", {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "bench"}})
+        resp, cold = server.call("tools/call", {"name": "memory_search", "arguments": {"query": " ".join(vocab[:2])}})
+        if resp.get("result", {}).get("isError") or "error" in resp:
+            raise RuntimeError(f"memory_search failed: {resp}")
+        weights = zipf(len(vocab))
+        warm, hits, empty = [], 0, 0
+        cpu_start = server.cpu_secs()
+        for i in range(args.queries):
+            if i % 5 == 4:
+                query = " ".join("zq" + rng.choice(vocab) for _ in range(rng.randint(1, 3)))  # words the corpus lacks
+            else:
+                query = " ".join(rng.choices(vocab, weights, k=rng.randint(1, 4)))
+            resp, elapsed = server.call("tools/call", {"name": "memory_search", "arguments": {"query": query}})
+            result = json.loads(resp["result"]["content"][0]["text"])
+            hits += len(result["results"])
+            empty += not result["results"]
+            warm.append(elapsed)
+        cpu_end = server.cpu_secs()
+        cpu_mean = (cpu_end - cpu_start) / len(warm) if cpu_start is not None and cpu_end is not None and warm else None
+        peak, current = server.rss()
+        server.close()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+    p50, p95, worst = pct(warm, 50) * 1000, pct(warm, 95) * 1000, max(warm) * 1000
+    rows = [
+        ("snapshot", f"{args.claims} claims, {embedder_id}" + (f", built in {build_s:.0f} s" if build_s else " (reused)"), "", ""),
+        ("bare `python -c pass` spawn (median)", f"{statistics.median(bare) * 1000:.1f} ms", "", ""),
+        ("start-up → first initialize answer (median / max)",
+         f"{statistics.median(starts) * 1000:.1f} / {max(starts) * 1000:.1f} ms", "", ""),
+        ("first memory_search (builds the vector index)", f"{cold * 1000:.0f} ms", "", ""),
+        (f"memory_search p50 / max over {len(warm)} warm calls", f"{p50:.1f} / {worst:.1f} ms", "", ""),
+        ("memory_search p95", f"{p95:.1f} ms", f"≤ {BUDGET_P95_MS:.0f} ms", "PASS" if p95 <= BUDGET_P95_MS else "FAIL"),
+        ("server CPU per warm memory_search (mean)", f"{cpu_mean * 1000:.1f} ms" if cpu_mean is not None else "not measurable",
+         "", ""),
+        ("queries with no hit (20 % are negative by construction)", f"{empty} of {len(warm)}", "", ""),
+    ]
+    if peak is not None:
+        rows.append(("server RSS peak (VmHWM) / now", f"{peak:.0f} / {current:.0f} MiB", f"≤ {BUDGET_RSS_MIB:.0f} MiB",
+                     "PASS" if peak <= BUDGET_RSS_MIB else "FAIL"))
+    else:
+        rows.append(("server RSS", "not measurable on this platform", f"≤ {BUDGET_RSS_MIB:.0f} MiB", "SKIP"))
+    width = max(len(r[0]) for r in rows)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"bench/mcp.py — MCP server against DESIGN.md §12 (python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} CPUs, load average {load:.1f}: wall times stretch on a busy machine)")
+    for name, value, budget, verdict in rows:
+        print(f"  {name:<{width}}  {value:<24} {budget:<12} {verdict}")
+    return 1 if any(r[3] == "FAIL" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

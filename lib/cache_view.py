@@ -1,0 +1,250 @@
+"""Read-only views of the local cache for agent-facing tools (DESIGN.md §3, invariants 9, 12).
+
+Where it sits: syncd writes ``cache/<fleet>/{roster,leases,sync}.json`` (store → cache leg);
+``mcp_server.py`` reads them through this module and never touches the store. Every file is
+untrusted input written by other agents' sessions via a daemon: it is size-capped, parsed
+strictly (no NaN), shape-checked by hand for the fields used, depth-limited, and every string
+in it — keys and values at any depth — goes through :func:`lib.sanitize.clean_deep` before
+anything else sees it. A missing or broken file is a status, never an exception: the caller
+answers ``enabled: false`` with the note this module gives (fail open, invariant 12).
+
+File shapes read (all fields optional unless stated; unknown fields pass through, cleaned)::
+
+    roster.json  {"agents": [{agent_id, runtime, host_id, session_id, repo, branch, task,
+                  paths[], updated_at}], "store_time", "refreshed_at"}  (or a bare list)
+    leases.json  {"store_time", "refreshed_at", "leases": [{resource, repo, path, holder,
+                  session_id, reason, acquired_at, expires_at, epoch}],
+                  "requests": {<record_id>: {...outcome}} or [{record_id, ...}]}
+    sync.json    {"last_run_at": "YYYY-MM-DDTHH:MM:SS.mmmZ", ...}
+
+Times: ``store_time``/``refreshed_at``/``expires_at``/``updated_at`` may be epoch seconds
+(numbers) or ISO-8601 strings. ``store_time - refreshed_at`` is the store clock's offset from
+this host's clock at refresh time, so lease expiry is judged by the store clock (invariant 6).
+Standard library only.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from lib.sanitize import clean_deep
+
+MAX_CACHE_BYTES = 16 << 20
+"""A cache JSON file larger than 16 MiB is treated as unreadable rather than loaded."""
+MAX_DEPTH = 32
+"""Deeper nesting than this in a cache file is treated as unreadable."""
+SPOOL_TAIL_BYTES = 4 << 20
+"""How much of the end of this fleet's MCP spool file is scanned for our own pending requests."""
+
+MISSING, UNREADABLE, OK = "missing", "unreadable", "ok"
+
+
+def format_time(epoch_secs: float) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` (UTC) for ``epoch_secs``."""
+    ms = int(round(epoch_secs * 1000))
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + ".%03dZ" % (ms % 1000)
+
+
+def parse_time(value) -> float | None:
+    """Epoch seconds from a number (seconds; values above 1e12 are read as milliseconds) or an
+    ISO-8601 string (``Z``/offset, or date only = midnight UTC). ``None`` when unparseable."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        v = float(value)
+        if v != v or v in (float("inf"), float("-inf")):
+            return None
+        return v / 1000.0 if v > 1e12 else v
+    if not isinstance(value, str) or not value.strip():
+        return None
+    from datetime import datetime, timezone
+
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _too_deep(value, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)):
+            if d > limit:
+                return True
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return False
+
+
+def read_json(path: str, max_bytes: int = MAX_CACHE_BYTES) -> tuple[object, str, str | None]:
+    """Load one cache file, sanitized.
+
+    Returns ``(data, status, detail)``: ``status`` is ``"ok"`` (``data`` = the cleaned JSON
+    value), ``"missing"`` or ``"unreadable"`` (``data`` None, ``detail`` says why: too large,
+    not UTF-8, not JSON, NaN, nested deeper than :data:`MAX_DEPTH`). Never raises.
+    """
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except FileNotFoundError:
+        return None, MISSING, None
+    except OSError as exc:
+        return None, UNREADABLE, f"cannot read: {exc.strerror or exc}"
+    if len(raw) > max_bytes:
+        return None, UNREADABLE, f"larger than {max_bytes} bytes"
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        return None, UNREADABLE, "not UTF-8"
+    except RecursionError:
+        return None, UNREADABLE, "nested too deep"
+    except ValueError as exc:
+        return None, UNREADABLE, f"not valid JSON ({str(exc)[:120]})"
+    if _too_deep(data, MAX_DEPTH):
+        return None, UNREADABLE, f"nested deeper than {MAX_DEPTH} levels"
+    return clean_deep(data), OK, None
+
+
+def file_age(path: str, data, now: float) -> dict:
+    """``{"refreshed_at": iso|None, "age_secs": int|None}`` of a cache file: from its
+    ``refreshed_at`` field when present and parseable, else from the file's mtime."""
+    stamp = parse_time(data.get("refreshed_at")) if isinstance(data, dict) else None
+    if stamp is None:
+        try:
+            stamp = os.stat(path).st_mtime
+        except OSError:
+            return {"refreshed_at": None, "age_secs": None}
+    return {"refreshed_at": format_time(stamp), "age_secs": max(0, int(now - stamp))}
+
+
+def store_offset(view: dict) -> float:
+    """Seconds to add to this host's clock to get the store's (0 when the view does not say)."""
+    st, rt = parse_time(view.get("store_time")), parse_time(view.get("refreshed_at"))
+    return st - rt if st is not None and rt is not None else 0.0
+
+
+def sync_status(path: str, now: float) -> dict:
+    """When syncd last ran on this host: ``{"last_run_at": iso|None, "age_secs": int|None,
+    "status": ok|missing|unreadable}`` from ``sync.json``'s ``last_run_at``."""
+    data, status, detail = read_json(path, 1 << 20)
+    out = {"last_run_at": None, "age_secs": None, "status": status}
+    if status == OK and isinstance(data, dict):
+        t = parse_time(data.get("last_run_at"))
+        if t is not None:
+            out.update(last_run_at=format_time(t), age_secs=max(0, int(now - t)))
+    elif detail:
+        out["detail"] = detail
+    return out
+
+
+def roster(path: str, now: float, presence_ttl: float) -> dict:
+    """Live agents from ``roster.json``.
+
+    Returns ``{"status", "detail"?, "agents": [entry + "age_secs"], "dropped_stale": n,
+    "cache": file_age}``. Entries that are not objects or lack a string ``agent_id`` are
+    skipped; entries whose ``updated_at`` is older than ``presence_ttl`` seconds by the store
+    clock are dropped (DESIGN.md §9); an entry without a parseable ``updated_at`` is kept with
+    ``age_secs: null`` rather than guessed about.
+    """
+    data, status, detail = read_json(path)
+    out = {"status": status, "agents": [], "dropped_stale": 0}
+    if detail:
+        out["detail"] = detail
+    if status != OK:
+        return out
+    entries = data.get("agents") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        out.update(status=UNREADABLE, detail="no agents list")
+        return out
+    view = data if isinstance(data, dict) else {}
+    store_now = now + store_offset(view)
+    for a in entries:
+        if not isinstance(a, dict) or not isinstance(a.get("agent_id"), str) or not a["agent_id"]:
+            continue
+        t = parse_time(a.get("updated_at"))
+        if t is not None and store_now - t > presence_ttl:
+            out["dropped_stale"] += 1
+            continue
+        out["agents"].append(dict(a, age_secs=None if t is None else max(0, int(store_now - t))))
+    out["cache"] = file_age(path, data, now)
+    return out
+
+
+def leases(path: str, now: float) -> dict:
+    """Unexpired leases and request outcomes from ``leases.json``.
+
+    Returns ``{"status", "detail"?, "view": the cleaned dict, "leases": [lease +
+    "expires_in_secs"], "requests": [{record_id, ...}], "cache": file_age}``. Expiry is judged
+    by the store clock (``store_time``/``refreshed_at`` offset); leases that are free, expired
+    or malformed are skipped. ``requests`` accepts a ``{record_id: outcome}`` object or a list
+    of outcomes carrying ``record_id``.
+    """
+    data, status, detail = read_json(path)
+    out = {"status": status, "view": {}, "leases": [], "requests": []}
+    if detail:
+        out["detail"] = detail
+    if status != OK:
+        return out
+    if not isinstance(data, dict) or not isinstance(data.get("leases", []), list):
+        out.update(status=UNREADABLE, detail="not an object with a leases list")
+        return out
+    out["view"] = data
+    store_now = now + store_offset(data)
+    for lease in data.get("leases") or []:
+        if not isinstance(lease, dict) or not isinstance(lease.get("holder"), str) or not lease["holder"]:
+            continue
+        exp = parse_time(lease.get("expires_at"))
+        if exp is None or exp <= store_now:
+            continue
+        out["leases"].append(dict(lease, expires_in_secs=int(exp - store_now)))
+    reqs = data.get("requests")
+    if isinstance(reqs, dict):
+        out["requests"] = [dict(v, record_id=k) for k, v in reqs.items() if isinstance(v, dict)]
+    elif isinstance(reqs, list):
+        out["requests"] = [r for r in reqs if isinstance(r, dict) and isinstance(r.get("record_id"), str)]
+    out["cache"] = file_age(path, data, now)
+    return out
+
+
+def spooled_records(path: str, agent_id: str, kinds: tuple, max_bytes: int = SPOOL_TAIL_BYTES) -> list[dict]:
+    """This agent's own records of ``kinds`` still waiting in the MCP spool file ``path``.
+
+    Scans the last ``max_bytes`` of the live file (syncd deletes a file once it shipped it, so
+    what is here has not reached the store yet). Lines that are partial, not JSON or another
+    agent's are skipped. Oldest first; cleaned like every other cache read.
+    """
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            start = max(0, size - max_bytes)
+            fh.seek(start)
+            raw = fh.read(size - start)
+    except OSError:
+        return []
+    lines = raw.split(b"\n")
+    if start > 0:
+        lines = lines[1:]  # the first line is probably cut
+    out = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(rec, dict) and rec.get("agent_id") == agent_id and rec.get("kind") in kinds \
+                and not _too_deep(rec, MAX_DEPTH):
+            out.append(clean_deep(rec))
+    return out

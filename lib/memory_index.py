@@ -1,0 +1,634 @@
+"""Queries over the cached snapshot for ``memory_search``, ``memory_timeline`` and
+``fleet_history`` (DESIGN.md §10, §11).
+
+Where it sits: maint builds ``snapshot/<f>/<sha>.sqlite``; syncd mirrors it byte-for-byte into
+``cache/<fleet>/snapshot.bin`` (replacing it by rename); :class:`SnapshotReader` opens that file
+read-only, notices a replacement by file identity and reopens. Nothing here writes.
+
+Ranking (``memory_search``): reciprocal-rank fusion (k = 60) of
+
+- FTS5 ``bm25`` over ``claims_fts`` (agent-visible claims only; query tokens quoted and
+  OR-joined, stopwords dropped), and
+- cosine between the query's embedding and every agent-visible claim embedded with the same
+  ``embedder`` id, from an index built once per snapshot file on first use:
+
+  - a lexical embedder (``hash256-v1``: sparse vectors) gets a :class:`VectorIndex` — per
+    dimension, the claims whose component is non-zero, so a claim sharing no dimension with the
+    query is never touched (its cosine is exactly 0). Exact up to :data:`COSINE_SCAN_CAP`
+    postings per query; past it, most-contributing postings first and exact rescoring;
+  - a semantic embedder (WordLlama: dense vectors) gets a :class:`DenseIndex` — one numpy
+    matrix, one matrix-vector product per query, always exact.
+
+A hit must be relevant, not merely the least bad (a claim found for "configure kafka" because
+it says "configure" is worse than no answer). A candidate from either ranking qualifies when it
+shares at least two (stemmed) words with the query — one for a one-word query — or, with a
+semantic embedder, when its cosine reaches ``relevance_floor`` or it shares one word and its
+cosine reaches ``relevance_floor_mixed`` (both ``snapshot_meta`` keys stamped by maint from
+:data:`lib.embed.RELEVANCE_FLOORS`, calibrated on negative queries by ``bench/memory_eval.py``).
+With a lexical embedder (:data:`lib.embed.LEXICAL`) a cosine without a shared word is a hash
+collision and never qualifies. Only claims with
+``visible_to_agents = 1`` and status ``promoted``/``contested`` are ever read. Standard library
+(``sqlite3``) except the dense index, which imports numpy when first built.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import sys
+from array import array
+from itertools import compress
+
+from lib import embed
+
+RRF_K = 60
+"""Reciprocal-rank fusion constant: score = Σ 1 / (RRF_K + rank)."""
+DEFAULT_RELEVANCE_FLOOR = 0.5
+"""Minimum cosine for a candidate only a semantic embedder found, when the snapshot carries no
+calibrated ``relevance_floor``: deliberately strict until ``bench/memory_eval.py`` calibrates one."""
+DEFAULT_RELEVANCE_FLOOR_MIXED = 0.35
+"""Minimum cosine for a candidate sharing exactly one word with a multi-word query, when the
+snapshot carries no calibrated ``relevance_floor_mixed``."""
+SERVED_STATUSES = ("promoted", "contested")
+
+
+def stem(word: str) -> str:
+    """Crude suffix stripping (``configuration``/``configure``/``config`` meet) for the word-overlap
+    rule; FTS5's porter stemmer does the ranking, this only decides relevance."""
+    for suf in ("ations", "ation", "ings", "ing", "ions", "ion", "ers", "er", "ies", "es", "ed", "s", "e"):
+        if len(word) > len(suf) + 3 and word.endswith(suf):
+            return word[: -len(suf)]
+    return word
+_VISIBLE = "c.visible_to_agents = 1 AND c.status IN ('promoted', 'contested')"
+_REQUIRED = {"claims": {"claim_id", "claim", "status", "visible_to_agents"},
+             "sessions": {"session_id", "ended_at"}, "snapshot_meta": {"key", "value"}}
+MAX_QUERY_TOKENS = 32
+RANK_DF_BUDGET = 2000
+"""Most FTS5 matches one query ranks by bm25 (see :meth:`SnapshotReader.search`)."""
+COSINE_SCAN_CAP = 10_000
+"""Most embedding postings one query reads (see :meth:`VectorIndex.search`)."""
+
+
+class Unavailable(Exception):
+    """No usable snapshot: ``reason`` is ``missing`` or ``unreadable``; the message says why."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class VectorIndex:
+    """Impact-ordered sparse postings of one snapshot's agent-visible claim embeddings.
+
+    ``ids[i]``, ``subjects[i]`` (lowercased), ``types[i]`` describe row ``i``; for each
+    dimension ``d``, ``post_idx[d]`` (``array('i')``) and ``post_val[d]`` (``array('f')``, the
+    component divided by the row's L2 norm) list the rows whose component ``d`` is non-zero, so
+    the dot product with a unit query is the cosine. A dimension a capped scan reads is sorted
+    by value on first use, so it can be read most-contributing first from either end. Memory is about 8 bytes per non-zero component.
+    """
+
+    def __init__(self, embedder_id: str):
+        self.embedder_id = embedder_id
+        self.ids: list[str] = []
+        self.subjects: list[str] = []
+        self.types: list[str] = []
+        self.post_idx = [array("i") for _ in range(embed.DIM)]
+        self.post_val = [array("f") for _ in range(embed.DIM)]
+        self.norms = array("f")
+        self._sorted = [False] * embed.DIM
+
+    @classmethod
+    def build(cls, conn: sqlite3.Connection, embedder_id: str, chunk: int = 8192) -> "VectorIndex":
+        """Load every agent-visible claim embedded by ``embedder_id`` (blobs of exactly 1,024
+        bytes; others are skipped), ``chunk`` rows at a time so peak memory stays small.
+
+        The zero test runs on the blob's bytes read as ``uint32`` (a zero component is four zero
+        bytes, and the interpreter's cached ``0`` costs no allocation), so only non-zero
+        components ever become Python objects.
+        """
+        idx = cls(embedder_id)
+        cur = conn.execute(
+            "SELECT c.claim_id, lower(coalesce(c.subject, '')), coalesce(c.claim_type, ''), c.embedding FROM claims c "
+            f"WHERE {_VISIBLE} AND c.embedder = ? AND length(c.embedding) = ? ORDER BY c.claim_id",
+            (embedder_id, embed.BLOB_BYTES))
+        local = tuple(range(chunk))
+        base = 0
+        dim = embed.DIM
+        while True:
+            rows = cur.fetchmany(chunk)
+            if not rows:
+                break
+            raw = b"".join(r[3] for r in rows)
+            words, floats = array("I"), array("f")
+            words.frombytes(raw)
+            floats.frombytes(raw)
+            if sys.byteorder == "big":
+                words.byteswap()
+                floats.byteswap()
+            for d in range(dim):
+                where = array("i", compress(local, words[d::dim]))
+                if where:
+                    idx.post_val[d].extend(map(floats[d::dim].__getitem__, where))
+                    idx.post_idx[d].extend(map(base.__add__, where))
+            for r in rows:
+                idx.ids.append(r[0])
+                idx.subjects.append(r[1])
+                idx.types.append(r[2])
+            base += len(rows)
+        sq = [0.0] * base
+        for d in range(dim):
+            for i, v in zip(idx.post_idx[d], idx.post_val[d]):
+                sq[i] += v * v
+        idx.norms = array("f", map(math.sqrt, sq))
+        unit = all(abs(x - 1.0) <= 1e-4 for x in idx.norms if x)
+        if not unit:
+            for d in range(dim):
+                pi, pv = idx.post_idx[d], idx.post_val[d]
+                idx.post_val[d] = array("f", [v / idx.norms[i] for i, v in zip(pi, pv)])
+        return idx
+
+    def _impact_ordered(self, d: int) -> None:
+        """Sort dimension ``d``'s postings by value, once, the first time a capped scan needs it
+        (most dimensions of most snapshots never do, so the build does not pay for it)."""
+        if not self._sorted[d]:
+            pi, pv = self.post_idx[d], self.post_val[d]
+            order = sorted(range(len(pv)), key=pv.__getitem__)
+            self.post_idx[d] = array("i", map(pi.__getitem__, order))
+            self.post_val[d] = array("f", map(pv.__getitem__, order))
+            self._sorted[d] = True
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def search(self, qvec, limit: int, subject: str | None = None, claim_type: str | None = None,
+               scan_cap: int | None = None, exact_rows=None) -> tuple[list[tuple[str, float]], bool]:
+        """Top ``limit`` ``(claim_id, cosine)`` by cosine, best first, over rows passing the
+        filters (``subject`` compared lowercased); rows with cosine ≤ 0 are left out.
+
+        Returns ``(hits, exact)``. When the query's dimensions hold at most ``scan_cap``
+        postings in all (default :data:`COSINE_SCAN_CAP`) every one is read and ``exact`` is
+        True. Otherwise each dimension is read most-contributing first up to a fair share of the
+        cap (short dimensions whole, the rest split evenly), ``exact`` is False, and the best
+        ``limit`` candidates are rescored exactly by ``exact_rows(ids) -> {id: blob}`` when given.
+        """
+        cap = COSINE_SCAN_CAP if scan_cap is None else scan_cap
+        qn = math.sqrt(sum(v * v for v in qvec))
+        if not qn or not self.ids:
+            return [], True
+        dims = [(d, qv / qn) for d, qv in enumerate(qvec) if qv]
+        sizes = sorted((len(self.post_idx[d]), d) for d, _ in dims)
+        share, left, budget = {}, len(sizes), cap
+        for n, d in sizes:
+            share[d] = min(n, budget // left)
+            budget -= share[d]
+            left -= 1
+        exact = all(share[d] == len(self.post_idx[d]) for d, _ in dims)
+        acc: dict[int, float] = {}
+        for d, w in dims:
+            m = share[d]
+            if m < len(self.post_idx[d]):
+                self._impact_ordered(d)
+            pi, pv = self.post_idx[d], self.post_val[d]
+            if m < len(pi):  # most-contributing first: the largest values for w > 0, the smallest for w < 0
+                pi, pv = (pi[len(pi) - m:], pv[len(pv) - m:]) if w > 0 else (pi[:m], pv[:m])
+            part = dict(zip(pi, map(w.__mul__, pv)))  # C-level; Python only touches rows in both
+            if acc:
+                for i in acc.keys() & part.keys():
+                    part[i] += acc[i]
+                acc.update(part)
+            else:
+                acc = part
+        if subject is not None or claim_type is not None:
+            subj = subject.lower() if subject else None
+            acc = {i: x for i, x in acc.items() if (subj is None or self.subjects[i] == subj)
+                   and (claim_type is None or self.types[i] == claim_type)}
+        if len(acc) > limit:  # the limit-th best score by a C-level float sort, then a C-level filter
+            floor = sorted(acc.values())[-limit]
+            best = list(compress(acc, map(floor.__le__, acc.values())))
+        else:
+            best = list(acc)
+        best.sort(key=lambda i: (-acc[i], i))
+        best = best[:limit]
+        if not exact and exact_rows is not None and best:
+            blobs = exact_rows([self.ids[i] for i in best])
+            for i in best:
+                blob = blobs.get(self.ids[i])
+                if blob is not None and self.norms[i]:
+                    vec = embed.from_blob(blob)
+                    acc[i] = sum(w * vec[d] for d, w in dims) / self.norms[i]
+            best.sort(key=lambda i: (-acc[i], i))
+        return [(self.ids[i], min(1.0, acc[i])) for i in best if acc[i] > 0], exact
+
+
+class DenseIndex:
+    """One snapshot's agent-visible claim embeddings from a dense (semantic) embedder, as a
+    numpy ``float32`` matrix of unit rows: a query is one matrix-vector product.
+
+    Used for embedders outside :data:`lib.embed.LEXICAL` (WordLlama): their vectors have all 256
+    components non-zero, where postings would cost more than the matrix. The matrix is
+    allocated once at its final size and filled ``chunk`` rows at a time (peak memory = the
+    matrix, about 1 KiB per claim, plus one chunk). numpy is imported here, on first use — the
+    embedder computing the query needs it anyway. Subjects and types are kept as integer codes
+    so filters are vectorised masks.
+    """
+
+    def __init__(self, embedder_id: str):
+        self.embedder_id = embedder_id
+        self.ids: list[str] = []
+        self.matrix = None
+        self.subject_code: dict[str, int] = {}
+        self.type_code: dict[str, int] = {}
+        self.subjects = None
+        self.types = None
+
+    @classmethod
+    def build(cls, conn: sqlite3.Connection, embedder_id: str, chunk: int = 8192) -> "DenseIndex":
+        """Load every agent-visible claim embedded by ``embedder_id`` (1,024-byte blobs only).
+        :raises ImportError: numpy is not installed (the caller falls back to FTS5 only)."""
+        import numpy as np
+
+        where = f"WHERE {_VISIBLE} AND c.embedder = ? AND length(c.embedding) = ?"
+        args = (embedder_id, embed.BLOB_BYTES)
+        n = conn.execute(f"SELECT count(*) FROM claims c {where}", args).fetchone()[0]
+        idx = cls(embedder_id)
+        idx.matrix = np.zeros((n, embed.DIM), dtype=np.float32)
+        subjects, types = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32)
+        cur = conn.execute("SELECT c.claim_id, lower(coalesce(c.subject, '')), coalesce(c.claim_type, ''), c.embedding "
+                           f"FROM claims c {where} ORDER BY c.claim_id", args)
+        row = 0
+        while row < n:
+            rows = cur.fetchmany(chunk)[: n - row]
+            if not rows:
+                break
+            block = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(len(rows), embed.DIM)
+            norms = np.sqrt(np.einsum("ij,ij->i", block, block))  # no full-size temporaries
+            norms[norms == 0] = 1.0
+            idx.matrix[row:row + len(rows)] = block / norms[:, None]
+            for j, r in enumerate(rows, row):
+                idx.ids.append(r[0])
+                subjects[j] = idx.subject_code.setdefault(r[1], len(idx.subject_code))
+                types[j] = idx.type_code.setdefault(r[2], len(idx.type_code))
+            row += len(rows)
+        idx.matrix = idx.matrix[:row]
+        idx.subjects, idx.types = subjects[:row], types[:row]
+        return idx
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def search(self, qvec, limit: int, subject: str | None = None, claim_type: str | None = None,
+               scan_cap: int | None = None, exact_rows=None) -> tuple[list[tuple[str, float]], bool]:
+        """Top ``limit`` ``(claim_id, cosine)`` over every row, best first (ties by claim_id);
+        rows with cosine ≤ 0 are left out. Always exact: returns ``(hits, True)``."""
+        import numpy as np
+
+        q = np.asarray(qvec, dtype=np.float32)
+        qn = float(np.linalg.norm(q))
+        if not qn or not self.ids:
+            return [], True
+        scores = self.matrix @ (q / qn)
+        if subject is not None:
+            code = self.subject_code.get(subject.lower())
+            scores = np.where(self.subjects == code, scores, -np.inf) if code is not None else np.full_like(scores, -np.inf)
+        if claim_type is not None:
+            code = self.type_code.get(claim_type)
+            scores = np.where(self.types == code, scores, -np.inf) if code is not None else np.full_like(scores, -np.inf)
+        k = min(limit, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k]
+        best = sorted(top.tolist(), key=lambda i: (-float(scores[i]), i))
+        return [(self.ids[i], min(1.0, float(scores[i]))) for i in best if scores[i] > 0], True
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct non-stopword tokens of ``text`` in order, at most :data:`MAX_QUERY_TOKENS`."""
+    seen: list[str] = []
+    for tok in embed.tokens(text):
+        if tok not in seen:
+            seen.append(tok)
+        if len(seen) >= MAX_QUERY_TOKENS:
+            break
+    return seen
+
+
+def match_expr(terms: list[str]) -> str | None:
+    """FTS5 MATCH expression: each term quoted, OR-joined; ``None`` for no terms."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) if terms else None
+
+
+def _like(text: str) -> str:
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+class SnapshotReader:
+    """The cached snapshot of one fleet, opened read-only on demand.
+
+    :meth:`conn` (re)opens ``path`` when its identity (device, inode, size, mtime) changed —
+    syncd replaces the file by rename — and drops the per-snapshot vector index with the old
+    connection. :raises Unavailable: the file is missing, not SQLite, or lacks the tables and
+    columns read here.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self._ident = None
+        self._conn: sqlite3.Connection | None = None
+        self.meta: dict[str, str] = {}
+        self.columns: dict[str, set] = {}
+        self._index: VectorIndex | None = None
+        self._index_for: str | None = None
+        self._embedders: list[str] | None = None
+
+    def conn(self) -> sqlite3.Connection:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self.close()
+            raise Unavailable("missing", "no snapshot in the local cache") from None
+        except OSError as exc:
+            raise Unavailable("unreadable", f"cannot stat the cached snapshot: {exc.strerror or exc}") from None
+        ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        if ident == self._ident and self._conn is not None:
+            return self._conn
+        self.close()
+        from lib import snapshot
+
+        try:
+            conn = snapshot.open_readonly(self.path)
+            columns = {}
+            for table in ("claims", "sessions", "snapshot_meta", "claims_fts"):
+                columns[table] = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+            meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM snapshot_meta")}
+        except sqlite3.Error as exc:
+            raise Unavailable("unreadable", f"the cached snapshot is not readable SQLite ({exc})") from None
+        for table, need in _REQUIRED.items():
+            if not need <= columns.get(table, set()):
+                conn.close()
+                raise Unavailable("unreadable", f"the cached snapshot's {table} table lacks {sorted(need - columns.get(table, set()))}")
+        self._conn, self._ident, self.meta, self.columns = conn, ident, meta, columns
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+        self._conn, self._ident, self._index, self._index_for, self._embedders = None, None, None, None, None
+
+    # -- claims ----------------------------------------------------------------------------
+    def claim_embedders(self) -> list[str]:
+        """Embedder ids of agent-visible claims, most used first (computed once per snapshot)."""
+        conn = self.conn()
+        if self._embedders is None:
+            rows = []
+            if "embedder" in self.columns.get("claims", ()):
+                rows = conn.execute(
+                    f"SELECT c.embedder, count(*) AS n FROM claims c WHERE {_VISIBLE} AND c.embedder IS NOT NULL "
+                    "GROUP BY c.embedder ORDER BY n DESC, c.embedder").fetchall()
+            self._embedders = [r[0] for r in rows if isinstance(r[0], str)]
+        return self._embedders
+
+    def vector_index(self, embedder_id: str):
+        """The cosine index for ``embedder_id`` on the current snapshot, built on first use: a
+        sparse :class:`VectorIndex` for a lexical embedder, a :class:`DenseIndex` otherwise.
+        :raises ImportError: a dense index without numpy."""
+        conn = self.conn()
+        if self._index is None or self._index_for != embedder_id:
+            self._index = None
+            kind = VectorIndex if embedder_id in embed.LEXICAL else DenseIndex
+            self._index = kind.build(conn, embedder_id)
+            self._index_for = embedder_id
+        return self._index
+
+    def relevance_floor(self) -> float:
+        """``snapshot_meta.relevance_floor`` as a float in [0, 1], else :data:`DEFAULT_RELEVANCE_FLOOR`."""
+        try:
+            v = float(self.meta.get("relevance_floor", DEFAULT_RELEVANCE_FLOOR))
+        except ValueError:
+            return DEFAULT_RELEVANCE_FLOOR
+        return v if 0.0 <= v <= 1.0 else DEFAULT_RELEVANCE_FLOOR
+
+    def doc_count(self, term: str, cap: int) -> int:
+        """Agent-visible claims whose text or subject holds ``term`` (FTS5 tokenization), counted
+        up to ``cap`` (matching is cheap; it is bm25 ranking that costs per match)."""
+        try:
+            return self.conn().execute("SELECT count(*) FROM (SELECT 1 FROM claims_fts WHERE claims_fts MATCH ? LIMIT ?)",
+                                       (match_expr([term]), cap)).fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
+    def fts_ranked(self, match: str, limit: int, subject: str | None, claim_type: str | None) -> list[str]:
+        """Claim ids matching the FTS5 expression, best bm25 first, at most ``limit``.
+
+        ``claims_fts`` holds agent-visible claims only, so without filters the claims table is
+        not joined (the caller re-checks visibility and status on the rows it keeps); with a
+        ``subject``/``claim_type`` filter it is.
+        """
+        if "claim_id" not in self.columns.get("claims_fts", ()):
+            return []
+        if not subject and not claim_type:
+            q, args = "SELECT claim_id FROM claims_fts WHERE claims_fts MATCH ? ORDER BY rank LIMIT ?", [match, limit]
+        else:
+            where, args = [_VISIBLE], [match]
+            if subject:
+                where.append("lower(c.subject) = lower(?)")
+                args.append(subject)
+            if claim_type:
+                where.append("c.claim_type = ?")
+                args.append(claim_type)
+            args.append(limit)
+            q = ("SELECT c.claim_id FROM claims_fts JOIN claims c ON c.claim_id = claims_fts.claim_id "
+                 f"WHERE claims_fts MATCH ? AND {' AND '.join(where)} ORDER BY claims_fts.rank LIMIT ?")
+        try:
+            return [r[0] for r in self.conn().execute(q, args)]
+        except sqlite3.OperationalError:
+            return []
+
+    def search(self, query: str, k: int, subject: str | None = None, claim_type: str | None = None) -> dict:
+        """Rank agent-visible claims for ``query`` (see the module docstring).
+
+        Returns ``{"hits": [{"claim_id", "matched_by": ["fts5"?, "cosine"?], "cosine"?}],
+        "truncated": bool, "ranking": str, "relevance_floor": float, "notes": [str]}`` with at
+        most ``k`` hits, best first (ties by claim_id). ``truncated`` is true when more claims
+        qualified than were returned.
+
+        Lexical side: terms found in more than :data:`RANK_DF_BUDGET` claims are left out of the
+        bm25 query when rarer terms exist (their IDF is low, so they barely move bm25, while
+        ranking every match costs microseconds each); a cosine candidate still counts as a
+        lexical match when its own words contain a query word. With no usable embedding, every
+        term is ranked by bm25.
+        """
+        terms = query_terms(query)
+        pool = max(4 * k, 40)
+        notes: list[str] = []
+        embedders = self.claim_embedders()
+        usable = [e for e in embedders if embed.get(e)]
+        cos: list[tuple[str, float]] = []
+        ranking = "fts5 bm25 only"
+        if usable:
+            eid = usable[0]
+            try:
+                cos, exact = self.vector_index(eid).search(embed.get(eid)(query), pool, subject, claim_type,
+                                                           exact_rows=self.embeddings_by_id)
+                ranking = f"rrf(fts5 bm25, cosine {eid})" if exact else \
+                    f"rrf(fts5 bm25, cosine {eid} over the {COSINE_SCAN_CAP} most-contributing postings)"
+            except Exception as exc:  # the embedder or numpy failed on this host: lexical ranking still works
+                usable = []
+                notes.append(f"The {eid} embedder failed here ({type(exc).__name__}: {str(exc)[:120]}): ranked by FTS5 only.")
+            others = [e for e in embedders if e != eid]
+            if others:
+                notes.append(f"Claims embedded with {', '.join(others)} are matched by FTS5 only.")
+        elif embedders:
+            notes.append(f"Claims here are embedded with {', '.join(embedders)}, which this host cannot compute: ranked by FTS5 only.")
+        else:
+            notes.append("No claim in this snapshot carries an embedding: ranked by FTS5 only.")
+        ranked_terms = terms
+        if usable and terms:  # cosine candidates get a lexical check, so very common words can leave bm25
+            dfs = {t: self.doc_count(t, RANK_DF_BUDGET + 1) for t in terms}
+            ranked_terms, budget = [], RANK_DF_BUDGET
+            for t in sorted(terms, key=lambda t: dfs[t]):
+                if 0 < dfs[t] <= budget:
+                    ranked_terms.append(t)
+                    budget -= dfs[t]
+        fts_ids = self.fts_ranked(match_expr(ranked_terms), pool, subject, claim_type) if ranked_terms else []
+        semantic = bool(usable) and usable[0] not in embed.LEXICAL
+        floor = self.relevance_floor()
+        mixed = self.relevance_floor_mixed() if semantic else None
+        cos_of = dict(cos)
+        candidates = list(dict.fromkeys(fts_ids + [cid for cid, _ in cos]))
+        rows = self.claims_by_id(candidates) if candidates else {}
+        if semantic:  # FTS-only candidates get their cosine too, for the mixed rule
+            missing = [cid for cid in fts_ids if cid not in cos_of]
+            if missing:
+                qvec = embed.get(usable[0])(query)
+                for cid, blob in self.embeddings_by_id(missing).items():
+                    try:
+                        cos_of[cid] = sum(x * y for x, y in zip(qvec, embed.from_blob(blob)))
+                    except ValueError:
+                        continue
+        qstems = {stem(t) for t in terms}
+        need = min(2, len(qstems)) if qstems else 1
+        qualified, shared = set(), {}
+        for cid in candidates:
+            row = rows.get(cid) or {}
+            m = len(qstems & {stem(t) for t in embed.tokens(f"{row.get('claim') or ''} {row.get('subject') or ''}")})
+            shared[cid] = m
+            c = cos_of.get(cid, 0.0)
+            if m >= need or (semantic and (c >= floor or (m >= 1 and c >= mixed))):
+                qualified.add(cid)
+        fused: dict[str, float] = {}
+        hits: dict[str, dict] = {}
+        for rank, cid in enumerate(fts_ids, 1):
+            if cid in qualified:
+                fused[cid] = 1.0 / (RRF_K + rank)
+                hits[cid] = {"claim_id": cid, "matched_by": ["fts5"]}
+        for rank, (cid, c) in enumerate(cos, 1):
+            if cid in qualified and (shared[cid] or semantic):
+                fused[cid] = fused.get(cid, 0.0) + 1.0 / (RRF_K + rank)
+                hit = hits.setdefault(cid, {"claim_id": cid, "matched_by": []})
+                hit["matched_by"].append("cosine")
+                hit["cosine"] = round(c, 3)
+        if candidates and not fused:
+            notes.append("Candidates were found but none passed the relevance floor: nothing is better than an unrelated claim.")
+        order = sorted(fused, key=lambda c: (-fused[c], c))
+        return {"hits": [hits[c] for c in order[:k]], "truncated": len(order) > k, "ranking": ranking,
+                "relevance_floor": floor, "notes": notes}
+
+    def relevance_floor_mixed(self) -> float:
+        """``snapshot_meta.relevance_floor_mixed``: the cosine a claim sharing exactly one query
+        word needs (semantic embedders only); :data:`DEFAULT_RELEVANCE_FLOOR_MIXED` when absent."""
+        try:
+            v = float(self.meta.get("relevance_floor_mixed", DEFAULT_RELEVANCE_FLOOR_MIXED))
+        except ValueError:
+            return DEFAULT_RELEVANCE_FLOOR_MIXED
+        return v if 0.0 <= v <= 1.0 else DEFAULT_RELEVANCE_FLOOR_MIXED
+
+    def claims_by_id(self, ids: list[str]) -> dict[str, dict]:
+        """``{claim_id: row}`` for agent-visible claims among ``ids``."""
+        if not ids:
+            return {}
+        cols = self._claim_cols()
+        out = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            q = f"SELECT {cols} FROM claims c WHERE {_VISIBLE} AND c.claim_id IN ({','.join('?' * len(part))})"
+            for r in self.conn().execute(q, part):
+                out[r["claim_id"]] = dict(r)
+        return out
+
+    def embeddings_by_id(self, ids: list[str]) -> dict[str, bytes]:
+        """``{claim_id: embedding blob}`` for ``ids`` (primary-key lookups)."""
+        out = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            q = f"SELECT claim_id, embedding FROM claims WHERE claim_id IN ({','.join('?' * len(part))})"
+            for cid, blob in self.conn().execute(q, part):
+                if isinstance(blob, bytes) and len(blob) == embed.BLOB_BYTES:
+                    out[cid] = blob
+        return out
+
+    def _claim_cols(self) -> str:
+        have = self.columns.get("claims", set())
+        want = ("claim_id", "claim", "claim_type", "subject", "status", "confidence", "observed_by", "observed_at",
+                "independent_sessions", "updated_at")
+        return ", ".join(f"c.{c}" if c in have else f"NULL AS {c}" for c in want)
+
+    def list_claims(self, limit: int, subject: str | None, claim_type: str | None) -> list[dict]:
+        """Agent-visible claims, highest confidence first (a blank query), at most ``limit``."""
+        where, args = [_VISIBLE], []
+        if subject:
+            where.append("lower(c.subject) = lower(?)")
+            args.append(subject)
+        if claim_type:
+            where.append("c.claim_type = ?")
+            args.append(claim_type)
+        q = (f"SELECT {self._claim_cols()} FROM claims c WHERE {' AND '.join(where)} "
+             "ORDER BY c.confidence DESC, c.observed_at DESC, c.claim_id LIMIT ?")
+        return [dict(r) for r in self.conn().execute(q, args + [limit])]
+
+    def claims_about(self, subject: str, since: str | None, limit: int) -> list[dict]:
+        """Agent-visible claims whose subject is ``subject`` or whose text mentions it, newest
+        first by ``observed_at``, at most ``limit``."""
+        where = [_VISIBLE, "(lower(c.subject) = lower(?) OR c.claim LIKE ? ESCAPE '\\' OR c.subject LIKE ? ESCAPE '\\')"]
+        args: list = [subject, _like(subject), _like(subject)]
+        if since:
+            where.append("c.observed_at >= ?")
+            args.append(since)
+        q = (f"SELECT {self._claim_cols()} FROM claims c WHERE {' AND '.join(where)} "
+             "ORDER BY c.observed_at DESC, c.claim_id LIMIT ?")
+        return [dict(r) for r in self.conn().execute(q, args + [limit])]
+
+    # -- sessions --------------------------------------------------------------------------
+    def sessions(self, limit: int, repo: str | None = None, since: str | None = None,
+                 about: str | None = None) -> list[dict]:
+        """Session digests, newest ``ended_at`` first, at most ``limit``; list fields decoded.
+
+        ``repo``: exact match; ``since``: ``ended_at >= since`` (ISO strings compare in time
+        order); ``about``: substring of the summary, files, commands or repo.
+        """
+        have = self.columns.get("sessions", set())
+        where, args = ["1 = 1"], []
+        if repo:
+            where.append("repo = ?")
+            args.append(repo)
+        if since:
+            where.append("ended_at >= ?")
+            args.append(since)
+        if about:
+            parts = [f"{c} LIKE ? ESCAPE '\\'" for c in ("summary", "files_touched", "commands", "repo") if c in have]
+            if parts:
+                where.append("(" + " OR ".join(parts) + ")")
+                args.extend([_like(about)] * len(parts))
+        q = f"SELECT * FROM sessions WHERE {' AND '.join(where)} ORDER BY ended_at DESC, session_id LIMIT ?"
+        out = []
+        for r in self.conn().execute(q, args + [limit]):
+            d = dict(r)
+            for k in ("files_touched", "commands", "tests_run", "commits", "usage", "friction"):
+                if isinstance(d.get(k), str):
+                    try:
+                        d[k] = json.loads(d[k])
+                    except ValueError:
+                        d[k] = None
+            out.append(d)
+        return out
