@@ -185,7 +185,10 @@ class Builder:
             outcomes.append(oc)
             self._note(oc, "tool.input", eid, input_text)
             out["input"] = text
-        out["input_hash"] = sha256_hex(input_text) if input_text is not None else ""
+        # The hash of the *redacted* input, like content_hash: a hash of the original next to the
+        # redacted text would let anyone holding the lake brute-force a short secret (a card number,
+        # an SSN, a password) by filling the placeholder back in and comparing hashes.
+        out["input_hash"] = sha256_hex(out["input"]) if input_text is not None else ""
         raw_result = tool.get("result")
         if raw_result is not None:
             result_text = truncate(to_text(raw_result))
