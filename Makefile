@@ -29,6 +29,7 @@ test: $(DEVSTAMP)
 
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/hook_latency.py
+	$(BIN)/python bench/sync_throughput.py
 	$(BIN)/python bench/ctxctl_savings.py
 	$(BIN)/python bench/mcp.py
 	$(BIN)/python bench/lease_contention.py

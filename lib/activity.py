@@ -1,7 +1,7 @@
 """What the agents spooling on this host are doing, derived from the spool (DESIGN.md §3, §9).
 
-Where it sits: syncd feeds every envelope it ships to :meth:`Activity.observe` (no second read
-of the spool), and :func:`scan_spool` lists which sessions are open — spool files present, no
+Where it sits: syncd feeds every batch it ships to :func:`observe_lines` (no second read of
+the spool; only the lines presence needs are parsed), and :func:`scan_spool` lists which sessions are open — spool files present, no
 ``<session>.done``, written to within ``idle_secs``. :func:`summarize` turns both into one
 heartbeat's worth of fields per agent (:mod:`lib.roster`): runtime, session, repo, branch, the
 task (first line of the latest prompt, already redacted in the envelope, sanitized here) and
@@ -126,12 +126,121 @@ class Activity:
                     tk = f"{where[0]}\0{where[1]}"
                     prev = s["touched"].get(tk) or {}
                     s["touched"][tk] = {"repo": where[0], "path": where[1], "at": at, "tool": str(tool.get("name") or ""),
-                                        "write": bool(prev.get("write")) or tool.get("name") in writes}
+                                        "write": bool(prev.get("write")) or tool.get("name") in writes
+                                        or bool(tool.get("_write"))}
                 if len(s["touched"]) > MAX_TOUCHED_PER_SESSION:
                     keep = sorted(s["touched"].items(), key=lambda kv: -kv[1]["at"])[:MAX_TOUCHED_PER_SESSION]
                     s["touched"] = dict(keep)
             elif etype == "session_end":
                 s["ended"], s["ended_at"] = True, at
+
+
+_TOOL = b'"event_type":"tool_call"'
+
+
+def _field(raw: bytes, key: bytes, limit: int = 4096):
+    """The JSON value after the first ``"<key>":`` in an envelope line, decoded from a bounded
+    slice, or ``None``. Safe on envelope lines because tool input and result are JSON *strings*
+    there (lib/envelope.py), so a quote inside them is escaped and the unescaped pattern
+    ``"<key>":`` only matches a real key."""
+    import json
+
+    i = raw.find(b'"' + key + b'":')
+    if i < 0:
+        return None
+    start = i + len(key) + 3
+    try:
+        value, _ = json.JSONDecoder().raw_decode(raw[start:start + limit].decode("utf-8", "replace"))
+        return value
+    except ValueError:
+        return None
+
+
+def observe_lines(activity: Activity, runtime: str, lines: list[bytes]) -> None:
+    """Fold one shipped batch of raw spool lines (one session) into ``activity``, cheaply.
+
+    The shipper encodes batches straight from bytes (DESIGN.md §12 throughput), so this reads
+    only what presence needs and mostly with byte searches: the batch's first line in full (who
+    and where), the *last* prompt (the task), session starts/ends, and of the tool calls that
+    name paths only the ``paths`` list (decoded once per distinct list), the newest time and
+    whether a write tool touched them; the session's ``last_at`` comes from the last line.
+    Everything is then folded through :meth:`Activity.observe` as a handful of envelopes.
+    """
+    if runtime not in LIVE_RUNTIMES or not lines:
+        return
+    import json
+
+    try:
+        base = json.loads(lines[0])
+    except ValueError:
+        return
+    if not isinstance(base, dict):
+        return
+    who = {k: base[k] for k in ("fleet_id", "agent_id", "runtime", "session_id") if k in base}
+    picked: list[dict] = [base]
+    writes = {w.encode() for w in _write_tools(runtime)}
+    last_prompt = None
+    touched: dict = {}  # raw paths bytes -> [index of newest line, touched by a write tool, newest tool name]
+    for i in range(1, len(lines)):
+        raw = lines[i]
+        if _TOOL in raw:
+            j = raw.find(b'"paths":[')
+            if j < 0 or raw.startswith(b"[]", j + 8):
+                continue
+            k = raw.find(b"]}", j)
+            if k < 0:
+                continue
+            key = raw[j + 8:k + 1]
+            name = _tool_name_bytes(raw)
+            cur = touched.get(key)
+            touched[key] = [i, bool(name in writes or (cur and cur[1])), name]
+        elif b'"event_type":"prompt"' in raw:
+            last_prompt = i
+        elif b'"event_type":"session_' in raw:
+            try:
+                env = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(env, dict):
+                picked.append(env)
+    if last_prompt is not None:
+        try:
+            env = json.loads(lines[last_prompt])
+            if isinstance(env, dict):
+                picked.append(env)
+        except ValueError:
+            pass
+    cwd = base.get("cwd")
+    for key, (i, wrote, name) in sorted(touched.items(), key=lambda kv: kv[1][0]):
+        try:
+            paths = json.loads(key)
+        except ValueError:
+            continue
+        if not isinstance(paths, list):
+            continue
+        env = dict(who, event_type="tool_call", emitted_at=_field(lines[i], b"emitted_at", 64),
+                   tool={"name": name.decode("utf-8", "replace"), "paths": paths, "_write": wrote})
+        for f in ("cwd", "repo"):
+            v = _field(lines[i], f.encode(), 4096)
+            if isinstance(v, str):
+                env[f] = v
+        env.setdefault("cwd", cwd)
+        picked.append(env)
+    stamp = _field(lines[-1], b"emitted_at", 64)
+    if isinstance(stamp, str):
+        picked.append(dict(who, event_type="activity", emitted_at=stamp))
+    picked.sort(key=lambda e: str(e.get("emitted_at") or ""))
+    activity.observe(runtime, picked)
+
+
+def _tool_name_bytes(raw: bytes) -> bytes:
+    """``tool.name`` of an envelope line as raw bytes (the first key of its ``tool`` object)."""
+    i = raw.find(b'"tool":{"name":"')
+    if i < 0:
+        return b""
+    start = i + 16
+    end = raw.find(b'"', start)
+    return raw[start:end] if end > 0 else b""
 
 
 def _spool_agent(paths, runtime: str, stem: str, files: list[str]) -> tuple[str | None, str | None]:

@@ -92,9 +92,9 @@ class LivePlane:
         self.state["sessions"] = self.activity.sessions
         atomic_write(self.cfg.paths.live_state(self.fleet), json.dumps(self.state, sort_keys=True).encode())
 
-    def observe(self, runtime: str, envelopes: list[dict]) -> None:
-        """Envelopes syncd just shipped (see :meth:`lib.activity.Activity.observe`)."""
-        self.activity.observe(runtime, envelopes)
+    def observe(self, runtime: str, lines: list[bytes]) -> None:
+        """Raw spool lines of a batch syncd just shipped (see :func:`lib.activity.observe_lines`)."""
+        activity.observe_lines(self.activity, runtime, lines)
 
     # -- the pass --------------------------------------------------------------------------
     def run(self, store) -> dict:

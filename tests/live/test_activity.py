@@ -73,3 +73,34 @@ def test_scan_spool_finds_open_idle_and_ended_sessions(home, git_repo):
     os.unlink(paths.session_spool("claude_code", "open-1"))  # sealed and cleaned up by the shipper
     open_keys, ended = activity.scan_spool(paths, F, a, idle_secs=1800, local_now=time.time())
     assert "claude_code/open-1" in ended and not open_keys
+
+
+def test_shipped_lines_are_folded_parsing_only_what_presence_needs(git_repo, monkeypatch):
+    import json
+
+    from lib.envelope import parse_time
+
+    lines = [json.dumps(e, separators=(",", ":")).encode() for e in [
+        env("s1", "session_start", at="2026-05-01T10:00:00.000Z", cwd=git_repo, repo=REPO_ID),
+        env("s1", "tool_call", at="2026-05-01T10:00:01.000Z", tool={"name": "Bash", "input": {"command": "ls"},
+                                                                    "paths": []}),
+        env("s1", "prompt", at="2026-05-01T10:00:01.500Z", content="an earlier prompt"),
+        env("s1", "prompt", at="2026-05-01T10:00:02.000Z", content="Port the lexer"),
+        env("s1", "tool_call", at="2026-05-01T10:00:03.000Z", cwd=git_repo,
+            tool={"name": "Write", "paths": [os.path.join(git_repo, "src/app.py")]}),
+        env("s1", "tool_call", at="2026-05-01T10:00:04.000Z", cwd=git_repo,
+            tool={"name": "Read", "input": "x", "result": "y", "paths": [os.path.join(git_repo, "src/app.py")]}),
+        env("s1", "assistant", at="2026-05-01T10:00:09.000Z", content="done"),
+    ]]
+    parsed = []
+    real = json.loads
+    monkeypatch.setattr(json, "loads", lambda raw, *a, **k: parsed.append(raw) or real(raw, *a, **k))
+    a = activity.Activity(F)
+    activity.observe_lines(a, "claude_code", lines)
+    assert len(parsed) == 3  # the first line, the last prompt, one distinct paths list — not Bash, not the reply
+    s = a.sessions["claude_code/s1"]
+    assert s["task"] == "Port the lexer"
+    (t,) = s["touched"].values()
+    assert t["path"] == "src/app.py" and t["write"] is True and t["tool"] == "Read"  # written, then read
+    assert t["at"] == parse_time("2026-05-01T10:00:04.000Z")
+    assert s["last_at"] == parse_time("2026-05-01T10:00:09.000Z")
