@@ -559,6 +559,12 @@ def main(argv=None, stdout=None) -> int:
 
         return doctor.main(argv[1:], out)
     if argv and argv[0] == "hook":
+        if len(argv) < 2 or argv[1] in ("-h", "--help"):  # a human asking, not a runtime: no hook error
+            out.write("usage: ctxlake hook <runtime> [<event>] < payload.json\n"
+                      "  runtime: claude_code | cursor | hermes. Prints the runtime's answer, captures the\n"
+                      "  event into the local spool (redacted), always exits 0. Runtimes call this;\n"
+                      "  `ctxlake install` wires it.\n")
+            return 0
         from lib.hookproc import run
 
         return run(argv[1:], sys.stdin.buffer, sys.stdout)
