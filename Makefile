@@ -33,6 +33,7 @@ bench: $(DEVSTAMP)
 	$(BIN)/python bench/ctxctl_savings.py
 	$(BIN)/python bench/mcp.py
 	$(BIN)/python bench/lease_contention.py
+	$(BIN)/python bench/fleet_scale.py
 
 bench-redact: $(DEVSTAMP)
 	$(BIN)/python bench/redact_corpus.py
