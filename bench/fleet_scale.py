@@ -11,7 +11,7 @@ around the store:
 - every heartbeat interval (``heartbeat_secs`` = 60 s): ``store.clock()``, a heartbeat write
   (:func:`lib.roster.next_heartbeat` + :func:`lib.roster.write_heartbeat`), a conditional roster
   read (:func:`lib.roster.read_roster`) and, when :func:`lib.roster.rebuild_due` says so
-  (``roster_secs`` = 60 s + up to 10 % jitter), :func:`lib.roster.rebuild` (LIST + one GET per
+  (``roster_secs`` = 60 s + up to one interval of jitter, :func:`lib.roster.maybe_rebuild`), :func:`lib.roster.rebuild` (LIST + one GET per
   heartbeat + CAS). With ``--with-lease-list`` the tick also lists the fleet's leases
   (:func:`lib.live.list_leases`, conditional GETs), as syncd does — O(N) per agent per tick;
 - leases: acquire one resource out of a pool of 4·N (:func:`lib.live.acquire_fresh`; a few
@@ -56,7 +56,7 @@ HEARTBEAT = SyncConfig().heartbeat_secs
 ROSTER = SyncConfig().roster_secs
 PRESENCE_TTL = SyncConfig().presence_ttl_secs
 LEASE_TTL = LeaseConfig().ttl_secs
-ROSTER_JITTER = 0.1  # lib.livesync.ROSTER_JITTER (not imported: livesync pulls in the spool machinery)
+ROSTER_JITTER = roster.REBUILD_JITTER  # the same rebuild mechanism as syncd (lib.roster.maybe_rebuild)
 MISS_FRACTION = 0.10
 # S3 Standard, us-east-1 list prices (per request); date of the price list unverified.
 PRICE_CLASS_A = 0.005 / 1000  # PUT, COPY, POST, LIST
@@ -175,9 +175,10 @@ class Agent:
         data, etag, rnow, modified = roster.read_roster(s, self.fleet, etag=rs["etag"] if rs["data"] else None)
         if not modified:
             data = rs["data"]
-        if roster.rebuild_due(data, rnow, self.roster_every, rs["jitter"]):
-            data, etag, published = roster.rebuild(s, self.fleet, etag=etag, ttl=self.presence, built_by=self.id)
-            self.stats.add("rebuilds", "published" if published else "lost")
+        data, etag, outcome = roster.maybe_rebuild(s, self.fleet, data, etag, rnow, interval=self.roster_every,
+                                                   jitter=rs["jitter"], ttl=self.presence, built_by=self.id)
+        if outcome != "fresh":
+            self.stats.add("rebuilds", {"rebuilt": "published", "theirs": "lost"}[outcome])
             rs["jitter"] = self.rnd.random() * ROSTER_JITTER * self.roster_every
         rs["etag"], rs["data"] = etag, data
         if isinstance(data, dict) and isinstance(data.get("built_at"), (int, float)):

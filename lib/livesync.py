@@ -14,7 +14,7 @@ Where it sits: one :class:`LivePlane` per syncd process, run once per pass after
 5. heartbeats written every ``heartbeat_secs`` (and at once when an agent joins or switches
    session), carrying forward what did not change; deleted when the agent's sessions end,
    with the roster edited at once so the agent disappears then, not after the TTL;
-6. the roster read (conditional GET), rebuilt when due (``roster_secs`` + jitter);
+6. the roster read (conditional GET), rebuilt when due (``roster_secs`` + jitter, :func:`lib.roster.maybe_rebuild`);
 7. the fleet's leases listed; ``cache/<fleet>/roster.json`` and ``leases.json`` written
    atomically.
 
@@ -44,8 +44,6 @@ MIN_TTL, MAX_TTL = 30, 86400
 """Bounds on a requested lease TTL in seconds (``ttl_secs`` outside them is clamped)."""
 LEASE_KINDS = ("lease_request", "lease_release")
 """MCP spool record kinds this consumer applies (the MCP server's ``fleet_claim``/``fleet_release``)."""
-ROSTER_JITTER = 0.1
-"""Roster rebuild jitter: up to this fraction of ``roster_secs``, so hosts do not rebuild in step."""
 
 
 class LivePlane:
@@ -378,14 +376,14 @@ class LivePlane:
                 summary["roster"] = "edited"
         jitter = rs.get("jitter")
         if not isinstance(jitter, (int, float)):
-            jitter = self.rand() * ROSTER_JITTER * cfg.sync.roster_secs
-        if roster.rebuild_due(data, rnow, cfg.sync.roster_secs, jitter):
-            from lib.envelope import host_id
+            jitter = self.rand() * roster.REBUILD_JITTER * cfg.sync.roster_secs
+        from lib.envelope import host_id
 
-            data, etag, published = roster.rebuild(store, self.fleet, etag=etag, ttl=ttl,
-                                                   built_by=f"syncd@{host_id()[7:19]}", log=self.log)
-            summary["roster"] = "rebuilt" if published else "theirs"
-            jitter = self.rand() * ROSTER_JITTER * cfg.sync.roster_secs
+        data, etag, outcome = roster.maybe_rebuild(store, self.fleet, data, etag, rnow, interval=cfg.sync.roster_secs,
+                                                   jitter=jitter, ttl=ttl, built_by=f"syncd@{host_id()[7:19]}", log=self.log)
+        if outcome != "fresh":
+            summary["roster"] = "rebuilt" if outcome == "rebuilt" else "theirs"
+            jitter = self.rand() * roster.REBUILD_JITTER * cfg.sync.roster_secs
         self.state["roster"] = {"etag": etag, "data": data, "jitter": jitter}
         return data
 

@@ -144,6 +144,32 @@ def rebuild_due(roster: dict | None, now: float, interval: float, jitter: float 
     return abs(now - built) >= interval + jitter
 
 
+REBUILD_JITTER = 1.0
+"""Roster rebuild jitter: up to this fraction of the rebuild interval. A whole interval, so hosts'
+due times spread across it and — with the re-read before rebuilding in :func:`maybe_rebuild` —
+about one host rebuilds per interval. ``bench/fleet_scale.py`` measured a 10% window collapsing
+into a rebuild herd (every host listing N heartbeats, all but one losing the CAS)."""
+
+
+def maybe_rebuild(store, fleet_id: str, data: dict | None, etag: str | None, now: float, *, interval: float,
+                  jitter: float, ttl: float, built_by: str, log=None) -> tuple[dict | None, str | None, str]:
+    """Rebuild the roster if it is due (:func:`rebuild_due`), after one conditional re-read: a host
+    that was beaten to it by a moment uses the fresh roster instead of listing every heartbeat.
+
+    Returns ``(roster, etag, outcome)``; ``outcome`` is ``fresh`` (not due), ``theirs`` (someone
+    had just rebuilt it, or won the CAS), or ``rebuilt``.
+    """
+    if not rebuild_due(data, now, interval, jitter):
+        return data, etag, "fresh"
+    fresh, fresh_etag, now, changed = read_roster(store, fleet_id, etag=etag)
+    if changed and fresh is not None:
+        data, etag = fresh, fresh_etag
+        if not rebuild_due(data, now, interval, jitter):
+            return data, etag, "theirs"
+    data, etag, published = rebuild(store, fleet_id, etag=etag, ttl=ttl, built_by=built_by, log=log)
+    return data, etag, "rebuilt" if published else "theirs"
+
+
 def edit_roster(roster: dict | None, *, upserts=(), removals=(), now: float, ttl: float) -> dict:
     """``roster`` with the entries of ``removals`` (agent ids) dropped and ``upserts``
     (heartbeats) put in, pruned by ``ttl`` at store time ``now``; ``built_at`` is kept (an edit
