@@ -78,6 +78,7 @@ class FakeModel:
     def __init__(self):
         self.requests: list[dict] = []
         self._scripts: dict[str, list[Turn]] = {}
+        self._tags: dict[str, str] = {}
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -114,10 +115,13 @@ class FakeModel:
         return self.url + (f"/{route}" if route else "") + suffix
 
     # -- scripts and records -------------------------------------------------------------
-    def script(self, route: str, turns: list[Turn]) -> None:
-        """Set the turns ``route`` replays (replacing any earlier script for it)."""
+    def script(self, route: str, turns: list[Turn], tag: str | None = None) -> None:
+        """Set the turns ``route`` replays (replacing any earlier script for it). ``tag``
+        (default: the route) names the default tool call ids, so a second session on one route
+        gets ids of its own."""
         with self._lock:
             self._scripts[route] = list(turns)
+            self._tags[route] = tag or route
 
     def bodies(self, route: str = DEFAULT_ROUTE) -> list[dict]:
         """Request bodies of the model calls (tools offered) made on ``route``, in arrival order."""
@@ -135,13 +139,14 @@ class FakeModel:
         idx = _count_assistant(body.get("messages"))
         with self._lock:
             turns = self._scripts.get(route, [])
+            tag = self._tags.get(route) or route or "main"
             turn = turns[idx] if idx < len(turns) else [text(FINAL_TEXT)]
         items = turn({"route": route, "headers": headers or {}, "body": body}) if callable(turn) else turn
         out, pos = [], 0
         for item in items:
             if item["type"] == "tool":
                 if not item.get("id"):
-                    item = dict(item, id=f"{route or 'main'}-t{idx}-{pos}")
+                    item = dict(item, id=f"{tag}-t{idx}-{pos}")
                 pos += 1
             out.append(item)
         return idx, out

@@ -59,9 +59,9 @@ def read_ndjson(pattern: str) -> list[dict]:
 class Fleet:
     """One host's ctxlake: ``home`` (CTXLAKE_HOME), ``config`` (ctxlake.toml), fleet ``e2e``."""
 
-    def __init__(self, base: str, policy: str = "warn"):
+    def __init__(self, base: str, policy: str = "warn", home: str | None = None):
         self.base = base
-        self.home = os.path.join(base, "ctxlake-home")
+        self.home = home or os.path.join(base, "ctxlake-home")
         self.config = os.path.join(base, "ctxlake.toml")
         os.makedirs(self.home, exist_ok=True)
         r = self.ctxlake("init", "--store", "file://" + os.path.join(self.home, "lake"), "--fleet", FLEET_ID)

@@ -88,7 +88,7 @@ def run(claude_bin, model, tmp_path_factory, scenario_timer):
         model.script("s2", [[tool("mcp__ctxlake__memory_search", {"query": "what does echo hello write in the demo repository"})],
                             [text("The fleet knows where out.txt comes from.")]])
         second = agent.run(model, "s2", "What does the fleet know about this repository?")
-        out = {"fleet": fleet, "agent": agent, "installed": installed, "first": first, "second": second,
+        out = {"fleet": fleet, "agent": agent, "installed": installed, "model_url": model.url, "first": first, "second": second,
                "recorded_first": recorded_first, "recorded": agent.recorded(), "spool_first": spool_first,
                "done_first": done_first,
                "briefing": briefing, "s1": model.bodies("s1"), "s2": model.bodies("s2")}
@@ -99,7 +99,7 @@ def run(claude_bin, model, tmp_path_factory, scenario_timer):
 
 def _save_capture(r) -> None:
     fleet, agent = r["fleet"], r["agent"]
-    norm = capture.normaliser_for(fleet, agent)
+    norm = capture.normaliser_for(fleet, agent, [(r["model_url"], "http://127.0.0.1:8765")])
     d = capture.folder("claude-code", runtimes.CLAUDE_CODE_VERSION)
     capture.write_json(os.path.join(d, "hooks.json"), norm.value(capture.payloads(r["recorded"])), fleet)
     capture.write_json(os.path.join(d, "hook-env.json"), capture.env_names(r["recorded"]), fleet)
