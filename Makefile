@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test e2e e2e-capture bench clean venv
+.PHONY: demo test e2e e2e-capture bench bench-redact clean venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -46,8 +46,12 @@ e2e-capture: $(DEVSTAMP)
 
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/hook_latency.py
+	$(BIN)/python bench/sync_throughput.py
 	$(BIN)/python bench/ctxctl_savings.py
 	$(BIN)/python bench/mcp.py
+
+bench-redact: $(DEVSTAMP)
+	$(BIN)/python bench/redact_corpus.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -14,7 +14,7 @@ role scripts' ``main``. Output is for humans; ``--json`` where a script would wa
     ctxlake demo [--fixtures DIR] [--keep]
     ctxlake doctor [--store URL] [--json]
     ctxlake claims [--status S] [--explain] | --approve ID | --retire ID --reason R
-    ctxlake sync [--once] | maint --once | hook <runtime> [<event>]
+    ctxlake sync [--once] | maint --once | hook <runtime> [<event>] | mcp
 """
 from __future__ import annotations
 
@@ -496,6 +496,8 @@ def main(argv=None, stdout=None) -> int:
     out = stdout or sys.stdout
     if argv and argv[0] in ("sync", "maint"):
         return _dispatch({"sync": "syncd", "maint": "maint"}[argv[0]], argv[1:])
+    if argv and argv[0] == "mcp":
+        return _dispatch("mcp_server", argv[1:])
     if argv and argv[0] == "doctor":
         from lib import doctor
 
@@ -545,6 +547,7 @@ def main(argv=None, stdout=None) -> int:
     sub.add_parser("maint", help="run one maintenance pass (maint.py --once)")
     sub.add_parser("hook", help="run the hook for <runtime> [<event>] (what runtimes call)")
     sub.add_parser("doctor", help="probe the store's primitives and print what each failure costs (--json)")
+    sub.add_parser("mcp", help="serve the stdio MCP server (mcp_server.py) for one agent session")
     args = p.parse_args(argv)
     from lib import config
 

@@ -152,8 +152,11 @@ def run_once(cfg, store, log, now=time.time) -> dict:
         claims = result["claims"]
         summary.update(promoted=result["promoted"], contested=result["contested"], claims=len(claims))
         summary["sessions"] = len(digests)
-        data = snapshot.build(cfg.fleet_id, digests, claims,
-                              meta={"summarize_mode": cfg.summarize_mode, "embedder": emb[0] if emb else "none"})
+        meta = {"summarize_mode": cfg.summarize_mode, "embedder": emb[0] if emb else "none"}
+        if emb and emb[0] in embed.RELEVANCE_FLOORS:
+            meta.update(relevance_floor=embed.RELEVANCE_FLOORS[emb[0]],
+                        relevance_floor_mixed=embed.RELEVANCE_FLOORS_MIXED[emb[0]])
+        data = snapshot.build(cfg.fleet_id, digests, claims, meta=meta)
         summary["snapshot"] = snapshot.publish(store, cfg.fleet_id, data, maint_epoch=lease["epoch"],
                                                built_at=format_time(now()), claim_count=len(claims),
                                                session_count=len(digests), log=log)

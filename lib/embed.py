@@ -135,6 +135,14 @@ def wordllama_embed(text: str) -> array:
     return array("f", (v / n if n else v).astype(np.float32).tolist())
 
 
+RELEVANCE_FLOORS = {WORDLLAMA_ID: 0.31}
+"""Per semantic embedder, the cosine a claim sharing no word with the query needs to be served
+(maint stamps it into ``snapshot_meta.relevance_floor``). Calibrated by ``bench/memory_eval.py``
+on negative queries (questions no claim answers): just above the best cosine any of them reached."""
+RELEVANCE_FLOORS_MIXED = {WORDLLAMA_ID: 0.25}
+"""Per semantic embedder, the cosine a claim sharing exactly one word with a multi-word query needs
+(``snapshot_meta.relevance_floor_mixed``); same calibration, chosen at ≤ 5% negative false positives."""
+
 if _wordllama_files() is not None:
     EMBEDDERS[WORDLLAMA_ID] = wordllama_embed
 

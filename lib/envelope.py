@@ -142,13 +142,15 @@ class Builder:
                 env[key] = str(extra[key])
         if message_id:
             env["message_id"] = str(message_id)
+        outcomes: list[redact.Outcome] = []
         for key in ("parent_message_id", "repo", "cwd", "branch", "git_sha"):
             if extra.get(key):
-                env[key] = str(extra[key])
+                # small free-text fields are scrubbed too: a repo URL can carry a token
+                # (https://x-access-token:ghs_...@github.com/o/r), a cwd a user's secret dir
+                env[key] = self._scrub_small(str(extra[key]), key, eid, outcomes)
         env["event_type"] = event_type
         if role:
             env["role"] = role
-        outcomes: list[redact.Outcome] = []
         if content is not None and content != "":
             text, out = redact.scrub(truncate(to_text(content)), is_tool_output=False)
             outcomes.append(out)
@@ -170,23 +172,28 @@ class Builder:
         name = str(tool.get("name") or "unknown")
         paths = [str(p) for p in tool.get("paths") or [] if p]
         out: dict = {"name": name}
-        denied = redact.denied_path(paths)
         raw_input = tool.get("input")
+        denied = redact.denied_path(paths)
+        if not denied and isinstance(raw_input, dict) and isinstance(raw_input.get("command"), str):
+            denied = redact.denied_in_command(raw_input["command"])  # Bash: `cat ~/.aws/credentials`
         input_text = truncate(to_text(raw_input)) if raw_input is not None else None
         if input_text is not None:
             if denied:
-                text, oc = redact.withhold_path(denied, input_text)
+                text, oc = redact.withhold_path(redact.scrub(denied)[0], input_text)
             else:
                 text, oc = redact.scrub(input_text, is_tool_output=True)
             outcomes.append(oc)
             self._note(oc, "tool.input", eid, input_text)
             out["input"] = text
-        out["input_hash"] = sha256_hex(input_text) if input_text is not None else ""
+        # The hash of the *redacted* input, like content_hash: a hash of the original next to the
+        # redacted text would let anyone holding the lake brute-force a short secret (a card number,
+        # an SSN, a password) by filling the placeholder back in and comparing hashes.
+        out["input_hash"] = sha256_hex(out["input"]) if input_text is not None else ""
         raw_result = tool.get("result")
         if raw_result is not None:
             result_text = truncate(to_text(raw_result))
             if denied:
-                text, oc = redact.withhold_path(denied, result_text)
+                text, oc = redact.withhold_path(redact.scrub(denied)[0], result_text)
             else:
                 text, oc = redact.scrub(result_text, is_tool_output=True)
             outcomes.append(oc)
@@ -196,8 +203,16 @@ class Builder:
             out["exit_code"] = int(tool["exit_code"])
         if tool.get("duration_ms") is not None:
             out["duration_ms"] = int(tool["duration_ms"])
-        out["paths"] = paths
+        out["paths"] = [self._scrub_small(p, "tool.paths", eid, outcomes) for p in paths]
         return out
+
+    def _scrub_small(self, text: str, field: str, eid: str, outcomes: list) -> str:
+        """Scrub a short metadata field (prose rules, no entropy); note the outcome if any."""
+        clean, oc = redact.scrub(text)
+        if oc.status != "clean":
+            outcomes.append(oc)
+            self._note(oc, field, eid, text)
+        return clean
 
     def _note(self, outcome, field: str, event_id: str, original) -> None:
         if outcome.status == "quarantined":

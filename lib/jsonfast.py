@@ -49,6 +49,17 @@ def loads(data: bytes | str):
         obj, end = _scanner(data, start)
     except StopIteration as exc:
         raise ValueError(f"invalid JSON at offset {exc.value}") from None
+    except SystemError:
+        # The C scanner reports a syntax error by raising json.decoder.JSONDecodeError, which it
+        # looks up in sys.modules only: with json never imported (the hook's case) it fails with
+        # SystemError instead. Load json.decoder on this error path only and scan again, which
+        # now raises JSONDecodeError (a ValueError) with the real message.
+        import json.decoder  # noqa: F401
+
+        try:
+            obj, end = _scanner(data, start)
+        except StopIteration as exc:
+            raise ValueError(f"invalid JSON at offset {exc.value}") from None
     while end < n and data[end] in _WS:
         end += 1
     if end != n:

@@ -1,7 +1,8 @@
 """Newline-delimited JSON-RPC 2.0 over stdio for MCP servers (DESIGN.md §11).
 
-Where it sits: ``mcp_server.py`` (and ctxctl's MCP adapter) hand a list of :class:`Tool` to a
-:class:`Server` and call :meth:`Server.serve` on the process's stdin/stdout. Everything here is
+Where it sits: ``mcp_server.py`` hands a list of :class:`Tool` to a :class:`Server` and calls
+:meth:`Server.serve` on the process's stdin/stdout; ctxctl's MCP adapter (``lib/code/mcp.py``)
+registers its own ``tools/list`` and ``tools/call`` on one instead. Everything here is
 standard library only and touches no file, no network and no environment: the caller passes
 the streams in, so tests drive whole sessions through byte buffers.
 
@@ -28,17 +29,24 @@ The error table (the seed's, pinned by ``tests/mcp/test_jsonrpc.py``)::
     a tool refusing on its own terms (ToolError)  result {"content": [...], "isError": true}
     a tool raising anything else                  result with isError true (logged with traceback)
     a notification (no id), known or not          nothing
-    a stray result/error frame (no method)        nothing
+    a stray result/error frame (no method)        nothing (-32600 when stray_responses="invalid")
+
+The table is the ``Server`` defaults; ``null_id="notification"`` makes ``"id": null`` a
+notification (nothing, with or without a method), ``stray_responses="invalid"`` answers a
+stray response that carries an id -32600 like any other id without a method, and
+``final_line="frame"`` answers a last line that ends at EOF without its newline (all three
+ctxctl's).
 
 Methods: ``initialize`` (protocol negotiation: the client's ``protocolVersion`` is echoed when
 it is one of ``protocol_versions``, else ``default_protocol`` is answered), ``ping``,
 ``tools/list``, ``tools/call``; :meth:`Server.register` adds more.
 
-Reuse (ctxctl's adapter, ``tests/mcp/test_jsonrpc_reuse.py``): a server pinned to one revision
-that treats ``"id": null`` as a notification and answers tool calls its own way::
+Reuse (ctxctl's adapter, :func:`lib.code.mcp.server`): a server pinned to one revision that
+treats ``"id": null`` as a notification and answers tool calls its own way::
 
     server = Server("ctxctl", version, [], protocol_versions=("2025-03-26",),
-                    default_protocol="2025-03-26", null_id="notification")
+                    default_protocol="2025-03-26", null_id="notification", stray_responses="invalid",
+                    final_line="frame")
     server.register("tools/list", list_fn)
     server.register("tools/call", call_fn)
     server.serve(sys.stdin.buffer, sys.stdout.buffer)
@@ -319,6 +327,11 @@ def error_frame(rid, code: int, message: str, data=None) -> bytes:
     return encode({"jsonrpc": "2.0", "id": rid, "error": err})
 
 
+def error_result(text: str) -> dict:
+    """A ``tools/call`` result reporting a tool failure in-band: ``text`` with ``isError: true``."""
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
 def _valid_id(rid) -> bool:
     if isinstance(rid, bool):
         return False
@@ -343,22 +356,36 @@ class Server:
     :param default_protocol: answered otherwise (a server pinned to one revision passes a
         one-element ``protocol_versions`` and the same ``default_protocol``).
     :param null_id: ``"invalid"`` (MCP: a request id must not be null → -32600) or
-        ``"notification"`` (treat ``"id": null`` as a notification).
+        ``"notification"`` (treat ``"id": null`` as a notification: never answered).
+    :param stray_responses: what a frame with an id, no ``method`` and a ``result``/``error``
+        gets: ``"ignore"`` (a response not addressed to this server: nothing) or ``"invalid"``
+        (-32600 like any other id without a method; ctxctl's contract).
+    :param final_line: what becomes of a last line that EOF cuts off before its ``\\n``:
+        ``"drop"`` (logged, never a complete frame) or ``"frame"`` (answered like any other
+        line, as a line-by-line reader does; ctxctl's contract).
     :param null_as_absent: drop ``null`` top-level tool arguments before validation (models
         often send ``null`` for an optional argument they mean to omit).
     :param log: ``log(event, **fields)`` for diagnostics; never stdout.
-    :raises ValueError: a tool schema uses a keyword :func:`validate` does not implement, or
-        two tools share a name.
+    :raises ValueError: a tool schema uses a keyword :func:`validate` does not implement, two
+        tools share a name, or ``null_id``/``stray_responses``/``final_line`` is not one of its
+        two values.
     """
 
     def __init__(self, name: str, version: str, tools: list[Tool], *, instructions: str | None = None,
                  protocol_versions=PROTOCOL_VERSIONS, default_protocol: str = DEFAULT_PROTOCOL_VERSION,
-                 null_id: str = "invalid", null_as_absent: bool = True, max_frame_bytes: int = MAX_FRAME_BYTES,
-                 max_depth: int = MAX_DEPTH, log=None):
+                 null_id: str = "invalid", stray_responses: str = "ignore", final_line: str = "drop",
+                 null_as_absent: bool = True, max_frame_bytes: int = MAX_FRAME_BYTES, max_depth: int = MAX_DEPTH,
+                 log=None):
         self.name, self.version, self.instructions = name, version, instructions
         self.protocol_versions = tuple(protocol_versions)
         self.default_protocol = default_protocol
-        self.null_id, self.null_as_absent = null_id, null_as_absent
+        for param, value, allowed in (("null_id", null_id, ("invalid", "notification")),
+                                      ("stray_responses", stray_responses, ("ignore", "invalid")),
+                                      ("final_line", final_line, ("drop", "frame"))):
+            if value not in allowed:
+                raise ValueError(f"{param} must be {' or '.join(map(repr, allowed))}, not {value!r}")
+        self.null_id, self.stray_responses, self.final_line = null_id, stray_responses, final_line
+        self.null_as_absent = null_as_absent
         self.max_frame_bytes, self.max_depth = max_frame_bytes, max_depth
         self.log = log or _stderr_log
         self.protocol_version: str | None = None
@@ -443,7 +470,7 @@ class Server:
             text = exc.message
             if exc.data:
                 text += "\n" + json.dumps(exc.data, ensure_ascii=False, separators=(", ", ": "), default=str)
-            return {"content": [{"type": "text", "text": text}], "isError": True}
+            return error_result(text)
         except RpcError:
             raise
         except Exception as exc:  # a bug in a tool must not end the session: report it in-band
@@ -451,8 +478,7 @@ class Server:
 
             self.log("tool_failed", tool=name, error=f"{type(exc).__name__}: {exc}"[:500],
                      traceback=traceback.format_exc(limit=8))
-            return {"content": [{"type": "text", "text": f"tool {name} failed: {type(exc).__name__}: {exc}"[:2000]}],
-                    "isError": True}
+            return error_result(f"tool {name} failed: {type(exc).__name__}: {exc}"[:2000])
         return self.tool_result(value)
 
     def tool_result(self, value) -> dict:
@@ -489,18 +515,17 @@ class Server:
             return error_frame(None, INVALID_REQUEST, f"invalid request: expected a JSON object, got {what}")
         has_id = "id" in msg
         rid = msg.get("id")
+        if has_id and rid is None and self.null_id == "notification":
+            has_id = False  # "id": null counts as no id at all, with or without a method
         if "method" not in msg:
-            if "result" in msg or "error" in msg:
+            if not has_id:
+                return None
+            if self.stray_responses == "ignore" and ("result" in msg or "error" in msg):
                 return None  # a stray response: not addressed to this server
-            if has_id:
-                return error_frame(rid if _valid_id(rid) else None, INVALID_REQUEST,
-                                   "invalid request: missing or non-string method")
-            return None
+            return error_frame(rid if _valid_id(rid) else None, INVALID_REQUEST,
+                               "invalid request: missing or non-string method")
         if has_id and not _valid_id(rid):
-            if rid is None and self.null_id == "notification":
-                has_id = False
-            else:
-                return error_frame(None, INVALID_REQUEST, "invalid request: id must be a string or an integer")
+            return error_frame(None, INVALID_REQUEST, "invalid request: id must be a string or an integer")
         method = msg["method"]
         if not has_id:
             self._notify(method, msg)
@@ -552,11 +577,12 @@ class Server:
         """Answer frames from binary ``stdin`` on binary ``stdout`` until EOF; return 0.
 
         Each answer is written as one ``write`` of the frame plus ``\\n`` and flushed. A line
-        cut off by EOF is logged and dropped (it was never a complete frame). A closed stdout
-        ends the loop quietly (the client went away).
+        cut off by EOF is logged and dropped (it was never a complete frame), or answered like
+        any other line when ``final_line="frame"``. A closed stdout ends the loop quietly (the
+        client went away).
         """
         for kind, data in read_frames(stdin, self.max_frame_bytes):
-            if kind == FRAME:
+            if kind == FRAME or (kind == FRAGMENT and data and self.final_line == "frame"):
                 out = self.handle(data)
             elif kind == OVERSIZE:
                 self.log("frame_too_large_dropped", bytes=data, limit=self.max_frame_bytes)

@@ -105,7 +105,7 @@ def _json_schema():
 
         fields = [pa.field(n, pa.string()) for n in STRING_COLUMNS if n not in ("tool_name", "tool_input", "tool_result",
                                                                                "model", "redaction_status")]
-        fields += [pa.field("emitted_at", pa.string()), pa.field("imported", pa.bool_()),
+        fields += [pa.field("schema_version", pa.int64()), pa.field("emitted_at", pa.string()), pa.field("imported", pa.bool_()),
                    pa.field("tool", pa.struct([pa.field("name", pa.string()), pa.field("input", pa.string()),
                                                pa.field("result", pa.string()), pa.field("exit_code", pa.int32()),
                                                pa.field("duration_ms", pa.int64()),
@@ -166,8 +166,20 @@ def table_from_lines(lines: list[bytes]):
             cols[n] = pa.array(lines, type=pa.binary()).cast(pa.string())
         else:
             cols[n] = t.column(n)
-    if cols["event_id"].null_count or cols["emitted_at"].null_count:
-        raise ValueError("a line lacks event_id or emitted_at")
+    # the checks of lib.envelope.check, vectorized: any line failing them sends the whole batch
+    # down the exact (slower) path, which drops just the bad lines and counts them
+    from lib.envelope import EVENT_TYPES, SCHEMA_VERSION
+
+    if not pc.all(pc.equal(pc.fill_null(t.column("schema_version"), -1), SCHEMA_VERSION)).as_py():
+        raise ValueError("a line has an unsupported or missing schema_version")
+    for name in ("event_id", "session_id", "event_type", "fleet_id", "agent_id", "runtime"):
+        col = t.column(name)
+        if col.null_count or not pc.all(pc.greater(pc.utf8_length(col), 0)).as_py():
+            raise ValueError(f"a line lacks {name}")
+    if not pc.all(pc.is_in(t.column("event_type"), value_set=pa.array(EVENT_TYPES))).as_py():
+        raise ValueError("a line has an unknown event_type")
+    if cols["emitted_at"].null_count:
+        raise ValueError("a line lacks emitted_at")
     return pa.Table.from_arrays([cols[f.name] for f in sch], schema=sch)
 
 

@@ -19,12 +19,14 @@ Ranking (``memory_search``): reciprocal-rank fusion (k = 60) of
   - a semantic embedder (WordLlama: dense vectors) gets a :class:`DenseIndex` — one numpy
     matrix, one matrix-vector product per query, always exact.
 
-A hit must be relevant, not merely the least bad: a lexical match (FTS5, or a query word
-among the claim's own words) qualifies; a candidate only the embedding found qualifies when the
-embedder is semantic and ``cosine >= relevance_floor`` (``snapshot_meta`` key
-``relevance_floor``, to be calibrated on negative queries; :data:`DEFAULT_RELEVANCE_FLOOR` when
-absent). With a lexical embedder (:data:`lib.embed.LEXICAL`) such a candidate shares no word
-with the query — a hash collision — and never qualifies. Only claims with
+A hit must be relevant, not merely the least bad (a claim found for "configure kafka" because
+it says "configure" is worse than no answer). A candidate from either ranking qualifies when it
+shares at least two (stemmed) words with the query — one for a one-word query — or, with a
+semantic embedder, when its cosine reaches ``relevance_floor`` or it shares one word and its
+cosine reaches ``relevance_floor_mixed`` (both ``snapshot_meta`` keys stamped by maint from
+:data:`lib.embed.RELEVANCE_FLOORS`, calibrated on negative queries by ``bench/memory_eval.py``).
+With a lexical embedder (:data:`lib.embed.LEXICAL`) a cosine without a shared word is a hash
+collision and never qualifies. Only claims with
 ``visible_to_agents = 1`` and status ``promoted``/``contested`` are ever read. Standard library
 (``sqlite3``) except the dense index, which imports numpy when first built.
 """
@@ -45,7 +47,19 @@ RRF_K = 60
 DEFAULT_RELEVANCE_FLOOR = 0.5
 """Minimum cosine for a candidate only a semantic embedder found, when the snapshot carries no
 calibrated ``relevance_floor``: deliberately strict until ``bench/memory_eval.py`` calibrates one."""
+DEFAULT_RELEVANCE_FLOOR_MIXED = 0.35
+"""Minimum cosine for a candidate sharing exactly one word with a multi-word query, when the
+snapshot carries no calibrated ``relevance_floor_mixed``."""
 SERVED_STATUSES = ("promoted", "contested")
+
+
+def stem(word: str) -> str:
+    """Crude suffix stripping (``configuration``/``configure``/``config`` meet) for the word-overlap
+    rule; FTS5's porter stemmer does the ranking, this only decides relevance."""
+    for suf in ("ations", "ation", "ings", "ing", "ions", "ion", "ers", "er", "ies", "es", "ed", "s", "e"):
+        if len(word) > len(suf) + 3 and word.endswith(suf):
+            return word[: -len(suf)]
+    return word
 _VISIBLE = "c.visible_to_agents = 1 AND c.status IN ('promoted', 'contested')"
 _REQUIRED = {"claims": {"claim_id", "claim", "status", "visible_to_agents"},
              "sessions": {"session_id", "ended_at"}, "snapshot_meta": {"key", "value"}}
@@ -478,29 +492,57 @@ class SnapshotReader:
                     ranked_terms.append(t)
                     budget -= dfs[t]
         fts_ids = self.fts_ranked(match_expr(ranked_terms), pool, subject, claim_type) if ranked_terms else []
-        lexical = set(fts_ids)
-        unknown = [cid for cid, _ in cos if cid not in lexical]
-        if unknown:  # a query word in the claim's own words is a lexical match too (bm25 skipped it or ranked it low)
-            wanted = set(terms)
-            for cid, row in self.claims_by_id(unknown).items():
-                if wanted.intersection(embed.tokens(f"{row.get('claim') or ''} {row.get('subject') or ''}")):
-                    lexical.add(cid)
         semantic = bool(usable) and usable[0] not in embed.LEXICAL
         floor = self.relevance_floor()
+        mixed = self.relevance_floor_mixed() if semantic else None
+        cos_of = dict(cos)
+        candidates = list(dict.fromkeys(fts_ids + [cid for cid, _ in cos]))
+        rows = self.claims_by_id(candidates) if candidates else {}
+        if semantic:  # FTS-only candidates get their cosine too, for the mixed rule
+            missing = [cid for cid in fts_ids if cid not in cos_of]
+            if missing:
+                qvec = embed.get(usable[0])(query)
+                for cid, blob in self.embeddings_by_id(missing).items():
+                    try:
+                        cos_of[cid] = sum(x * y for x, y in zip(qvec, embed.from_blob(blob)))
+                    except ValueError:
+                        continue
+        qstems = {stem(t) for t in terms}
+        need = min(2, len(qstems)) if qstems else 1
+        qualified, shared = set(), {}
+        for cid in candidates:
+            row = rows.get(cid) or {}
+            m = len(qstems & {stem(t) for t in embed.tokens(f"{row.get('claim') or ''} {row.get('subject') or ''}")})
+            shared[cid] = m
+            c = cos_of.get(cid, 0.0)
+            if m >= need or (semantic and (c >= floor or (m >= 1 and c >= mixed))):
+                qualified.add(cid)
         fused: dict[str, float] = {}
         hits: dict[str, dict] = {}
         for rank, cid in enumerate(fts_ids, 1):
-            fused[cid] = 1.0 / (RRF_K + rank)
-            hits[cid] = {"claim_id": cid, "matched_by": ["fts5"]}
+            if cid in qualified:
+                fused[cid] = 1.0 / (RRF_K + rank)
+                hits[cid] = {"claim_id": cid, "matched_by": ["fts5"]}
         for rank, (cid, c) in enumerate(cos, 1):
-            if cid in lexical or (semantic and c >= floor):
+            if cid in qualified and (shared[cid] or semantic):
                 fused[cid] = fused.get(cid, 0.0) + 1.0 / (RRF_K + rank)
-                hit = hits.setdefault(cid, {"claim_id": cid, "matched_by": ["fts5"] if cid in lexical else []})
+                hit = hits.setdefault(cid, {"claim_id": cid, "matched_by": []})
                 hit["matched_by"].append("cosine")
                 hit["cosine"] = round(c, 3)
+        if candidates and not fused:
+            notes.append("Candidates were found but none passed the relevance floor: nothing is better than an unrelated claim.")
         order = sorted(fused, key=lambda c: (-fused[c], c))
         return {"hits": [hits[c] for c in order[:k]], "truncated": len(order) > k, "ranking": ranking,
                 "relevance_floor": floor, "notes": notes}
+
+    def relevance_floor_mixed(self) -> float:
+        """``snapshot_meta.relevance_floor_mixed``: the cosine a claim sharing exactly one query
+        word needs (semantic embedders only); :data:`DEFAULT_RELEVANCE_FLOOR_MIXED` when absent."""
+        try:
+            v = float(self.meta.get("relevance_floor_mixed", DEFAULT_RELEVANCE_FLOOR_MIXED))
+        except ValueError:
+            return DEFAULT_RELEVANCE_FLOOR_MIXED
+        return v if 0.0 <= v <= 1.0 else DEFAULT_RELEVANCE_FLOOR_MIXED
 
     def claims_by_id(self, ids: list[str]) -> dict[str, dict]:
         """``{claim_id: row}`` for agent-visible claims among ``ids``."""

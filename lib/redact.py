@@ -1,22 +1,67 @@
 """Redaction: nothing that looks like a secret reaches disk (DESIGN.md §7, invariant 7).
 
-``scrub(text, is_tool_output)`` returns ``(clean_text, Outcome)``. Order of rules:
+Where it sits: every path that writes captured text — hook → envelope → spool, MCP write tools,
+``ctxlake import`` — calls :func:`scrub` (or :func:`scrub_deep`) before a byte reaches disk.
+It refuses nothing and never raises on a ``str``: the worst outcome is that a whole value is
+withheld.
 
-1. **Secret markers** — provider token formats and secret key/value assignments. Any hit
-   withholds the *whole* value as ``[ctxlake: withheld, <n> bytes, sha256:<hex>]`` and the
-   status is ``quarantined``. Scans the whole field.
-2. **Structural spans** — URL credentials (``scheme://user:PASS@``), Luhn-valid card numbers,
-   US SSNs — replaced in place (status ``redacted``).
-3. **Prefixed tokens** — ``Bearer ``, ``hf_``, ``npm_``, ``SG.`` only when a token-shaped run
-   follows (a bare prefix in prose such as ``MSG.txt`` stays clean: reference bug 12.2 #7).
-4. **Entropy** — tool input/output only: runs of ``[A-Za-z0-9+/=_-]`` of ≥ 32 characters with
-   Shannon entropy ≥ 4.5 bits/char, within the first 256 KiB.
+``scrub(text, is_tool_output)`` returns ``(text_to_store, Outcome)``. Rules, in order of
+severity (the rule names below are the ``rules_fired`` names; reference spec §6):
 
-A path denylist (:func:`denied_path`) withholds both input and result of a tool call that
-touches a credential file. Replacements never split a multibyte character (we work on ``str``).
-Precision trades, each deliberate: markers need a token-shaped tail so prose naming a provider
-stays clean; the entropy rule skips pure hex (git SHAs, sha256 digests: ≤ 4 bits/char by
-construction) and runs that are paths or ULIDs/UUIDs. Standard library only (the hook uses it).
+1. **Secret markers** (whole field) — provider token formats, private keys, JWTs,
+   ``Authorization:`` headers and named secret assignments (``AWS_SECRET_ACCESS_KEY=...``).
+   Any hit withholds the *whole* value as ``[ctxlake: withheld, <n> bytes, sha256:<hex>]``,
+   status ``quarantined``. Every marker needs a token-shaped tail after its prefix, so prose that
+   merely names a provider stays clean (reference bug 12.2 #7).
+2. **Structural spans** (whole field, every text incl. prompts) — URL credentials
+   (``scheme://user:PASS@``), ``curl -u user:PASS``, signed-URL signatures (Azure SAS ``sig=``,
+   ``X-Amz-Signature=``, ``X-Goog-Signature=``), ``password = "..."`` assignments, Luhn-valid
+   card numbers with a real issuer prefix, US SSNs — replaced in place (status ``redacted``).
+3. **Prefixed tokens** (whole field) — ``Bearer ``, ``hf_``, ``npm_``, ``SG.`` only when a
+   token-shaped run follows; the prefix is kept, the tail replaced.
+4. **Entropy** — tool input/output only, first :data:`MAX_SCAN_BYTES` (256 KiB) of the UTF-8
+   text: runs of ``[A-Za-z0-9+/=_-]`` of ≥ 32 characters that look random (see
+   :func:`_entropy_secret`), replaced in place.
+
+A path denylist (:func:`denied_path`, :func:`denied_in_command`) withholds both input and
+result of a tool call that touches a credential file (reference bug 12.2 #8).
+
+**How it stays fast** (DESIGN.md §12: ≤ 20 ms for 1 MiB). Python's ``re`` is quick only when a
+pattern starts with a literal; the first version's big alternation cost ~2 s per MiB. So the text
+is encoded to UTF-8 once and each rule is found with C-speed primitives: ``bytes.translate`` maps
+the text to a character-class string in which runs of token characters, digit groups and SSN
+shapes are found by ``bytes.find``; provider prefixes are looked up by the first two bytes of each
+token run of ≥ 20 characters (one dict lookup per run); keywords (``authorization``,
+``bearer``, ``password`` ...) are found with ``bytes.find`` / literal-prefixed regexes over the
+lower-cased bytes, rare bytes (``~``) with memchr. Every window is bounded, so no input makes a
+rule quadratic. Every pattern matches ASCII only and every replaced span starts and ends on an
+ASCII byte, so a replacement never splits a multibyte character, and the result decodes
+losslessly (lone surrogates survive via ``surrogatepass``). Provider patterns compile on first
+use, so importing the module stays cheap.
+
+**Decisions against the reference rule table** (spec §6), each with a test: literal markers
+scan the whole field (the reference scanned only the 256 KiB window); ``-----BEGIN`` and
+``PRIVATE KEY`` fire only as a private-key PEM header (certificates and public keys are not
+secrets, prose naming a private key is not one); ``Authorization:`` needs a token-shaped value
+(``Bearer <your-token>`` and ``$TOKEN`` stay clean); ``GOOGLE_APPLICATION_CREDENTIALS=<path>``
+(``gcp_adc_kv``) is dropped — its value is a file path; the key file's content is caught as
+``private_key``; AWS ``AIDA/AROA/AGPA/ANPA`` ids are principals, not credentials; well-known
+test card numbers (``4111 1111 1111 1111``) are redacted like any PAN; the entropy rule uses
+4.2 bits/char for runs mixing letters and digits (4.5 alone misses a third of random 32-char
+tokens).
+
+**Determinism.** The same input always yields the same output; in-place placeholders are
+constant per rule (``[ctxlake:redacted]``, ``[ctxlake:redacted-card]`` ...) and the withheld
+placeholder carries the sha256 of the whole original value, so the same secret always yields the
+same placeholder and a placeholder never contains the secret.
+
+**Precision trades** (each tested in ``tests/redact/``): pure-hex runs are never entropy hits
+(git SHAs, digests, lock-file checksums are hex; hex API keys are caught only by a marker or a
+keyed assignment); UUIDs, ULIDs, Anthropic ``msg_``/``toolu_`` ids, ``sha512-`` integrity
+strings, go.sum ``h1:`` hashes and image payloads (``data:image/...;base64,`` and raw PNG/JPEG/
+GIF/WebP base64) stay clean; runs made of words (paths, identifiers, test names) stay clean;
+password assignments whose value is letters only (``changeme``, ``your_password_here``) stay
+clean. Standard library only and import-cheap (the hook uses it).
 """
 from __future__ import annotations
 
@@ -26,79 +71,36 @@ import re
 from dataclasses import dataclass
 
 ENTROPY_MIN_LEN = 32
+"""Shortest run (characters) the entropy rule looks at (DESIGN.md §7)."""
 ENTROPY_THRESHOLD = 4.5
-MAX_SCAN_CHARS = 256 * 1024
-"""The entropy scan covers the first 256 KiB of a field (DESIGN.md §7)."""
+"""Shannon entropy (bits/char) above which a run of any shape is a secret (DESIGN.md §7)."""
+ENTROPY_THRESHOLD_MIXED = 4.2
+"""Lower threshold for runs that mix letters and digits. A uniformly random 32-character
+base62 token has a median entropy of only ~4.54 bits/char, so 4.5 alone misses a third of them
+(measured in ``bench/redact_corpus.py``); words and paths are excluded before this test."""
+MAX_SCAN_BYTES = 256 * 1024
+"""The entropy scan covers the first 256 KiB (UTF-8 bytes) of a field; a run that starts inside
+the window is scanned to its end. Markers and structural rules scan the whole field."""
+MAX_SCAN_CHARS = MAX_SCAN_BYTES
+"""Backward-compatible alias of :data:`MAX_SCAN_BYTES` (the window is measured in bytes)."""
 
 STATUS_ORDER = {"clean": 0, "redacted": 1, "quarantined": 2}
 
-# -- 1. secret markers: (rule, regex). A hit withholds the whole value. -------------------
-_B = r"(?<![A-Za-z0-9_])"  # token must not continue a word
-_MARKERS = [
-    ("anthropic_key", _B + r"sk-ant-[A-Za-z0-9_-]{20,}"),
-    ("openai_project_key", _B + r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"),
-    ("anthropic_or_openai_key", _B + r"sk-[A-Za-z0-9]{20,}"),
-    ("stripe_live_key", _B + r"sk_live_[A-Za-z0-9]{16,}"),
-    ("stripe_test_key", _B + r"sk_test_[A-Za-z0-9]{16,}"),
-    ("stripe_restricted_key", _B + r"rk_(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("aws_access_key_id", _B + r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    ("github_pat", _B + r"gh[pousr]_[A-Za-z0-9]{30,}"),
-    ("github_fine_grained_pat", _B + r"github_pat_[A-Za-z0-9_]{40,}"),
-    ("slack_token", _B + r"xox[abprse]-[A-Za-z0-9-]{10,}"),
-    ("slack_app_level_token", _B + r"xapp-\d-[A-Za-z0-9-]{10,}"),
-    ("slack_webhook", r"hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"),
-    ("discord_webhook", r"discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}"),
-    ("gitlab_pat", _B + r"gl(?:pat|rt|dt|ptt|cbt)-[A-Za-z0-9_-]{20,}"),
-    ("google_api_key", _B + r"AIza[0-9A-Za-z_-]{35}"),
-    ("google_oauth_token", _B + r"ya29\.[0-9A-Za-z_-]{20,}"),
-    ("private_key", r"-----BEGIN[A-Z ]*PRIVATE KEY(?: BLOCK)?-----"),
-    ("jwt", _B + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    ("authorization_header", r"(?i:\bauthorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)?\s*[A-Za-z0-9._~+/=-]{12,})"),
-    ("groq_key", _B + r"gsk_[A-Za-z0-9]{20,}"),
-    ("xai_key", _B + r"xai-[A-Za-z0-9]{20,}"),
-    ("digitalocean_token", _B + r"do[opr]_v1_[a-f0-9]{40,}"),
-    ("shopify_token", _B + r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{20,}"),
-    ("twilio_key", _B + r"SK[0-9a-fA-F]{32}(?![A-Za-z0-9])"),
-    ("mailgun_key", _B + r"key-[0-9a-f]{32}(?![A-Za-z0-9])"),
-    ("databricks_token", _B + r"dapi[0-9a-f]{32}(?:-\d)?(?![A-Za-z0-9])"),
-    ("azure_storage_key", r"AccountKey=[A-Za-z0-9+/]{40,}={0,2}"),
-    ("pypi_token", _B + r"pypi-AgE[A-Za-z0-9_-]{40,}"),
-    ("secret_assignment", r"(?i:(?:aws_secret_access_key|anthropic_api_key|openai_api_key|pgpassword|mysql_pwd|"
-                          r"client_secret|api_secret|secret_key|db_password)[\"']?\s*[:=]\s*[\"']?[^\s\"',]{8,})"),
-]
-_MARKER_RE = re.compile("|".join(f"(?P<m{i}>{pat})" for i, (_, pat) in enumerate(_MARKERS)))
-_MARKER_RULES = {f"m{i}": rule for i, (rule, _) in enumerate(_MARKERS)}
+PLACEHOLDER = "[ctxlake:redacted]"
+PLACEHOLDER_CARD = "[ctxlake:redacted-card]"
+PLACEHOLDER_SSN = "[ctxlake:redacted-ssn]"
+PLACEHOLDER_SECRET = "[ctxlake:redacted-secret]"
 
-# -- 2. structural spans ----------------------------------------------------------------
-_URI_CRED = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/?#@:\"']+:)([^\s/?#@\"']+)(@)")
-_CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
-_SSN = re.compile(r"(?<![\d-])(\d{3})-(\d{2})-(\d{4})(?![\d-])")
-
-# -- 3. prefixed tokens: (rule, prefix regex, minimum tail) -------------------------------
-_PREFIXED = [
-    ("bearer_token", re.compile(r"\b(Bearer )([A-Za-z0-9._~+/=-]{16,})")),
-    ("huggingface_token", re.compile(r"(?<![A-Za-z0-9_])(hf_)([A-Za-z0-9]{20,})")),
-    ("npm_token", re.compile(r"(?<![A-Za-z0-9_])(npm_)([A-Za-z0-9]{20,})")),
-    ("sendgrid_key", re.compile(r"(?<![A-Za-z0-9_])(SG\.)([A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})")),
-]
-
-# -- 4. entropy -------------------------------------------------------------------------
-_RUN = re.compile(r"[A-Za-z0-9+/=_-]{%d,}" % ENTROPY_MIN_LEN)
-_HEX = re.compile(r"[0-9a-fA-F]+")
-_UUIDISH = re.compile(r"^[0-9a-fA-F-]+$")
-_INTEGRITY = re.compile(r"(?:sha(?:1|256|384|512))-[A-Za-z0-9+/]+=*$")
-
-# -- path denylist ----------------------------------------------------------------------
-_DENY_SUBSTR = ("/.aws/credentials", "/.aws/config", "/.ssh/id_", "/.netrc", "/.npmrc", "/.pypirc",
-                "/.docker/config.json", "/.kube/config", "/secrets/", "/vault/", "/.git-credentials",
-                "/.config/gh/hosts.yml", "/.config/gcloud/", "/.azure/", "/.gnupg/", "/terraform.tfstate",
-                "/id_rsa", "/id_ed25519", "/id_ecdsa")
-_DENY_SUFFIX = (".pem", ".key", ".p12", ".pfx", ".jks")
+_P = PLACEHOLDER.encode()
+_P_CARD = PLACEHOLDER_CARD.encode()
+_P_SSN = PLACEHOLDER_SSN.encode()
+_P_SECRET = PLACEHOLDER_SECRET.encode()
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """Result of scrubbing one value: ``status`` clean|redacted|quarantined, ``rules`` fired."""
+    """Result of scrubbing one value: ``status`` clean|redacted|quarantined, ``rules`` fired
+    (sorted tuple of rule names)."""
 
     status: str = "clean"
     rules: tuple = ()
@@ -108,26 +110,752 @@ CLEAN = Outcome()
 
 
 def withheld(text: str) -> str:
-    """Placeholder for a wholly withheld value: size and hash, never the value."""
+    """Placeholder for a wholly withheld value: UTF-8 size and sha256, never the value.
+
+    ``[ctxlake: withheld, <n> bytes, sha256:<64 hex>]``; lone surrogates are hashed as
+    ``surrogatepass`` bytes, so any ``str`` works.
+    """
     raw = text.encode("utf-8", "surrogatepass")
     return f"[ctxlake: withheld, {len(raw)} bytes, sha256:{hashlib.sha256(raw).hexdigest()}]"
 
 
-def shannon_entropy(s: str) -> float:
-    """Shannon entropy of ``s`` in bits per character."""
+def shannon_entropy(s) -> float:
+    """Shannon entropy of ``s`` (``str`` or ``bytes``) in bits per character; 0.0 if empty."""
     if not s:
         return 0.0
-    counts: dict = {}
-    for ch in s:
-        counts[ch] = counts.get(ch, 0) + 1
     n = len(s)
-    return -sum(c / n * math.log2(c / n) for c in counts.values())
+    return -sum(c / n * math.log2(c / n) for c in (s.count(ch) for ch in set(s)))
 
 
-def _luhn(digits: str) -> bool:
+# --------------------------------------------------------------------------------------
+# Character classes. Each table maps a byte to a class byte, for bytes.translate.
+
+def _table(classes: dict, default: int) -> bytes:
+    out = bytearray([default]) * 256
+    for chars, cls in classes.items():
+        for ch in chars.encode():
+            out[ch] = cls
+    return bytes(out)
+
+
+class _Lazy:
+    """A regex compiled on first use. The hook's capture child scrubs one event and exits, so
+    the ~100 provider patterns are compiled only when a candidate token asks for one."""
+
+    __slots__ = ("pattern", "rx")
+
+    def __init__(self, pattern):
+        self.pattern = pattern
+        self.rx = None
+
+    def match(self, *a):
+        return (self.rx or self._compile()).match(*a)
+
+    def search(self, *a):
+        return (self.rx or self._compile()).search(*a)
+
+    def fullmatch(self, *a):
+        return (self.rx or self._compile()).fullmatch(*a)
+
+    def finditer(self, *a):
+        return (self.rx or self._compile()).finditer(*a)
+
+    def sub(self, *a):
+        return (self.rx or self._compile()).sub(*a)
+
+    def split(self, *a):
+        return (self.rx or self._compile()).split(*a)
+
+    def _compile(self):
+        self.rx = re.compile(self.pattern)
+        return self.rx
+
+
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_TOKEN_CLS = _table({_ALNUM + "_-": ord("a")}, ord(" "))   # provider-token runs
+_ENT_CLS = _table({_ALNUM + "+/=_-": ord("a")}, ord(" "))  # entropy runs (DESIGN.md §7)
+_DIGIT_CLS = _table({"0123456789": ord("d"), " ": ord("s"), "-": ord("-"),
+                     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_": ord("w")}, ord("x"))
+_WORD_BYTES = frozenset((_ALNUM + "_").encode())
+_LOWER_LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyz")
+
+_MARKER_MIN_RUN = 20
+"""Every provider token is at least 20 token characters long, prefix included."""
+
+
+def _bounded(b: bytes, i: int) -> bool:
+    """True when position ``i`` starts a word: start of text, a non-word byte before it, or a
+    JSON/shell escape (``\\n``, ``\\t``, ``\\r``) right before it."""
+    if i == 0 or b[i - 1] not in _WORD_BYTES:
+        return True
+    return i >= 2 and b[i - 1] in b"ntr" and b[i - 2] == 92
+
+
+_HAS_DIGIT = re.compile(rb"[0-9]").search
+_HAS_UPPER = re.compile(rb"[A-Z]").search
+_HAS_LOWER = re.compile(rb"[a-z]").search
+
+
+def _mixed(tail: bytes) -> bool:
+    """Token-shaped: the tail mixes digits and letters, or upper and lower case."""
+    upper = _HAS_UPPER(tail) is not None
+    lower = _HAS_LOWER(tail) is not None
+    return (upper and lower) or ((upper or lower) and _HAS_DIGIT(tail) is not None)
+
+
+# --------------------------------------------------------------------------------------
+# 1. Secret markers. (anchor, rule, regex matched at the anchor, needs a mixed tail).
+# A marker is tried only at the start of a token run of >= 20 [A-Za-z0-9_-] characters (or the
+# character after a JSON escape), so a prefix inside a word ("task-", "disk-") never fires.
+# Sources: each provider's documentation of its token format; gitleaks / detect-secrets rule
+# sets for the prefixes; reference spec §6 for the rule names it defines.
+
+_B64U = rb"[A-Za-z0-9_-]"
+_END = rb"(?![A-Za-z0-9_-])"
+
+# The last field asks for a token-shaped tail (_mixed: letters and digits, or both cases). Every
+# provider tail below is random base62/base64/hex, so it always is; "sk-ant-admin01-your_token"
+# is not. AWS key ids (base32, 16 chars: 3.6 % have no digit) and age keys skip the check.
+_START_MARKERS = [
+    # Anthropic: sk-ant-api03-<93>AA, admin keys sk-ant-admin01-<93>AA (console docs).
+    (b"sk-ant-admin01-", "anthropic_admin_key", rb"sk-ant-admin01-" + _B64U + rb"{20,}", True),
+    (b"sk-ant-", "anthropic_key", rb"sk-ant-(?:[a-z]{2,8}\d\d-)?+(" + _B64U + rb"{20,})", True),
+    # OpenAI project / service-account / admin keys: sk-proj-<156>, sk-svcacct-..., sk-admin-...
+    (b"sk-proj-", "openai_project_key", rb"sk-proj-" + _B64U + rb"{20,}", True),
+    (b"sk-svcacct-", "openai_project_key", rb"sk-svcacct-" + _B64U + rb"{20,}", True),
+    (b"sk-admin-", "openai_project_key", rb"sk-admin-" + _B64U + rb"{20,}", True),
+    (b"sk-None-", "openai_project_key", rb"sk-None-" + _B64U + rb"{20,}", True),
+    (b"sk-or-v1-", "openrouter_key", rb"sk-or-v1-[0-9a-f]{64}", True),
+    # Legacy OpenAI sk-<48 alnum>, DeepSeek sk-<32 hex>, other sk- keys (reference: sk-).
+    (b"sk-", "anthropic_or_openai_key", rb"sk-[A-Za-z0-9]{20,}" + _END, True),
+    (b"sk_live_", "stripe_live_key", rb"sk_live_[A-Za-z0-9]{16,}", True),
+    (b"sk_test_", "stripe_test_key", rb"sk_test_[A-Za-z0-9]{16,}", True),
+    (b"rk_live_", "stripe_restricted_key", rb"rk_live_[A-Za-z0-9]{16,}", True),
+    (b"rk_test_", "stripe_restricted_key", rb"rk_test_[A-Za-z0-9]{16,}", True),
+    (b"whsec_", "stripe_webhook_secret", rb"whsec_[A-Za-z0-9+/]{24,}", True),
+    # AWS access key ids (AKIA long-term, ASIA STS, ABIA/ACCA service). AIDA/AROA/AGPA/ANPA are
+    # principal ids printed by `aws sts get-caller-identity`, not credentials: left clean.
+    (b"AKIA", "aws_access_key_id", rb"AKIA[A-Z2-7]{16}" + _END, False),
+    (b"ABIA", "aws_access_key_id", rb"ABIA[A-Z2-7]{16}" + _END, False),
+    (b"ACCA", "aws_access_key_id", rb"ACCA[A-Z2-7]{16}" + _END, False),
+    (b"ASIA", "aws_session_key_id", rb"ASIA[A-Z2-7]{16}" + _END, False),
+    # GitHub (github.blog 2021 token format): prefix + 36 base62 (+ fine-grained 82 chars).
+    (b"github_pat_", "github_fine_grained_pat", rb"github_pat_[A-Za-z0-9_]{40,}", True),
+    (b"ghp_", "github_pat", rb"ghp_[A-Za-z0-9]{30,}", True),
+    (b"gho_", "github_oauth", rb"gho_[A-Za-z0-9]{30,}", True),
+    (b"ghu_", "github_user_token", rb"ghu_[A-Za-z0-9]{30,}", True),
+    (b"ghs_", "github_server_token", rb"ghs_[A-Za-z0-9]{30,}", True),
+    (b"ghr_", "github_refresh_token", rb"ghr_[A-Za-z0-9]{30,}", True),
+    # Slack (api.slack.com/authentication/token-types).
+    (b"xoxb-", "slack_bot_token", rb"xoxb-[0-9]{6,}-[A-Za-z0-9-]{10,}", True),
+    (b"xoxp-", "slack_user_token", rb"xoxp-[0-9]{6,}-[A-Za-z0-9-]{10,}", True),
+    (b"xoxa-", "slack_app_token", rb"xoxa-[0-9A-Za-z-]{10,}", True),
+    (b"xoxr-", "slack_refresh_token", rb"xoxr-[0-9A-Za-z-]{10,}", True),
+    (b"xoxe", "slack_token", rb"xoxe(?:\.xox[bp])?-[0-9A-Za-z-]{10,}", True),
+    (b"xoxs-", "slack_token", rb"xoxs-[0-9A-Za-z-]{10,}", True),
+    (b"xapp-", "slack_app_level_token", rb"xapp-\d-[A-Za-z0-9-]{10,}", True),
+    # GitLab (docs.gitlab.com/ee/security/tokens): glpat-<20+>, runner glrt-, others.
+    (b"glpat-", "gitlab_pat", rb"glpat-" + _B64U + rb"{20,}", True),
+    (b"glrt-", "gitlab_runner_token", rb"glrt-" + _B64U + rb"{20,}", True),
+    (b"gldt-", "gitlab_token", rb"gldt-" + _B64U + rb"{20,}", True),
+    (b"glptt-", "gitlab_token", rb"glptt-" + _B64U + rb"{20,}", True),
+    (b"glcbt-", "gitlab_token", rb"glcbt-" + _B64U + rb"{20,}", True),
+    (b"glft-", "gitlab_token", rb"glft-" + _B64U + rb"{20,}", True),
+    (b"glsoat-", "gitlab_token", rb"glsoat-" + _B64U + rb"{20,}", True),
+    # Google: API key AIza+35, OAuth client secret GOCSPX-+28.
+    (b"AIza", "google_api_key", rb"AIza[0-9A-Za-z_-]{35}", True),
+    (b"GOCSPX-", "google_oauth_client_secret", rb"GOCSPX-" + _B64U + rb"{24,}", True),
+    # JWT: header.payload[.signature], both JSON objects (base64url of '{"').
+    (b"eyJ", "jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.(?:[A-Za-z0-9_-]{8,})?", True),
+    # Private key bodies without their PEM header: PKCS#8 / PKCS#1 RSA DER, SEC1 EC, OpenSSH.
+    (b"MII", "private_key", rb"MII[A-Za-z0-9+/]{3}IBA(?:DAN|AK)", True),
+    (b"MIG", "private_key", rb"MIG[A-Za-z0-9+/]AgEAMBMGByqGSM49", True),
+    (b"MHcCAQEE", "private_key", rb"MHcCAQEE[A-Za-z0-9+/]{20,}", True),
+    (b"b3BlbnNzaC1rZXktdjE", "private_key", rb"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/]{20,}", True),
+    (b"AGE-SECRET-KEY-1", "age_secret_key", rb"AGE-SECRET-KEY-1[0-9A-Z]{50,}", False),
+    # Other providers (each documented prefix + length).
+    (b"gsk_", "groq_key", rb"gsk_[A-Za-z0-9]{20,}", True),
+    (b"xai-", "xai_key", rb"xai-[A-Za-z0-9]{20,}", True),
+    (b"dop_v1_", "digitalocean_token", rb"do[opr]_v1_[a-f0-9]{40,}", True),
+    (b"doo_v1_", "digitalocean_token", rb"do[opr]_v1_[a-f0-9]{40,}", True),
+    (b"dor_v1_", "digitalocean_token", rb"do[opr]_v1_[a-f0-9]{40,}", True),
+    (b"shpat_", "shopify_access_token", rb"shpat_[a-fA-F0-9]{20,}", True),
+    (b"shpss_", "shopify_shared_secret", rb"shpss_[a-fA-F0-9]{20,}", True),
+    (b"shpca_", "shopify_token", rb"shpca_[a-fA-F0-9]{20,}", True),
+    (b"shppa_", "shopify_token", rb"shppa_[a-fA-F0-9]{20,}", True),
+    # Twilio API key SID: SK + 32 hex.
+    (b"SK", "twilio_key", rb"SK[0-9a-f]{32}" + _END, True),
+    # Mailgun private key: key-<32 [0-9a-z]> (docs example key-3ax6xnjp29jd6fds4gc373sgvjxteol0).
+    (b"key-", "mailgun_key", rb"key-[0-9a-z]{32}" + _END, True),
+    (b"dapi", "databricks_token", rb"dapi[0-9a-f]{32}(?:-\d)?" + _END, True),
+    (b"pypi-AgE", "pypi_token", rb"pypi-AgE[A-Za-z0-9_-]{40,}", True),
+    (b"lin_api_", "linear_api_key", rb"lin_api_[A-Za-z0-9]{40}", True),
+    (b"ntn_", "notion_token", rb"ntn_[A-Za-z0-9]{40,}", True),
+    (b"secret_", "notion_token", rb"secret_[A-Za-z0-9]{43}" + _END, True),
+    (b"PMAK-", "postman_api_key", rb"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", True),
+    (b"ATATT3", "atlassian_api_token", rb"ATATT3[A-Za-z0-9_=-]{100,}", True),
+    (b"sntrys_", "sentry_token", rb"sntrys_eyJ[A-Za-z0-9+/=_-]{30,}", True),
+    (b"sntryu_", "sentry_token", rb"sntryu_[a-f0-9]{64}", True),
+    (b"glsa_", "grafana_token", rb"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}", True),
+    (b"glc_", "grafana_token", rb"glc_[A-Za-z0-9+/]{32,}", True),
+    (b"NRAK-", "newrelic_api_key", rb"NRAK-[A-Z0-9]{27}", True),
+    (b"r8_", "replicate_token", rb"r8_[A-Za-z0-9]{37}", True),
+    (b"pplx-", "perplexity_key", rb"pplx-[A-Za-z0-9]{40,}", True),
+    (b"sbp_", "supabase_token", rb"sbp_[a-f0-9]{40}", True),
+    (b"sb_secret_", "supabase_token", rb"sb_secret_" + _B64U + rb"{20,}", True),
+    (b"tskey-", "tailscale_key", rb"tskey-[a-z]+-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}", True),
+    (b"ops_eyJ", "onepassword_token", rb"ops_eyJ[A-Za-z0-9+/=_-]{30,}", True),
+    (b"pul-", "pulumi_token", rb"pul-[a-f0-9]{40}", True),
+    (b"figd_", "figma_token", rb"figd_" + _B64U + rb"{40,}", True),
+    (b"sq0atp-", "square_token", rb"sq0atp-" + _B64U + rb"{22,}", True),
+    (b"sq0csp-", "square_token", rb"sq0csp-" + _B64U + rb"{40,}", True),
+]
+
+# Markers whose anchor ends in "." (the token run starts after it).
+_DOT_MARKERS = [
+    (b"ya29.", "google_oauth_token", rb"ya29\.[0-9A-Za-z_-]{20,}", True),
+    (b"hvs.", "vault_token", rb"hvs\.[A-Za-z0-9_-]{24,}", True),
+    (b"hvb.", "vault_token", rb"hvb\.[A-Za-z0-9_-]{24,}", True),
+    (b"sk.", "mapbox_secret_token", rb"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", True),
+    (b"sl.", "dropbox_token", rb"sl\.[A-Za-z0-9_-]{130,}", True),
+    (b"dp.pt.", "doppler_token", rb"dp\.pt\.[A-Za-z0-9]{40,}", True),
+    (b"dp.st.", "doppler_token", rb"dp\.st\.(?:[a-z0-9_-]{2,35}\.)?[A-Za-z0-9]{40,}", False),
+]
+# Prefixed tokens replaced in place (reference spec §6 step 3): keep the prefix, drop the tail.
+_PREFIXED = [
+    (b"hf_", "huggingface_token", _Lazy(rb"hf_([A-Za-z0-9]{20,})")),
+    (b"npm_", "npm_token", _Lazy(rb"npm_([A-Za-z0-9]{20,})")),
+]
+_SENDGRID = _Lazy(rb"SG\.([A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})")
+
+
+def _by_first_two(markers, prefixed) -> dict:
+    """First two bytes of an anchor → [(anchor, rule, regex, needs mixed tail, in place)],
+    most specific (longest) anchor first."""
+    rows = [(a, rule, _Lazy(p), mixed, False) for a, rule, p, mixed in markers]
+    rows += [(a, rule, rx, False, True) for a, rule, rx in prefixed]
+    out: dict = {}
+    for row in rows:
+        out.setdefault(row[0][:2], []).append(row)
+    for key in out:
+        out[key].sort(key=lambda r: -len(r[0]))
+    return out
+
+
+_START_BY_2 = _by_first_two(_START_MARKERS, _PREFIXED)
+_JWT = _Lazy(next(p for a, _, p, _ in _START_MARKERS if a == b"eyJ"))
+_SGR = re.compile(rb"[0-9]{1,3}m")
+_DOT_ROWS = [(a, rule, _Lazy(p), m) for a, rule, p, m in _DOT_MARKERS]
+_DOT_ANCHORS = tuple(a for a, *_ in _DOT_MARKERS) + (b"SG.",)
+
+# Context markers (checked on a run by the character before it).
+_TELEGRAM = _Lazy(rb"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _END)
+_AZURE_AD_SECRET = _Lazy(rb"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])")
+_GOOGLE_REFRESH = _Lazy(rb"1//0[A-Za-z0-9_-]{40,}")
+_MAILGUN_NEW = _Lazy(rb"[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}")
+_SLACK_HOOK = b"hooks.slack.com/services/"
+_DISCORD_HOOK = _Lazy(rb"discord(?:app)?\.com/api/webhooks/[0-9]{5,}/$")
+_PEM_PRIVATE = _Lazy(rb"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+
+# Keyed secrets, searched in the lower-cased text with a literal-prefixed regex per keyword
+# tail, then checked against the full key name that precedes it. A value must be secret-shaped
+# (see _secretish): letters-only values, ${VARS}, <placeholders>, "***" and code references
+# (settings.DB_PASSWORD) stay clean.
+_KV_SEP = rb"(?:\\?[\"'])?[ \t]*[:=][ \t]*"
+_KV_VALUE = (rb"(?:\\?\"([^\"\\\n]{6,256})\\?\"|'([^'\\\n]{6,256})'"  # quoted: may hold spaces
+             rb"|\\?[\"']?([^\s\"'`,;()\[\]{}<>\\]{6,512}))")       # bare (or unterminated)
+_KV_GROUPS = [
+    # (literal tail, compiled regex over lowered bytes, [(full key name, rule, quarantine?)])
+    (b"key", re.compile(rb"key" + _KV_SEP + _KV_VALUE), [
+        (b"aws_secret_access_key", "aws_secret_kv", True),
+        (b"secretaccesskey", "aws_secret_kv", True),
+        (b"anthropic_api_key", "anthropic_key_kv", True),
+        (b"openai_api_key", "openai_key_kv", True),
+        (b"accountkey", "azure_storage_key", True),
+        (b"sharedaccesskey", "azure_shared_access_key", True),
+        (b"private_key", "private_key", True),
+        (b"secret_key", "secret_assignment", True),
+    ]),
+    (b"_secret", re.compile(rb"_secret" + _KV_SEP + _KV_VALUE), [
+        (b"client_secret", "secret_assignment", True),
+        (b"api_secret", "secret_assignment", True),
+    ]),
+    (b"p", re.compile(rb"p(?:ass(?:word|wd)?|wd)" + _KV_SEP + _KV_VALUE), [
+        (b"pgpassword", "postgres_password_kv", True),
+        (b"db_password", "secret_assignment", True),
+        (b"db_pass", "secret_assignment", True),
+        (b"mysql_pwd", "mysql_password_kv", True),
+        (b"password", "password_assignment", False),
+        (b"passwd", "password_assignment", False),
+        (b"pass", "password_assignment", False),
+    ]),
+]
+_AUTH_HEADER = _Lazy(
+    rb"authorization(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
+    rb"(?:(?:basic|bearer|token|digest|negotiate|ntlm|aws4-hmac-sha256|sso-key)[ \t]+)?([A-Za-z0-9._~+/=-]{12,})")
+
+# -- 2. structural spans ----------------------------------------------------------------
+_URI_CRED = re.compile(rb"://([^\s/?#@:\"'<>`\\]{0,256}):([^\s/?#\"'<>`\\]{1,256})@")
+_URI_CRED_SLASH = re.compile(rb"://([^\s/?#@:\"'<>`\\]{1,256}):([^\s?#\"'<>`\\@]{1,256})@[A-Za-z0-9.-]+(?=[:/?#\s\"'<>]|$)")
+"""A raw '/' in the password (``postgres://u:ab/cd@db``), accepted only when a host follows the
+'@' and the password is not a port and a path (``http://host:8080/users/@name``)."""
+_PORT_PATH = re.compile(rb"[0-9]{1,5}/")
+"""User and password are bounded (256): an unbounded pair backtracks quadratically on a long
+authority full of ':' — the hook must not be a ReDoS target."""
+_CURL_USER = _Lazy(rb"(?:-u|--user)[ \t=]*[\"']?([^\s:\"'\[\]]+):([^\s\"'@]+)")
+_URL_SIG = _Lazy(rb"(?:sig|signature)=([A-Za-z0-9%+/=_-]{16,})")
+_SIG_BEFORE = (b"?", b"&", b";", b"?x-amz-", b"&x-amz-", b"?x-goog-", b"&x-goog-")
+_CARD_SHAPE = re.compile(
+    rb"dddd(?<![dw-]dddd)(?:d{9,15}|([s-])dddd\1dddd\1d{1,4}(?:\1d{1,4})?|([s-])dddddd\2d{4,5})(?![dw-])")
+# Issuer prefixes and lengths (ISO/IEC 7812 IIN ranges as published by the card networks).
+_CARD_BRANDS = _Lazy(
+    rb"4(?:\d{12}|\d{15}|\d{18})|5[1-5]\d{14}|2(?:2[2-9]|[3-6]\d|7[01])\d{13}|2720\d{12}"
+    rb"|3[47]\d{13}|3(?:0[0-5]|[689]\d)(?:\d{11}|\d{13})|6(?:011|5\d\d|4[4-9]\d)(?:\d{12}|\d{15})"
+    rb"|35(?:2[89]|[3-8]\d)(?:\d{12}|\d{15})|62(?:\d{14}|\d{17})")
+"""Issuer prefixes and PAN lengths (ISO/IEC 7812 IIN ranges as the networks publish them):
+Visa 4 (13/16/19), Mastercard 51–55 and 2221–2720 (16), Amex 34/37 (15), Diners 300–305/36/38/39
+(14/16), Discover 6011/644–649/65 (16/19), JCB 3528–3589 (16/19), UnionPay 62 (16/19). No
+network issues 17- or 18-digit PANs, so nanosecond timings and snowflake ids of that length never
+match; every 13–19 digit number with a valid prefix still has a 1-in-10 chance of passing Luhn,
+which is the residual false-positive rate of unseparated numbers."""
+
+# -- 3. prefixed: Bearer ----------------------------------------------------------------
+_IIN_FIRST = frozenset(b"23456")
+_BEARER = _Lazy(rb"bearer[ \t]+([A-Za-z0-9._~+/=-]{16,})")
+
+# -- 4. entropy -------------------------------------------------------------------------
+_HEX = re.compile(rb"[0-9a-fA-F]+")
+_ULIDS = _Lazy(rb"(?:[a-z]+_)?[0-7][0-9A-HJKMNP-TV-Z]{25}(?:[_-](?:[a-z]+_)?[0-7][0-9A-HJKMNP-TV-Z]{25})*")
+_ANTHROPIC_ID = _Lazy(rb"(?:[a-z]+_)?(?:msg|toolu|srvtoolu|req|msgbatch|file)_01[A-Za-z0-9]{20,30}")
+_ANTHROPIC_ID_IN = _Lazy(rb"(?:msg|toolu|srvtoolu|req|msgbatch|file)_01[A-Za-z0-9]{20,30}")
+_IMAGE_MAGIC = (b"iVBORw0KGgo", b"/9j/", b"R0lGOD", b"UklGR", b"PHN2Zy", b"AAAAIGZ0eXB", b"AAAAHGZ0eXB")
+_DATA_URI = _Lazy(rb"data:(?:image|font|audio|video)/[A-Za-z0-9.+-]+;base64,$")
+_CHUNK = _Lazy(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_PIECES = _Lazy(rb"[/_+=.-]+")
+_CONSONANTS5 = _Lazy(rb"[b-df-hj-np-tv-xzB-DF-HJ-NP-TV-XZ]{5,}")
+_VOWELS = frozenset(b"aeiouyAEIOUY")
+_SEQUENCES = (b"abcdefgh", b"ABCDEFGH", b"01234567", b"zyxwvuts", b"ZYXWVUTS")
+
+
+def _word_piece(p: bytes) -> bool:
+    """A piece is a word (or words): >= 1 vowel per 6 letters, no run of 5 consonants, and
+    letter chunks (camelCase split) of >= 3 letters on average."""
+    letters = vowels = 0
+    for c in p:
+        if 65 <= c <= 90 or 97 <= c <= 122:
+            letters += 1
+            if c in _VOWELS:
+                vowels += 1
+    if not letters:
+        return True
+    if vowels * 6 < letters or _CONSONANTS5.search(p):
+        return False
+    chunks = [m.end() - m.start() for m in _CHUNK.finditer(p) if p[m.start()] >= 65]
+    return not chunks or sum(chunks) >= 3 * len(chunks)
+
+
+def _wordy(run: bytes) -> bool:
+    """True when a run is made of words, numbers and hex ids: paths (``node_modules/call-bind/
+    package``), identifiers and test names (``test_scrub_keeps_git_shas``), Rust/Cargo target
+    names with hashes (``python_utils-1d9cbe00910c3870``). Pieces are split on ``/ _ + = . -``;
+    every piece longer than 4 characters must be hex, digits or a word (:func:`_word_piece`).
+
+    Measured (``bench/redact_corpus.py``): random base62/base64 tokens of >= 32 characters are
+    judged wordy < 0.2 % of the time; random lowercase+digit tokens ~ 13 % (a recall cost we
+    accept: such tokens are mostly caught by their provider marker instead).
+    """
+    if b"_01" in run:
+        run = _ANTHROPIC_ID_IN.sub(b"id", run)  # tool-use ids inside paths (tool-results/toolu_01...)
+    for p in _PIECES.split(run):
+        if len(p) <= 4 or _HEX.fullmatch(p):
+            continue
+        if not _word_piece(p):
+            return False
+    return True
+
+
+_HEX_DASH = frozenset(b"0123456789abcdefABCDEF-")
+_INTEGRITY_PREFIXES = tuple(p + sep for p in (b"sha1", b"sha224", b"sha256", b"sha384", b"sha512", b"md5")
+                            for sep in (b"-", b"="))
+_ENTROPY_SAMPLE = 4096
+"""Entropy of runs longer than this is estimated on their first 4 KiB (a long random blob is
+uniform; a long blob that starts random and turns into prose does not exist in practice)."""
+
+
+def _entropy_secret(b: bytes, s: int, e: int) -> bool:
+    """Decide whether the run ``b[s:e]`` (>= 32 chars of ``[A-Za-z0-9+/=_-]``) is a secret.
+
+    Clean: fewer than 19 distinct characters (entropy <= log2(18) = 4.17 < both thresholds),
+    pure hex and UUID-ish (SHAs, digests), ``sha512-``/``sha256=`` integrity strings, go.sum
+    ``h1:`` hashes, image payloads, ULIDs, Anthropic ids, alphabet literals and runs of words.
+    Otherwise a secret if its entropy is >= 4.5 bits/char, or >= 4.2 when it mixes letters and
+    digits (random tokens of 32–40 chars sit around 4.5). Cheap checks run first.
+    """
+    run = b[s:e]
+    chars = set(run)
+    if len(chars) <= 18 or chars <= _HEX_DASH:
+        return False
+    if run.startswith(_INTEGRITY_PREFIXES) or b.endswith(_DIGEST_PREFIXES, max(0, s - 8), s):
+        return False  # lock files, wheel RECORD, SRI, go.sum "h1:", "sha256:" digests
+    if run.startswith(_IMAGE_MAGIC) or (b.endswith(b";base64,", max(0, s - 8), s)
+                                        and _DATA_URI.search(b, max(0, s - 64), s)):
+        return False  # image/font payloads are data, not secrets (precision over recall)
+    if len(run) > _ENTROPY_SAMPLE:
+        run = run[:_ENTROPY_SAMPLE]
+        chars = set(run)
+    n = len(run)
+    h = -sum(c / n * math.log2(c / n) for c in map(run.count, chars))
+    if h < ENTROPY_THRESHOLD and not (h >= ENTROPY_THRESHOLD_MIXED and _HAS_DIGIT(run) and _mixed(run)):
+        return False
+    if _ULIDS.fullmatch(run) or _ANTHROPIC_ID.fullmatch(run):
+        return False
+    if any(q in run for q in _SEQUENCES):
+        return False  # alphabet tables in code (base64/base32 alphabets)
+    return not _wordy(run[:512])
+
+
+_LETTER_WORDS = _Lazy(rb"[A-Za-z]+(?:[-_. ][A-Za-z]+)*[-_.]?")
+_SAME_CHAR = _Lazy(rb"(.)\1+")
+
+
+def _secretish(v: bytes) -> bool:
+    """A keyed value that could be a secret (not a variable, placeholder or code reference)."""
+    if v[:1] in (b"$", b"%", b"@", b"*", b"&", b"!", b"#", b"|", b"{", b"<", b"[") or b"ctxlake:" in v:
+        return False
+    if (v[:1] in (b"/", b"~", b".") or b"/" in v) and _wordy(v):
+        return False  # a file path (GOOGLE_APPLICATION_CREDENTIALS=/etc/sa.json), not a secret
+    if _LETTER_WORDS.fullmatch(v) or _SAME_CHAR.fullmatch(v):
+        return False  # letters-only words (your_password_here, settings.DB_PASSWORD), xxxxxx
+    if b"xxxx" in v.lower() or b"..." in v or b"***" in v:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------
+
+def _runs(cls: bytes, min_len: int, start: int = 0, stop: int | None = None):
+    """Yield (start, end) of each maximal run of class byte ``a`` of length >= ``min_len`` that
+    starts in [start, stop); ``start`` must be 0 or a separator. Runs extend past ``stop`` to
+    their natural end. The leftmost occurrence of ``a * min_len`` after a separator is always a
+    run start, so one ``find`` per run suffices."""
+    needle = b"a" * min_len
+    find = cls.find
+    n = len(cls)
+    stop = n if stop is None else stop
+    pos = start
+    while pos < stop:
+        i = find(needle, pos)
+        if i < 0 or i >= stop:
+            return
+        j = find(b" ", i + min_len)
+        if j < 0:
+            j = n
+        yield i, j
+        pos = j
+
+
+class _Scan:
+    """Mutable state of one scrub: the UTF-8 bytes, the spans to replace, the rules fired."""
+
+    __slots__ = ("b", "low", "spans", "marks", "inplace")
+
+    def __init__(self, b: bytes):
+        self.b = b
+        self.low = None
+        self.spans: list = []
+        self.marks: set = set()
+        self.inplace: set = set()
+
+    def lower(self) -> bytes:
+        if self.low is None:
+            self.low = self.b.lower()
+        return self.low
+
+    def span(self, s: int, e: int, placeholder: bytes, rule: str) -> None:
+        """Record a replacement, unless it would cut into a placeholder already in the text
+        (a re-scrub must not redact inside ``[ctxlake:redacted-ssn]``)."""
+        b = self.b
+        p = b.rfind(b"[ctxlake", max(0, s - 512), e + 8)  # a value cut short by one counts too
+        if p >= 0 and (p >= s or b.find(b"]", p, e + 1) < 0 or b.find(b"]", p) >= s):
+            return
+        self.spans.append((s, e, placeholder))
+        self.inplace.add(rule)
+
+
+def _marker_at(sc: _Scan, s: int, rows) -> None:
+    b = sc.b
+    for anchor, rule, rx, mixed, inplace in rows:
+        if b.startswith(anchor, s):
+            m = rx.match(b, s)
+            if not m:
+                continue
+            if inplace:  # prefixed token (reference spec §6 step 3): keep the prefix
+                if _mixed(m.group(1)):
+                    sc.span(m.start(1), m.end(1), _P, rule)
+                return
+            if not mixed or _mixed(m.group(1) if m.re.groups else m.group(0)[len(anchor):]):
+                sc.marks.add(rule)
+                return
+
+
+def _scan_tokens(sc: _Scan) -> None:
+    """Markers and prefixed tokens: every token run of >= 20 characters, whole field.
+
+    A run is tried against the markers whose anchor starts with the run's first two bytes
+    (one dict lookup per run); the byte before the run selects the context rules (``.`` for
+    ``ya29.``/``SG.``-style anchors and split JWTs, ``/`` for webhook URLs and Google refresh
+    tokens, ``:`` for Telegram bot tokens)."""
+    b = sc.b
+    by2 = _START_BY_2
+    cls = b.translate(_TOKEN_CLS)
+    find = cls.find
+    needle = b"a" * _MARKER_MIN_RUN
+    n = len(cls)
+    j = 0
+    while True:
+        k = find(needle, j)
+        if k < 0:
+            break
+        j = find(b" ", k + _MARKER_MIN_RUN)
+        if j < 0:
+            j = n
+        s = k
+        if k:
+            p, c = b[k - 1], b[k]
+            if p == 92 and c in b"ntr":
+                s = k + 1  # run begins right after a JSON escape such as \n
+            elif 48 <= c <= 57 and p in b"[;%":
+                if p == 37:
+                    s = k + 2  # URL-encoded separator: %3Dghp_..., %20sk-...
+                else:
+                    sgr = _SGR.match(b, k)  # ANSI colour: ESC[32mghp_...
+                    if sgr:
+                        s = sgr.end()
+        rows = by2.get(b[s:s + 2])
+        if rows is not None:
+            _marker_at(sc, s, rows)
+        if j - k == 50 and _MAILGUN_NEW.fullmatch(b, k, j):
+            sc.marks.add("mailgun_key")
+        if k == 0:
+            continue
+        prev = b[k - 1]
+        if prev == 46:  # "."
+            if b.endswith(_DOT_ANCHORS, max(0, k - 8), k):
+                for anchor, rule, rx, mixed in _DOT_ROWS:
+                    a0 = k - len(anchor)
+                    if a0 >= 0 and b.startswith(anchor, a0) and _bounded(b, a0):
+                        dm = rx.match(b, a0)
+                        if dm and (not mixed or _mixed(dm.group(0)[len(anchor):])):
+                            sc.marks.add(rule)
+                            break
+                if k >= 3 and b.startswith(b"SG.", k - 3) and _bounded(b, k - 3):
+                    sg = _SENDGRID.match(b, k - 3)
+                    if sg and _mixed(sg.group(1)):
+                        sc.span(sg.start(1), sg.end(1), _P, "sendgrid_key")
+            if b.startswith(b"eyJ", k):  # JWT whose header run was shorter than 20
+                h = b.rfind(b"eyJ", max(0, k - 4096), k - 1)
+                if h >= 0 and _bounded(b, h) and _JWT.match(b, h):
+                    sc.marks.add("jwt")
+        elif prev == 47:  # "/"
+            if b.find(_SLACK_HOOK, max(0, k - 64), k) >= 0:
+                sc.marks.add("slack_webhook")
+            elif b.find(b"webhooks/", max(0, k - 40), k) >= 0 and _DISCORD_HOOK.search(b, max(0, k - 80), k):
+                sc.marks.add("discord_webhook")
+            elif k >= 3 and b[k - 3:k] == b"1//" and _GOOGLE_REFRESH.match(b, k - 3):
+                sc.marks.add("google_refresh_token")
+        elif prev == 58:  # ":"
+            if j - k == 35 and b.startswith(b"AA", k) and _TELEGRAM.search(b, max(0, k - 11), j):
+                sc.marks.add("telegram_bot_token")
+
+
+def _kv_key_len(low: bytes, m) -> int:
+    """Length of the key word a keyed-assignment match starts with (up to the separator)."""
+    i = m.start()
+    n = m.start(m.lastindex)
+    while i < n and (97 <= low[i] <= 122 or low[i] == 95):
+        i += 1
+    return i - m.start()
+
+
+def _finds(hay: bytes, needle: bytes, start: int = 0):
+    """Every start position of ``needle`` in ``hay`` from ``start`` (bytes.find: far faster than
+    a regex's own literal-prefix scan for needles of 4+ bytes)."""
+    i = hay.find(needle, start)
+    while i >= 0:
+        yield i
+        i = hay.find(needle, i + 1)
+
+
+def _tildes(b: bytes):
+    """Positions of "~" that follow a "Q": memchr while "~" is rare, then "Q~" finds."""
+    i = b.find(b"~")
+    seen = 0
+    while i >= 0:
+        seen += 1
+        if seen > 64:
+            for q in _finds(b, b"Q~", max(0, i - 1)):
+                yield q + 1
+            return
+        yield i
+        i = b.find(b"~", i + 1)
+
+
+def _scan_keywords(sc: _Scan) -> None:
+    """Case-insensitive keyword rules: named secret assignments, Authorization, Bearer, PEM
+    private-key headers, Azure AD client secrets."""
+    b = sc.b
+    low = sc.lower()
+    for tail, rx, names in _KV_GROUPS:
+        any_name = tuple(n for n, _, _ in names)
+        search = rx.search
+        m = search(low)
+        while m is not None:
+            end = m.start() + _kv_key_len(low, m)
+            nxt = max(end, m.start() + 1)  # the value may hold the next "password=": see every key
+            if not low.endswith(any_name, max(0, end - 32), end):
+                m = search(low, nxt)
+                continue  # "primaryKey:", "cache_key=": not a name we know
+            for name, rule, quarantine in names:
+                if not low.endswith(name, 0, end):
+                    continue
+                g = m.lastindex  # the value group that matched: "quoted", 'quoted' or bare
+                v = b[m.start(g):m.end(g)]
+                if not _secretish(v):
+                    break
+                if quarantine:
+                    if len(v) >= 8:
+                        sc.marks.add(rule)
+                elif end - len(name) == 0 or low[end - len(name) - 1] not in _LOWER_LETTERS:
+                    sc.span(m.start(g), m.end(g), _P, rule)  # "bypass=", "compass:" stay clean
+                break
+            m = search(low, nxt)
+    for i in _finds(low, b"authorization"):
+        m = _AUTH_HEADER.match(low, i)
+        if m:
+            v = b[m.start(1):m.end(1)]
+            if _mixed(v) and _secretish(v):
+                sc.marks.add("authorization_header")
+                break
+    for i in _finds(low, b"bearer"):
+        m = _BEARER.match(low, i)
+        if m:
+            v = b[m.start(1):m.end(1)]
+            if _mixed(v) and _secretish(v):
+                sc.span(m.start(1), m.end(1), _P, "bearer_token")
+    for i in _finds(b, b"-----BEGIN"):
+        if _PEM_PRIVATE.match(b, i):
+            sc.marks.add("private_key")
+            break
+    # Azure AD client secrets: 3 chars, a digit, "Q~", 31-34 chars (dots allowed). "~" is rare,
+    # so walk it with memchr; if it is not rare here, look for "Q~" instead.
+    for i in _tildes(b):
+        if i >= 5 and b[i - 1] == 81 and 48 <= b[i - 2] <= 57 \
+                and _AZURE_AD_SECRET.match(b, i - 5, min(len(b), i + 40)):
+            sc.marks.add("azure_ad_client_secret")
+            break
+
+
+def _scan_structural(sc: _Scan) -> None:
+    """URL credentials, curl -u, URL signatures, card numbers, SSNs (whole field)."""
+    b = sc.b
+    seen = 0
+    for i in _finds(b, b"://"):
+        m = _URI_CRED.match(b, i) or _URI_CRED_SLASH.match(b, i)
+        if m and not (m.re is _URI_CRED_SLASH and (_PORT_PATH.match(m.group(2)) or b"://" in m.group(2))):
+            pw = m.group(2)
+            if not (pw.startswith((b"$", b"<", b"*")) or b"${" in pw or b"{{" in pw or b"[ctxlake" in pw):
+                sc.span(m.start(2), m.end(2), _P, "uri_credentials")
+        # curl -u user:PASS before a URL on the same line (curl without a URL is not looked
+        # for); windows never overlap, so many URLs cost linear time
+        line = max(b.rfind(b"\n", max(0, i - 400), i) + 1, i - 400, seen)
+        seen = i
+        if b.find(b"curl", line, i) >= 0:
+            for cm in _CURL_USER.finditer(b, line, i):
+                pw = cm.group(2)
+                if not pw.startswith((b"$", b"<", b"[ctxlake")):
+                    sc.span(cm.start(2), cm.end(2), _P, "uri_credentials")
+    low = sc.lower()
+    for needle in (b"sig=", b"signature="):
+        for st in _finds(low, needle):
+            if not low.endswith(_SIG_BEFORE, max(0, st - 8), st):
+                continue  # a query parameter: ?sig= &sig= ;sig= ?X-Amz-Signature= &X-Goog-Signature=
+            m = _URL_SIG.match(low, st)
+            if m:
+                v = b[m.start(1):m.end(1)]
+                if _mixed(v) or b"%" in v:
+                    sc.span(m.start(1), m.end(1), _P, "url_signature")
+    cls = b.translate(_DIGIT_CLS)
+    pos = 0
+    search = _CARD_SHAPE.search
+    while True:
+        m = search(cls, pos)
+        if m is None:
+            break
+        if b[m.start()] not in _IIN_FIRST:  # hexdumps, line numbers: no issuer starts 0/1/7/8/9
+            pos = m.start() + 1
+            continue
+        end = _card_end(b, m.start(), m.end())
+        if end:
+            sc.span(m.start(), end, _P_CARD, "card_number")
+            pos = end
+        else:
+            pos = m.start() + 1  # "5559 2221 4828 6689 7209": the card may start at the next group
+    for i in _finds(cls, b"ddd-dd-dddd"):
+        if (i and cls[i - 1] in b"dw-") or cls[i + 11:i + 12] in (b"d", b"w", b"-"):
+            continue  # neighbours: no digit, dash or word character (ids like "v078-05-1120a")
+        area, group, serial = b[i:i + 3], b[i + 4:i + 6], b[i + 7:i + 11]
+        if area in (b"000", b"666") or area[:1] == b"9" or group == b"00" or serial == b"0000":
+            continue
+        sc.span(i, i + 11, _P_SSN, "ssn")
+
+
+_DIGEST_PREFIXES = (b"h1:", b"sha1=", b"sha224=", b"sha256=", b"sha384=", b"sha512=", b"md5=",
+                    b"sha256:", b"sha512:", b"sha384:", b"sha1:")
+_EQ_PIECE = _Lazy(rb"[^=]+=*")
+_ENT_TAIL = _Lazy(rb"[A-Za-z0-9+/=_-]*")
+
+
+def _scan_entropy(sc: _Scan) -> None:
+    b = sc.b
+    window = min(len(b), MAX_SCAN_BYTES)
+    cls = b[:window + 4096].translate(_ENT_CLS)
+    for k, j in _runs(cls, ENTROPY_MIN_LEN, 0, window):
+        if j == len(cls) < len(b):
+            j = _ENT_TAIL.match(b, j).end()  # a run crossing the window edge is scanned whole
+        s = k
+        if k >= 1 and b[k] in b"ntr" and b[k - 1] == 92:
+            s = k + 1  # keep the JSON escape (\n) out of the redacted span
+        eq = b.find(b"=", s, j)
+        if 0 <= eq < j - 1 and b[eq + 1:j].strip(b"="):
+            # "name=value" joined into one run: base64 has "=" only at its end, so judge each
+            # "=" separated piece on its own and keep the names.
+            for m in _EQ_PIECE.finditer(b, s, j):
+                if m.end() - m.start() >= ENTROPY_MIN_LEN and _entropy_secret(b, m.start(), m.end()):
+                    sc.span(m.start(), m.end(), _P_SECRET, "high_entropy_run")
+        elif j - s >= ENTROPY_MIN_LEN and _entropy_secret(b, s, j):
+            sc.span(s, j, _P_SECRET, "high_entropy_run")
+
+
+def _card_end(b: bytes, s: int, e: int) -> int:
+    """End of the card number starting at ``s`` within the digit shape ``b[s:e]``, or 0.
+
+    A grouped shape may run on past the card ("4111 1111 1111 1111 4111 ..."): shorter prefixes
+    ending on a group boundary are tried too, longest first."""
+    raw = b[s:e]
+    ends = [len(raw)] + [i for i in range(len(raw) - 1, 0, -1) if raw[i] in b" -"]
+    for cut in ends:
+        digits = raw[:cut].replace(b" ", b"").replace(b"-", b"")
+        if len(digits) < 13:
+            break
+        if _CARD_BRANDS.fullmatch(digits) and _luhn(digits):
+            return s + cut
+    return 0
+
+
+def _luhn(digits: bytes) -> bool:
     total = 0
     for i, ch in enumerate(reversed(digits)):
-        d = ord(ch) - 48
+        d = ch - 48
         if i % 2:
             d *= 2
             if d > 9:
@@ -136,110 +864,117 @@ def _luhn(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _card(m: re.Match) -> str | None:
-    raw = m.group(0)
-    seps = set(ch for ch in raw if not ch.isdigit())
-    if len(seps) > 1:
-        return None
-    digits = raw.replace(" ", "").replace("-", "")
-    if not 13 <= len(digits) <= 19 or not _luhn(digits) or len(set(digits)) < 3:
-        return None
-    if not seps and digits[0] not in "23456":  # unseparated runs: only real card prefixes (Visa, MC, Amex, Discover...)
-        return None
-    return "[ctxlake:redacted-card]"
-
-
-def _ssn(m: re.Match) -> str | None:
-    area, group, serial = m.group(1), m.group(2), m.group(3)
-    if area in ("000", "666") or area[0] == "9" or group == "00" or serial == "0000":
-        return None
-    return "[ctxlake:redacted-ssn]"
-
-
-def _entropy_run(run: str) -> bool:
-    if _HEX.fullmatch(run) or _UUIDISH.match(run) or _INTEGRITY.match(run):
-        return False  # hashes, UUIDs and lock-file integrity strings are not secrets
-    if run.count("/") >= 2 and not run.endswith("="):
-        return False  # path-like (a/b/c): base64 blobs rarely carry many slashes and no padding
-    return shannon_entropy(run) >= ENTROPY_THRESHOLD
+def _apply(b: bytes, spans: list) -> bytes:
+    """Replace ``spans`` (start, end, placeholder) in ``b``; overlapping spans merge into the
+    first one's placeholder. Spans are ASCII-bounded, so the result is valid UTF-8 when ``b``
+    was."""
+    spans.sort(key=lambda t: (t[0], -t[1]))
+    out = []
+    pos = 0
+    cur_s, cur_e, cur_p = spans[0]
+    for s, e, p in spans[1:]:
+        if s < cur_e:
+            cur_e = max(cur_e, e)
+            continue
+        out.append(b[pos:cur_s])
+        out.append(cur_p)
+        pos = cur_e
+        cur_s, cur_e, cur_p = s, e, p
+    out.append(b[pos:cur_s])
+    out.append(cur_p)
+    out.append(b[cur_e:])
+    return b"".join(out)
 
 
 def scrub(text: str, is_tool_output: bool = False) -> tuple[str, Outcome]:
-    """Scrub one text value. Returns ``(text_to_store, Outcome)``; never raises on any str.
+    """Scrub one text value. Returns ``(text_to_store, Outcome)``; never raises on any ``str``.
 
-    ``is_tool_output`` enables the entropy rule (tool input and result, not prose).
+    ``is_tool_output`` enables the entropy rule (tool input and result, not prose). A marker hit
+    returns :func:`withheld` of the whole value with status ``quarantined``; otherwise spans are
+    replaced in place (status ``redacted``) or the very same ``text`` object comes back with
+    :data:`CLEAN`. Rules and their sources: module docstring; DESIGN.md §7; reference spec §6.
+
+    >>> scrub("key AKIAQWERTYUIOPASDFGH here")[1].status
+    'quarantined'
+    >>> scrub("postgres://app:hunter22@db:5432/x")[0]
+    'postgres://app:[ctxlake:redacted]@db:5432/x'
     """
     if not text:
         return text, CLEAN
-    m = _MARKER_RE.search(text)
-    if m:
-        rules = sorted({_MARKER_RULES[k] for mm in _MARKER_RE.finditer(text) for k, v in mm.groupdict().items() if v})
-        return withheld(text), Outcome("quarantined", tuple(rules))
-    rules: list[str] = []
-    out = text
-    if "://" in out:
-        new = _URI_CRED.sub(lambda mm: mm.group(1) + "[ctxlake:redacted]" + mm.group(3), out)
-        if new != out:
-            rules.append("uri_credentials")
-            out = new
-    for rule, rx, fn in (("card_number", _CARD, _card), ("ssn", _SSN, _ssn)):
-        fired = False
-
-        def repl(mm, fn=fn):
-            nonlocal fired
-            r = fn(mm)
-            if r is None:
-                return mm.group(0)
-            fired = True
-            return r
-
-        out = rx.sub(repl, out)
-        if fired:
-            rules.append(rule)
-    for rule, rx in _PREFIXED:
-        new = rx.sub(lambda mm: mm.group(1) + "[ctxlake:redacted]", out)
-        if new != out:
-            rules.append(rule)
-            out = new
+    b = text.encode("utf-8", "surrogatepass")
+    sc = _Scan(b)
+    _scan_tokens(sc)
+    _scan_keywords(sc)
+    if sc.marks:
+        return withheld(text), Outcome("quarantined", tuple(sorted(sc.marks)))
+    _scan_structural(sc)
+    rules = sc.inplace
+    if sc.spans:
+        b = _apply(b, sc.spans)
     if is_tool_output:
-        head, tail = out[:MAX_SCAN_CHARS], out[MAX_SCAN_CHARS:]
-        fired = False
-
-        def ent(mm):
-            nonlocal fired
-            if _entropy_run(mm.group(0)):
-                fired = True
-                return "[ctxlake:redacted-secret]"
-            return mm.group(0)
-
-        head = _RUN.sub(ent, head)
-        if fired:
-            rules.append("high_entropy_run")
-            out = head + tail
+        # Step 4 runs on the text as steps 2-3 left it (DESIGN.md §7 order): a run's entropy
+        # is judged once, on what will be stored, so a second scrub sees the same runs.
+        ent = _Scan(b)
+        _scan_entropy(ent)
+        if ent.spans:
+            b = _apply(b, ent.spans)
+            rules = rules | ent.inplace
     if not rules:
         return text, CLEAN
-    return out, Outcome("redacted", tuple(rules))
+    return b.decode("utf-8", "surrogatepass"), Outcome("redacted", tuple(sorted(rules)))
+
+
+# -- path denylist ----------------------------------------------------------------------
+_DENY_SUBSTR = ("/.aws/credentials", "/.aws/config", "/.ssh/id_", "/.netrc", "/.npmrc", "/.pypirc",
+                "/.docker/config.json", "/.kube/config", "/secrets/", "/vault/", "/.git-credentials",
+                "/.config/gh/hosts.yml", "/.config/gcloud/", "/.azure/", "/.gnupg/", "/terraform.tfstate",
+                "/id_rsa", "/id_ed25519", "/id_ecdsa", "/id_dsa", "/.pgpass", "/.my.cnf", "/.s3cfg",
+                "/.boto", "/.vault-token", "/.cargo/credentials", "/.gem/credentials", "/.password-store/",
+                "/.config/rclone/", "/credentials.tfrc.json", "/.terraform.d/credentials", "/etc/shadow",
+                "/.htpasswd", "/.hermes/.env")
+_DENY_SUFFIX = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".ppk", ".kdbx", ".tfstate",
+                ".tfstate.backup")
+_CMD_SPLIT = _Lazy(r"[\s\"'`;|&<>()=]+")
 
 
 def denied_path(paths) -> str | None:
     """The first path in ``paths`` on the credential-file denylist, or ``None``.
 
-    Substring match (``/.aws/credentials``, ``/.ssh/id_``, ...), any ``.env``/``.env.*`` file,
-    and the key-file suffixes ``.pem .key .p12 .pfx .jks`` (reference spec §6).
+    Substring match (``/.aws/credentials``, ``/.ssh/id_``, ``/.pgpass`` ...; a leading ``/`` is
+    implied so relative paths match), any ``.env`` / ``.env.*`` / ``.envrc`` file (templates such
+    as ``.env.example`` included: DESIGN.md §7 says ``.env*``, and they are often filled in), and
+    the key-file suffixes ``.pem .key .p12 .pfx .jks .keystore .ppk .kdbx .tfstate``. Backslashes
+    count as ``/``; matching is case-insensitive. Source: reference spec §6 plus the credential
+    files of common CLIs.
     """
     for p in paths or ():
         s = str(p).replace("\\", "/")
         low = s.lower()
-        base = low.rsplit("/", 1)[-1]
+        base = low.rstrip("/").rsplit("/", 1)[-1]
         if any(d in "/" + low for d in _DENY_SUBSTR) or low.endswith(_DENY_SUFFIX):
             return s
-        if base == ".env" or base.startswith(".env."):
+        if base.startswith(".env") and (len(base) == 4 or base[4] in ".-_r"):
             return s
     return None
 
 
+def denied_in_command(command: str) -> str | None:
+    """The first denylisted path named in a shell ``command`` (``cat ~/.aws/credentials``,
+    ``source .env``), or ``None``. Words are split on whitespace, quotes and shell operators;
+    each word is checked with :func:`denied_path`. Used for Bash-like tools, which carry no
+    ``file_path`` but read or write credential files all the same."""
+    if not command or not isinstance(command, str):
+        return None
+    words = [w for w in _CMD_SPLIT.split(command) if "/" in w or "." in w]
+    return denied_path(words)
+
+
 def withhold_path(path: str, text: str) -> tuple[str, Outcome]:
-    """Withhold a tool value because the call touched ``path`` on the denylist."""
+    """Withhold a tool value because the call touched ``path`` on the denylist.
+
+    Returns ``("[ctxlake: withheld, denied path <path>]", Outcome("quarantined",
+    ("denied_path",)))``; ``text`` is ignored — nothing of it is kept.
+    """
     return f"[ctxlake: withheld, denied path {path}]", Outcome("quarantined", ("denied_path",))
 
 
@@ -261,10 +996,16 @@ def fold(outcomes) -> dict:
     return out
 
 
+_BIG_INT = 10 ** 12
+
+
 def scrub_deep(value, is_tool_output: bool = False):
     """Scrub every string at any depth of a JSON-like value (MCP write guard, DESIGN.md §11).
 
-    Returns ``(new_value, [Outcome, ...])``; dict keys are scrubbed too.
+    Returns ``(new_value, [Outcome, ...])`` with one outcome per changed leaf. Dict keys are
+    scrubbed too; lists, tuples and dicts are rebuilt, other leaves kept. Integers of 13 digits
+    or more are checked as text (a card number can arrive as a JSON number) and replaced by the
+    scrubbed string when a rule fires. Never raises on JSON-like input.
     """
     outcomes: list = []
 
@@ -274,10 +1015,15 @@ def scrub_deep(value, is_tool_output: bool = False):
             if o.status != "clean":
                 outcomes.append(o)
             return t
-        if isinstance(v, list):
+        if isinstance(v, (list, tuple)):
             return [walk(x) for x in v]
         if isinstance(v, dict):
             return {walk(k): walk(x) for k, x in v.items()}
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= _BIG_INT:
+            t, o = scrub(str(v), is_tool_output)
+            if o.status != "clean":
+                outcomes.append(o)
+                return t
         return v
 
     return walk(value), outcomes

@@ -13,7 +13,7 @@ Per spooled session (files ``<sid>.ndjson.<n>`` oldest first, then ``<sid>.ndjso
    landed — its bytes are compared, and the watermark advances;
 4. when ``<sid>.done`` exists and every file is consumed: create ``_SEALED``, delete the spool
    files and ``.done``. The watermark is kept forever (a resumed session id must not restart at
-   ``seg-000000``).
+   ``seg-000000``) but forgets the deleted files' identities (their inodes get reused).
 
 Quarantine records (``spool/quarantine/*.ndjson``, never values) are shipped to
 ``quarantine/fleet=<f>/agent=<a>/dt=<d>/<ulid>.json`` create-only.
@@ -60,21 +60,33 @@ def _validate(records: list[dict], fleet_hint: str | None) -> tuple[list[dict], 
     return good, idx, bad
 
 
-def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, list[dict], int]:
-    """Parquet bytes for a batch of raw spool lines; returns (data, first_envelope_list, dropped)."""
+def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, dict | None, int, int]:
+    """Parquet bytes for a batch of raw spool lines.
+
+    Returns ``(data, first, rows, dropped)``: ``first`` = the first envelope's ``emitted_at,
+    agent_id, fleet_id, runtime, session_id`` (they pin the lake key). Fast path: Arrow parses and
+    checks the lines as they are (DESIGN.md §12 throughput); if any line is malformed or invalid,
+    the exact path parses them one by one, drops and counts the bad ones, and encodes the rest.
+    """
+    keys = ("emitted_at", "agent_id", "fleet_id", "runtime", "session_id")
+    try:
+        table = lake.table_from_lines(lines)
+        first = {k: table.column(k)[0].as_py() for k in keys if k != "emitted_at"}
+        first["emitted_at"] = json.loads(lines[0])["emitted_at"]
+        return lake.encode(table), first, table.num_rows, 0
+    except ValueError as exc:
+        log("segment_slow_path", reason=str(exc)[:200])
     records, dropped = spool.decode_lines(lines)
     good, _, bad = _validate(records, None)
     dropped += bad
     if not good:
-        return None, [], dropped
-    raw = [json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() for r in good] \
-        if (dropped or len(good) != len(lines)) else lines
+        return None, None, 0, dropped
+    raw = [json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() for r in good]
     try:
         table = lake.table_from_lines(raw)
-    except ValueError as exc:
-        log("segment_slow_path", reason=str(exc)[:200])
-        table = lake.to_table(good, [r.decode() if isinstance(r, bytes) else r for r in raw])
-    return lake.encode(table), good, dropped
+    except ValueError:
+        table = lake.to_table(good, [r.decode() for r in raw])
+    return lake.encode(table), {k: good[0][k] for k in keys}, len(good), dropped
 
 
 def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_rows: int, log,
@@ -106,7 +118,7 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
                 if not lines:
                     break
                 seg = wm.next_seg
-            data, envs, dropped = _encode_batch(lines, log)
+            data, first, rows, dropped = _encode_batch(lines, log)
             if dropped:
                 stats.dropped_lines += dropped
                 wm.dropped_lines += dropped
@@ -118,15 +130,15 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
                 wm.save()
                 continue
             if wm.partition_date is None:
-                wm.partition_date = envs[0]["emitted_at"][:10]
-                wm.agent_id = envs[0]["agent_id"]
-                wm.fleet_id = envs[0]["fleet_id"]
-                wm.runtime = envs[0]["runtime"]
+                wm.partition_date = first["emitted_at"][:10]
+                wm.agent_id = first["agent_id"]
+                wm.fleet_id = first["fleet_id"]
+                wm.runtime = first["runtime"]
             if not wm.pending:
                 wm.pending = {"seg": seg, "file": ident, "start": start, "end": end}
                 wm.save()
             prefix = lake.session_prefix(wm.fleet_id, wm.partition_date, wm.runtime or runtime, wm.agent_id,
-                                         envs[0]["session_id"])
+                                         first["session_id"])
             key = lake.segment_key(prefix, seg)
             try:
                 retrying(lambda: store.put(key, data, CREATE), log=log, key=key)
@@ -141,12 +153,12 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
                     wm.save()
                     continue
             stats.segments += 1
-            stats.envelopes += len(envs)
+            stats.envelopes += rows
             wm.files[ident] = end
             wm.next_seg = max(wm.next_seg, seg + 1)
             wm.pending = None
             wm.save()
-            log("segment_shipped", key=key, rows=len(envs), bytes=len(data))
+            log("segment_shipped", key=key, rows=rows, bytes=len(data))
     if group.get("done"):
         _maybe_seal(store, paths, runtime, group, wm, stats, log)
 
@@ -174,7 +186,7 @@ def _maybe_seal(store, paths, runtime, group, wm, stats, log) -> None:
     except (OSError, ValueError):
         done = {}
     if wm.partition_date is None:  # a session with no envelopes at all: nothing to seal
-        _cleanup(group)
+        _cleanup(group, wm)
         return
     sid = os.path.basename(group["done"])[:-5]
     from urllib.parse import unquote
@@ -190,17 +202,30 @@ def _maybe_seal(store, paths, runtime, group, wm, stats, log) -> None:
         pass  # sealed before (a crash after the PUT, or a resumed session): fine
     wm.sealed = True
     wm.save()
-    _cleanup(group)
+    _cleanup(group, wm)
     stats.sealed += 1
     log("session_sealed", key=lake.sealed_key(prefix), segments=wm.next_seg)
 
 
-def _cleanup(group: dict) -> None:
-    for path in list(group["files"]) + [group["done"]]:
+def _cleanup(group: dict, wm) -> None:
+    """Delete a sealed session's spool files, then forget their identities, then ``.done``.
+
+    The identities must go once the files are gone: their inode numbers are free again, and
+    the next spool file of a resumed session may get one of them (ext4 reuses them at once),
+    which would then look already shipped. They go before ``.done``, so a crash in between
+    leaves ``.done`` behind and the next pass does this again.
+    """
+    for path in group["files"]:
         try:
             os.unlink(path)
         except FileNotFoundError:
             pass
+    wm.files = {}
+    wm.save()
+    try:
+        os.unlink(group["done"])
+    except FileNotFoundError:
+        pass
 
 
 def ship_quarantine(store, paths, *, log, stats: ShipStats, settle_secs: float = 2.0) -> None:

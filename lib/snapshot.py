@@ -132,30 +132,61 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
 def fetch(store, fleet_id: str, cache_path: str) -> dict:
     """Mirror the current snapshot into ``cache_path`` if it changed.
 
+    Cheap when nothing changed: the pointer is read with a conditional GET (``If-None-Match`` on
+    the ETag remembered in ``<cache_path>.pointer.json``, DESIGN.md §8), and the cached copy is
+    trusted without re-hashing while its size, mtime and inode are those recorded when it was
+    verified. A copy that changed behind our back (corruption, a hand edit) is re-hashed and,
+    if it no longer matches, downloaded again.
+
     Returns ``{"changed": bool, "sha256": str|None, "pointer": dict|None}``. The blob's sha256 is
     verified before the atomic replace; a mismatch raises ``ValueError`` and keeps the old copy.
     """
+    import os
+
     from lib import lake
     from lib.spool import atomic_write
     from lib.store import NotFound
 
+    side_path = cache_path + ".pointer.json"
     try:
-        pointer = json.loads(store.get(lake.snapshot_pointer_key(fleet_id)).data)
+        with open(side_path, "rb") as fh:
+            side = json.loads(fh.read())
+        st = os.stat(cache_path)
+        trusted = side.get("file") == [st.st_size, st.st_mtime_ns, st.st_ino] and isinstance(side.get("pointer"), dict)
+    except (OSError, ValueError, AttributeError):
+        side, trusted = {}, False
+    key = lake.snapshot_pointer_key(fleet_id)
+    try:
+        obj = store.get(key, if_none_match=side.get("etag") if trusted else None)
     except NotFound:
         return {"changed": False, "sha256": None, "pointer": None}
+    if not obj.modified:
+        return {"changed": False, "sha256": side["pointer"].get("sha256"), "pointer": side["pointer"]}
+    pointer = json.loads(obj.data)
     sha = pointer.get("sha256")
     if not isinstance(sha, str) or len(sha) != 64:
         raise ValueError("snapshot pointer has no valid sha256")
-    try:
-        with open(cache_path, "rb") as fh:
-            if sha256(fh.read()) == sha:
-                return {"changed": False, "sha256": sha, "pointer": pointer}
-    except OSError:
-        pass
+
+    def remember():
+        st = os.stat(cache_path)
+        atomic_write(side_path, json.dumps({"etag": obj.etag, "pointer": pointer,
+                                            "file": [st.st_size, st.st_mtime_ns, st.st_ino]}).encode(), mode=0o644)
+
+    current = side.get("pointer", {}).get("sha256") if trusted else None
+    if current is None:
+        try:
+            with open(cache_path, "rb") as fh:
+                current = sha256(fh.read())
+        except OSError:
+            current = None
+    if current == sha:
+        remember()
+        return {"changed": False, "sha256": sha, "pointer": pointer}
     data = store.get(lake.snapshot_blob_key(fleet_id, sha)).data
     if sha256(data) != sha:
         raise ValueError(f"snapshot blob {sha} does not match its name")
     atomic_write(cache_path, data, mode=0o644)
+    remember()
     return {"changed": True, "sha256": sha, "pointer": pointer}
 
 

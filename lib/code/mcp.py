@@ -19,8 +19,9 @@ confined to it (lexical ``..`` climbing above it, absolute paths outside it, and
 resolving outside it are refused); ``exec`` runs in the root (it is not sandboxed) under the
 wall-clock timeout.
 
-The JSON-RPC loop is ``lib/jsonrpc.py`` when it is present (shared with ctxlake's MCP server);
-:class:`MiniLoop` is a minimal stand-in with the same surface, used until that module lands.
+The JSON-RPC loop is ``lib/jsonrpc.py``'s :class:`~lib.jsonrpc.Server`, shared with ctxlake's
+MCP server; :func:`server` sets it to ctxctl's contract and registers ``tools/list`` and
+``tools/call`` (:func:`methods`) on it.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import json
 import os
 import posixpath
 
+from lib import jsonrpc
 from lib.code import symbols
 from lib.code.errors import NOT_FOUND, ExitError
 
@@ -88,17 +90,9 @@ class ArgumentError(Exception):
 
 
 def _json_type(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+    """:func:`lib.jsonrpc.json_type` in ctxctl's wording: every JSON number is ``number``."""
+    kind = jsonrpc.json_type(value)
+    return "number" if kind == "integer" else kind
 
 
 def usage_hint(tool: str) -> str:
@@ -223,19 +217,22 @@ class Adapter:
             args = validate(tool, arguments)
             text, code, diagnostic, warnings = self._run(tool, args)
         except ArgumentError as exc:
-            return _error(str(exc))
+            return jsonrpc.error_result(str(exc))
         except ExitError as exc:
             message = exc.message
             if exc.code == NOT_FOUND and tool == "ctxctl_symbol":
                 message = self._heal(message, arguments)
-            return _error(message)
+            return jsonrpc.error_result(message)
+        except Exception as exc:  # a bug must still come back as a tool result (the contract), not -32603
+            return jsonrpc.error_result(f"internal error in {tool}: {type(exc).__name__}: {exc}. "
+                                        "This is a ctxctl bug; the command line `ctxctl.py` may still work.")
         for w in warnings:
             text = text + ("" if text.endswith("\n") or not text else "\n") + f"warning: {w}\n"
         if code != 0:
             head = f"tool {tool} failed with exit code {code}" + (f": {diagnostic}" if diagnostic else "")
-            return _error(head + "\n" + text)
+            return jsonrpc.error_result(head + "\n" + text)
         if not text:
-            return _error("tool produced no output")
+            return jsonrpc.error_result("tool produced no output")
         return {"content": [{"type": "text", "text": text}]}
 
     def _run(self, tool: str, args: dict):
@@ -280,68 +277,45 @@ class Adapter:
             return message
 
 
-def _error(text: str) -> dict:
-    return {"content": [{"type": "text", "text": text}], "isError": True}
+def methods(adapter: Adapter, version: str | None = None) -> dict:
+    """ctxctl's own MCP methods, ``tools/list`` and ``tools/call``, for a :class:`lib.jsonrpc.Server`.
 
-
-class MiniLoop:
-    """Minimal newline-delimited JSON-RPC 2.0 loop (stand-in for ``lib/jsonrpc.py``).
-
-    Notifications (no ``id`` or ``id: null``) get no answer; unparseable JSON gets -32700 with
-    id null; an id without a string method -32600; unknown methods -32601; ``ping`` ``{}``.
+    ``initialize`` and ``ping`` are the shared server's (pinned by :func:`server`); ``version``
+    is unused and accepted so callers written against the older four-method table still work.
     """
-
-    def __init__(self, name: str, version: str, methods: dict, log=None):
-        self.name, self.version, self.methods, self.log = name, version, methods, log
-
-    def handle(self, line: bytes):
-        """The answer frame for one input line, or ``None``."""
-        try:
-            msg = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as exc:
-            return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"parse error: {exc}"}}
-        if not isinstance(msg, dict):
-            return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "invalid request: not an object"}}
-        rid = msg.get("id")
-        if rid is None:
-            return None
-        method = msg.get("method")
-        if not isinstance(method, str):
-            return {"jsonrpc": "2.0", "id": rid,
-                    "error": {"code": -32600, "message": "invalid request: missing or non-string method"}}
-        fn = self.methods.get(method)
-        if fn is None:
-            return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"method not found: {method}"}}
-        params = msg.get("params")
-        if not isinstance(params, dict):
-            params = {}
-        return {"jsonrpc": "2.0", "id": rid, "result": fn(params)}
-
-    def serve(self, stdin, stdout) -> int:
-        """Answer frames until EOF; returns 0."""
-        for line in stdin:
-            if not line.strip():
-                continue
-            answer = self.handle(line)
-            if answer is not None:
-                stdout.write(json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n")
-                stdout.flush()
-        return 0
-
-
-def methods(adapter: Adapter, version: str) -> dict:
-    """The MCP methods: ``initialize``, ``ping``, ``tools/list``, ``tools/call``."""
     return {
-        "initialize": lambda params: {"protocolVersion": PROTOCOL_VERSION,
-                                      "capabilities": {"tools": {"listChanged": False}},
-                                      "serverInfo": {"name": "ctxctl", "version": version}},
-        "ping": lambda params: {},
         "tools/list": lambda params: {"tools": tool_list()},
         "tools/call": lambda params: adapter.call(params.get("name"), params.get("arguments")),
     }
 
 
+def _loop_log(warn):
+    """``lib.jsonrpc``'s ``log(event, **fields)`` onto ctxctl's ``warn(message)`` (a stderr
+    ``warning: …`` line). The routine ``mcp_initialized`` event is not a warning and is dropped;
+    without ``warn`` nothing is written, so stderr stays as quiet as the CLI's."""
+    def log(event: str, **fields) -> None:
+        if warn is None or event == "mcp_initialized":
+            return
+        trace = fields.pop("traceback", None)
+        detail = " ".join(f"{k}={v}" for k, v in fields.items())
+        warn(f"mcp: {event}" + (f": {detail}" if detail else "") + (f"\n{trace.rstrip()}" if trace else ""))
+    return log
+
+
+def server(adapter: Adapter, version: str, log=None) -> jsonrpc.Server:
+    """The shared loop set to ctxctl's contract (reference §6): ``initialize`` answers
+    :data:`PROTOCOL_VERSION` whatever the client offers, with no instructions; ``"id": null`` is a
+    notification; any id without a string method, a stray response frame included, gets -32600;
+    a last line without its newline is still answered; tool calls go to :meth:`Adapter.call`, so every tool failure is an ``isError`` result.
+    ``log`` is ctxctl's ``warn(message)``."""
+    loop = jsonrpc.Server("ctxctl", version, [], protocol_versions=(PROTOCOL_VERSION,),
+                          default_protocol=PROTOCOL_VERSION, null_id="notification",
+                          stray_responses="invalid", final_line="frame", log=_loop_log(log))
+    for method, fn in methods(adapter).items():
+        loop.register(method, fn)
+    return loop
+
+
 def serve(stdin, stdout, *, root: str, config, version: str, exec_timeout: float, log=None) -> int:
     """Run the MCP server on binary streams until stdin EOF; returns the exit code (0)."""
-    adapter = Adapter(root, config, exec_timeout)
-    return MiniLoop("ctxctl", version, methods(adapter, version), log).serve(stdin, stdout)
+    return server(Adapter(root, config, exec_timeout), version, log).serve(stdin, stdout)

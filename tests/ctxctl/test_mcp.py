@@ -86,6 +86,48 @@ def test_protocol_frames(workspace):
     assert "unresolved" in tools[3]["description"]
 
 
+def test_adapter_runs_on_the_shared_jsonrpc_loop(adapter, workspace):
+    """DESIGN.md §11: ``ctxctl mcp`` is ``lib.jsonrpc.Server`` set to ctxctl's contract."""
+    import io
+
+    from lib import jsonrpc
+
+    warnings = []
+    server = adapter_mod.server(adapter, "9.9", log=warnings.append)
+    assert isinstance(server, jsonrpc.Server)
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}},
+        {"jsonrpc": "2.0", "id": None},
+        {"jsonrpc": "2.0", "id": None, "result": {}},
+        {"jsonrpc": "2.0", "id": 5, "result": {}},
+        {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "nope"}},
+        {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+         "params": {"name": "ctxctl_read", "arguments": {"file": "notes.txt", "lines": 2}}},
+    ]
+    out = io.BytesIO()
+    data = b"".join(json.dumps(m).encode() + b"\n" for m in lines) + b'{"jsonrpc":"2.0","id":8,"method":"ping"}'
+    assert server.serve(io.BytesIO(data), out) == 0
+    got = [json.loads(line) for line in out.getvalue().decode().splitlines()]
+    assert [m["id"] for m in got] == [1, 5, 6, 7, 8]  # the last line, without its newline, is answered too
+    assert got[0]["result"] == {"protocolVersion": "2025-03-26", "capabilities": {"tools": {"listChanged": False}},
+                                "serverInfo": {"name": "ctxctl", "version": "9.9"}}
+    assert got[1]["error"] == {"code": -32600, "message": "invalid request: missing or non-string method"}
+    assert got[2]["result"]["isError"] is True and text(got[2]["result"]).startswith("unknown tool `nope`")
+    assert "isError" not in got[3]["result"] and "two" in text(got[3]["result"])
+    assert got[4]["result"] == {} and warnings == []  # initialize is not a warning
+
+
+def test_loop_diagnostics_become_ctxctl_warnings():
+    warnings = []
+    log = adapter_mod._loop_log(warnings.append)
+    log("mcp_initialized", requested="2024-11-05", negotiated="2025-03-26")
+    log("frame_too_large_dropped", bytes=5000000, limit=4194304)
+    log("method_failed", method="tools/list", error="RuntimeError: x", traceback="Traceback (most recent call last):\n")
+    assert warnings == ["mcp: frame_too_large_dropped: bytes=5000000 limit=4194304",
+                        "mcp: method_failed: method=tools/list error=RuntimeError: x\nTraceback (most recent call last):"]
+    adapter_mod._loop_log(None)("stdout_closed")  # no warn callable: nothing, and no error
+
+
 def test_server_exec_timeout_reaches_the_tool(workspace):
     frame = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                         "params": {"name": "ctxctl_exec", "arguments": {"cmd": "sleep 60"}}})
@@ -264,3 +306,14 @@ def test_official_sdk_client_over_stdio(workspace):
     assert got["exec"][0] is False and got["exec"][1].startswith("$ echo hello\nhello\n")
     assert got["miss"][0] is True and "suggestions: add" in got["miss"][1]
     assert got["escape"] == (True, "invalid argument `file`: ../outside.txt: path escapes workspace root")
+
+
+def test_an_internal_bug_comes_back_as_a_tool_result_not_a_protocol_error(tmp_path, monkeypatch):
+    a = adapter_mod.Adapter(str(tmp_path), _config.Config(), exec_timeout=1.0)
+
+    def boom(tool, args):
+        raise KeyError("surprise")
+
+    monkeypatch.setattr(a, "_run", boom)
+    out = a.call("ctxctl_outline", {"file": "x.py"})
+    assert out["isError"] is True and "internal error in ctxctl_outline" in out["content"][0]["text"]

@@ -101,6 +101,27 @@ def test_null_id_is_a_notification_when_the_server_says_so():
     assert answer(make_server(null_id="notification"), b'{"jsonrpc":"2.0","id":null,"method":"ping"}') is None
 
 
+@pytest.mark.parametrize("raw", [b'{"jsonrpc":"2.0","id":null}', b'{"jsonrpc":"2.0","id":null,"result":{}}'])
+def test_a_null_id_notification_without_a_method_is_not_answered_either(raw):
+    assert answer(make_server(null_id="notification"), raw) is None
+    assert answer(make_server(), raw) in (None, {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32600, "message": "invalid request: missing or non-string method"}})
+
+
+def test_stray_responses_invalid_answers_an_id_without_a_method():
+    server = make_server(stray_responses="invalid")
+    for raw in (b'{"jsonrpc":"2.0","id":9,"result":{}}', b'{"jsonrpc":"2.0","id":9,"error":{"code":1,"message":"x"}}'):
+        assert answer(server, raw) == {"jsonrpc": "2.0", "id": 9, "error": {
+            "code": -32600, "message": "invalid request: missing or non-string method"}}
+    assert answer(server, b'{"jsonrpc":"2.0","result":{}}') is None  # no id: still nothing
+
+
+@pytest.mark.parametrize("kw", [{"null_id": "ignore"}, {"stray_responses": "answer"}, {"final_line": "keep"}])
+def test_unknown_policy_values_are_refused(kw):
+    with pytest.raises(ValueError):
+        make_server(**kw)
+
+
 def test_tool_refusal_is_a_result_with_is_error_not_a_protocol_error():
     resp = answer(make_server(), req("tools/call", {"name": "refuse"}))
     assert resp["result"] == {"content": [{"type": "text", "text": "refused on my own terms"}], "isError": True}
@@ -247,6 +268,16 @@ def test_eof_mid_frame_drops_the_fragment_and_returns_zero():
     code = make_server().serve(io.BytesIO(req("ping", rid=1) + b"\n" + b'{"jsonrpc":"2.0","id":2,"meth'), out)
     assert code == 0
     assert [m["id"] for m in frames(out.getvalue())] == [1]
+
+
+def test_final_line_frame_answers_a_last_line_without_its_newline():
+    out = io.BytesIO()
+    data = req("ping", rid=1) + b"\n" + req("ping", rid=2)
+    assert make_server(final_line="frame").serve(io.BytesIO(data), out) == 0
+    assert [m["id"] for m in frames(out.getvalue())] == [1, 2]
+    out = io.BytesIO()
+    make_server(final_line="frame").serve(io.BytesIO(req("ping", rid=1) + b"\n" + b'{"jsonrpc":"2.0","id":2,"meth'), out)
+    assert [(m["id"], m.get("error", {}).get("code")) for m in frames(out.getvalue())] == [(1, None), (None, -32700)]
 
 
 def test_crlf_line_endings_are_accepted():

@@ -123,3 +123,21 @@ def test_snapshot_build_is_deterministic():
     digests = [{"session_id": f"s{i}", "fleet_id": "f", "agent_id": "a", "runtime": "claude_code", "ended_at": f"2026-01-0{i}",
                 "files_touched": ["x"], "commands": [], "usage": {}, "friction": [], "summary": "s"} for i in range(1, 4)]
     assert snapshot.build("f", digests, []) == snapshot.build("f", list(reversed(digests)), [])
+
+
+def test_an_unchanged_snapshot_costs_one_conditional_get(tmp_path):
+    sys.path.insert(0, ROOT)
+    from lib import snapshot
+    from lib.store.memory import MemoryStore
+
+    store = MemoryStore("memory://cond")
+    data = snapshot.build("f", [], [])
+    snapshot.publish(store, "f", data, maint_epoch=1, built_at="t", claim_count=0, session_count=0)
+    cache = str(tmp_path / "snapshot.bin")
+    assert snapshot.fetch(store, "f", cache)["changed"]
+    calls = []
+    real_get = store.get
+    store.get = lambda key, if_none_match=None: calls.append((key, if_none_match)) or real_get(key, if_none_match)
+    again = snapshot.fetch(store, "f", cache)
+    assert not again["changed"] and again["sha256"] == snapshot.sha256(data)
+    assert len(calls) == 1 and calls[0][1] is not None  # the pointer only, conditionally; no blob, no re-hash
