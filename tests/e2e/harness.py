@@ -196,18 +196,37 @@ class ClaudeAgent(Agent):
         with open(os.path.join(self.home, ".claude", "settings.json"), "w") as fh:
             json.dump(settings, fh, indent=2)
 
-    def run(self, model, route: str, prompt: str, **env) -> dict:
-        """``claude -p <prompt>`` in the project against ``model`` on ``route``; the result JSON."""
-        binary = runtimes.claude_bin()
+    def _argv_env(self, model, route: str, prompt: str, env: dict) -> tuple[list[str], dict]:
         e = self.env(ANTHROPIC_BASE_URL=model.base_url(route), ANTHROPIC_API_KEY="sk-ant-e2e-fake", IS_SANDBOX="1",
                      DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1", DISABLE_ERROR_REPORTING="1",
                      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", **env)
-        r = self.fleet.timed(f"claude:{self.name}", subprocess.run,
-                             [binary, "-p", prompt, "--permission-mode", "bypassPermissions", "--output-format", "json"],
-                             cwd=self.project, env=e, capture_output=True, text=True, timeout=RUN_TIMEOUT)
-        assert r.returncode == 0, f"claude exited {r.returncode}\nstdout: {r.stdout[-3000:]}\nstderr: {r.stderr[-3000:]}"
+        return [runtimes.claude_bin(), "-p", prompt, "--permission-mode", "bypassPermissions", "--output-format", "json"], e
+
+    def run(self, model, route: str, prompt: str, **env) -> dict:
+        """``claude -p <prompt>`` in the project against ``model`` on ``route``; the result JSON."""
+        argv, e = self._argv_env(model, route, prompt, env)
+        r = self.fleet.timed(f"claude:{self.name}", subprocess.run, argv, cwd=self.project, env=e,
+                             capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        return self._result(r.returncode, r.stdout, r.stderr)
+
+    def start(self, model, route: str, prompt: str, **env) -> subprocess.Popen:
+        """Start ``claude -p`` in the background (an agent that is still working); see :meth:`finish`."""
+        argv, e = self._argv_env(model, route, prompt, env)
+        return subprocess.Popen(argv, cwd=self.project, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def finish(self, proc: subprocess.Popen) -> dict:
+        """Wait for a background run (killed, by its own pid, if it outlives :data:`RUN_TIMEOUT`)."""
+        try:
+            out, err = proc.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        return self._result(proc.returncode, out, err)
+
+    def _result(self, code: int, out: str, err: str) -> dict:
+        assert code == 0, f"claude exited {code}\nstdout: {out[-3000:]}\nstderr: {err[-3000:]}"
         self.fleet.wait_hooks()
-        return json.loads(r.stdout)
+        return json.loads(out)
 
     def transcript(self, session_id: str) -> str:
         found = glob.glob(os.path.join(self.home, ".claude", "projects", "*", f"{session_id}.jsonl"))
