@@ -99,13 +99,17 @@ def install_claude(version: str = CLAUDE_CODE_VERSION) -> str:
     d = claude_dir(version)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    _run(f"npm install @anthropic-ai/claude-code@{version}",
-         ["npm", "install", "--prefix", d, "--no-audit", "--no-fund", "--no-save", f"@anthropic-ai/claude-code@{version}"],
-         env=_env())
-    path = os.path.join(d, "node_modules", ".bin", "claude")
-    out = _run("claude --version", [path, "--version"], env=_env(), timeout=120)
-    if not out.strip().startswith(version):
-        raise InstallFailed("claude --version", f"expected {version}, got {out.strip()!r}")
+    try:
+        _run(f"npm install @anthropic-ai/claude-code@{version}",
+             ["npm", "install", "--prefix", d, "--no-audit", "--no-fund", "--no-save", f"@anthropic-ai/claude-code@{version}"],
+             env=_env())
+        path = os.path.join(d, "node_modules", ".bin", "claude")
+        out = _run("claude --version", [path, "--version"], env=_env(), timeout=120)
+        if not out.strip().startswith(version):
+            raise InstallFailed("claude --version", f"expected {version}, got {out.strip()!r}")
+    except BaseException:
+        shutil.rmtree(d, ignore_errors=True)
+        raise
     open(os.path.join(d, STAMP), "w").write(version + "\n")
     return path
 
@@ -118,13 +122,17 @@ def install_hermes(version: str = HERMES_VERSION) -> str:
     d = hermes_dir(version)
     shutil.rmtree(d, ignore_errors=True)
     base_python = getattr(sys, "_base_executable", None) or sys.executable
-    _run("python -m venv", [base_python, "-m", "venv", d])
-    _run(f"pip install hermes-agent[mcp]=={version}",
-         [os.path.join(d, "bin", "python"), "-m", "pip", "install", "-q", f"hermes-agent[mcp]=={version}"], env=_env())
-    out = _run("hermes-agent version", [os.path.join(d, "bin", "python"), "-c",
-                                        "import importlib.metadata as m; print(m.version('hermes-agent'))"])
-    if out.strip() != version:
-        raise InstallFailed("hermes-agent version", f"expected {version}, got {out.strip()!r}")
+    try:
+        _run("python -m venv", [base_python, "-m", "venv", d])
+        _run(f"pip install hermes-agent[mcp]=={version}",
+             [os.path.join(d, "bin", "python"), "-m", "pip", "install", "-q", f"hermes-agent[mcp]=={version}"], env=_env())
+        out = _run("hermes-agent version", [os.path.join(d, "bin", "python"), "-c",
+                                            "import importlib.metadata as m; print(m.version('hermes-agent'))"])
+        if out.strip() != version:
+            raise InstallFailed("hermes-agent version", f"expected {version}, got {out.strip()!r}")
+    except BaseException:
+        shutil.rmtree(d, ignore_errors=True)
+        raise
     open(os.path.join(d, STAMP), "w").write(version + "\n")
     return os.path.join(d, "bin", "hermes")
 
@@ -150,8 +158,8 @@ def main(argv: list[str]) -> int:
             print("\n".join(exc.output.splitlines()[-30:]), file=sys.stderr)
     if all(exc.network for _, exc in failures):
         print("e2e: SKIPPED — a package registry is unreachable (" +
-              "; ".join(f"{name}: {exc.evidence}" for name, exc in failures) + "); the e2e tests did not run",
-              file=sys.stderr)
+              "; ".join(f"{name}: {exc.evidence}" for name, exc in failures) + "); the e2e tests of "
+              + ", ".join(name for name, _ in failures) + " are skipped", file=sys.stderr)
         return EX_TEMPFAIL
     return 1
 
