@@ -61,6 +61,41 @@ def text(value: str) -> dict:
 Turn = list[dict] | Callable[[dict], list[dict]]
 
 
+def tool_result(bodies: list[dict], tool_id: str):
+    """The result of tool call ``tool_id`` as the model first received it: the ``tool_result``
+    block (Anthropic) or ``tool`` message (OpenAI) in the first of ``bodies`` that carries it.
+    Found by id, not by position, so a retried request cannot shift it.
+
+    :raises KeyError: no request carries it."""
+    for body in bodies:
+        for m in body.get("messages") or []:
+            if m.get("role") == "tool" and m.get("tool_call_id") == tool_id:
+                return m
+            for block in m.get("content") if isinstance(m.get("content"), list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") == tool_id:
+                    return block
+    raise KeyError(f"no request carries the result of {tool_id}")
+
+
+def result_text(result: dict) -> str:
+    """Text of a :func:`tool_result` (content blocks joined)."""
+    c = result.get("content")
+    if isinstance(c, list):
+        return "\n".join(x.get("text", "") for x in c if isinstance(x, dict))
+    return "" if c is None else str(c)
+
+
+def after(bodies: list[dict], tool_id: str) -> dict:
+    """The first of ``bodies`` that carries the result of ``tool_id`` (what the model read next)."""
+    for body in bodies:
+        try:
+            tool_result([body], tool_id)
+            return body
+        except KeyError:
+            continue
+    raise KeyError(f"no request carries the result of {tool_id}")
+
+
 def _count_assistant(messages) -> int:
     return sum(1 for m in messages or [] if isinstance(m, dict) and m.get("role") == "assistant")
 

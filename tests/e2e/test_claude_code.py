@@ -19,31 +19,13 @@ import os
 import pytest
 
 from tests.e2e import capture, runtimes
-from tests.e2e.fake_model import text, tool
+from tests.e2e.fake_model import result_text, text, tool, tool_result
 from tests.e2e.harness import ROOT, ClaudeAgent, Fleet
 
 AGENT = "cc-alice"
 CLAIM = "In the demo repository, echo hello writes out.txt in the repository root."
 FIRED = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"}
 FAILING = "ls does-not-exist"
-
-
-def _tool_results(body: dict) -> dict:
-    """``{tool_use_id: tool_result block}`` of every tool result in a Messages API request."""
-    out = {}
-    for m in body.get("messages") or []:
-        if isinstance(m.get("content"), list):
-            for block in m["content"]:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    out[block["tool_use_id"]] = block
-    return out
-
-
-def _result_text(block: dict) -> str:
-    c = block.get("content")
-    if isinstance(c, list):
-        return "\n".join(x.get("text", "") for x in c if isinstance(x, dict))
-    return str(c)
 
 
 def _session_one(project: str) -> list:
@@ -157,12 +139,10 @@ def test_every_hook_event_the_cli_fired_is_in_the_spool_with_its_mapping(run):
 
 def test_the_mcp_call_went_through_our_server_and_its_result_reached_the_model(run):
     bodies = run["s1"]
-    status = _tool_results(bodies[5])["toolu_e2e_s1_t4_0"]
-    answer = json.loads(_result_text(status))
+    answer = json.loads(result_text(tool_result(bodies, "toolu_e2e_s1_t4_0")))
     assert answer["fleet_id"] == "e2e" and answer["agent_id"] == AGENT, "identity from the env block install wrote"
     assert "advisory" in answer
-    proposed = _tool_results(bodies[7])["toolu_e2e_s1_t6_0"]
-    queued = json.loads(_result_text(proposed))
+    queued = json.loads(result_text(tool_result(bodies, "toolu_e2e_s1_t6_0")))
     assert queued["queued"] is True and queued["kind"] == "proposed"
     (rec,) = [r for r in run["fleet"].mcp_records() if r.get("kind") == "proposed"] or [None]
     assert rec is not None and rec["observed_by"] == AGENT and rec["claim"] == CLAIM
@@ -170,8 +150,8 @@ def test_the_mcp_call_went_through_our_server_and_its_result_reached_the_model(r
 
 
 def test_failing_command_result_reached_the_model_as_an_error(run):
-    block = _tool_results(run["s1"][6])["toolu_e2e_s1_t5_0"]
-    assert block.get("is_error") is True and "Exit code 2" in _result_text(block)
+    block = tool_result(run["s1"], "toolu_e2e_s1_t5_0")
+    assert block.get("is_error") is True and result_text(block).startswith("Exit code 2")
 
 
 def test_import_of_the_transcript_yields_the_hooks_tool_ids(run, tmp_path):
@@ -221,7 +201,7 @@ def test_the_promoted_claim_is_briefed_and_found_by_memory_search(run):
     briefing = run["briefing"]
     assert CLAIM in briefing["text"] and len(briefing["claim_ids"]) == 1, briefing
     assert CLAIM in json.dumps(run["s2"][0])
-    found = json.loads(_result_text(_tool_results(run["s2"][1])["toolu_e2e_s2_t0_0"]))
+    found = json.loads(result_text(tool_result(run["s2"], "toolu_e2e_s2_t0_0")))
     assert found["enabled"] is True and found["results"], found
     top = found["results"][0]
     assert top["claim_id"] == briefing["claim_ids"][0] and top["status"] == "promoted" and top["observed_by"] == AGENT

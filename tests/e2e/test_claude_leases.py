@@ -25,7 +25,7 @@ import time
 import pytest
 
 from tests.e2e import capture, runtimes
-from tests.e2e.fake_model import text, tool
+from tests.e2e.fake_model import after, result_text, text, tool, tool_result
 from tests.e2e.harness import APP_PY, ClaudeAgent, Fleet
 
 if importlib.util.find_spec("lib.livesync") is None:  # goes away by itself once the live plane is merged
@@ -44,20 +44,6 @@ def _wait_for(predicate, what: str):
     while not predicate():
         assert time.monotonic() < deadline, f"gave up waiting for {what}"
         time.sleep(0.1)
-
-
-def _tool_results(body: dict) -> dict:
-    out = {}
-    for m in body.get("messages") or []:
-        for block in m.get("content") if isinstance(m.get("content"), list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                out[block["tool_use_id"]] = block
-    return out
-
-
-def _text_of(block: dict) -> str:
-    c = block.get("content")
-    return "\n".join(x.get("text", "") for x in c if isinstance(x, dict)) if isinstance(c, list) else str(c)
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +109,7 @@ def test_fleet_claim_went_through_the_mcp_server_and_syncd_granted_it(run):
     assert req["agent_id"] == A and req["paths"] == ["src/app.py"] and req["reason"] == REASON
     lease = _lease_on_app(run["leases_warn"])
     assert lease["holder"] == A and lease["reason"] == REASON
-    status = json.loads(_text_of(_tool_results(run["a"][3])["toolu_e2e_a_t2_0"]))
+    status = json.loads(result_text(tool_result(run["a"], "toolu_e2e_a_t2_0")))
     assert [x["holder"] for x in status["leases"] if x.get("mine")] == [A]
 
 
@@ -133,17 +119,17 @@ def test_warn_policy_lets_the_edit_run_and_the_model_reads_the_warning(run):
     (pre,) = [r["payload"] for r in run["ben"].recorded()
               if r["payload"]["hook_event_name"] == "PreToolUse" and r["payload"]["tool_use_id"] == "toolu_e2e_b1_t0_0"]
     assert pre["tool_name"] == "Edit"
-    seen = json.dumps(run["b1"][1])
+    seen = json.dumps(after(run["b1"], "toolu_e2e_b1_t0_0"))
     assert f"held by {A} ({REASON})" in seen and "advisory" in seen
-    assert _tool_results(run["b1"][1])["toolu_e2e_b1_t0_0"].get("is_error") is not True
+    assert tool_result(run["b1"], "toolu_e2e_b1_t0_0").get("is_error") is not True
 
 
 def test_block_policy_denies_the_edit_and_the_file_is_unchanged(run):
     assert run["leases_block"]["policy"] == "block"
     assert run["after_block"] == APP_PY
-    denied = _tool_results(run["b2"][1])["toolu_e2e_b2_t0_0"]
+    denied = tool_result(run["b2"], "toolu_e2e_b2_t0_0")
     assert denied.get("is_error") is True
-    assert f"held by {A} ({REASON})" in _text_of(denied) and "advisory" in _text_of(denied)
+    assert f"held by {A} ({REASON})" in result_text(denied) and "advisory" in result_text(denied)
     events = [r["payload"]["hook_event_name"] for r in run["ben"].recorded()
               if r["payload"].get("tool_use_id") == "toolu_e2e_b2_t0_0"]
     assert events[0] == "PreToolUse" and "PostToolUse" not in events

@@ -134,3 +134,16 @@ def test_probe_endpoints_answer(fm):
     req = urllib.request.Request(fm.url + "/", method="HEAD")
     with urllib.request.urlopen(req, timeout=30) as resp:
         assert resp.status == 200
+
+
+def test_tool_results_are_found_by_id_in_either_format():
+    from tests.e2e.fake_model import after, result_text, tool_result
+
+    anthropic = {"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                                             "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]}]}
+    openai = {"messages": [{"role": "tool", "tool_call_id": "call_1", "content": "out"}]}
+    bodies = [{"messages": []}, anthropic, openai]
+    assert result_text(tool_result(bodies, "toolu_1")) == "a\nb" and after(bodies, "toolu_1") is anthropic
+    assert result_text(tool_result(bodies, "call_1")) == "out" and after(bodies, "call_1") is openai
+    with pytest.raises(KeyError):
+        tool_result(bodies, "toolu_2")

@@ -17,18 +17,13 @@ import os
 import pytest
 
 from tests.e2e import capture, runtimes
-from tests.e2e.fake_model import text, tool
+from tests.e2e.fake_model import text, tool, tool_result
 from tests.e2e.harness import ROOT, Fleet, HermesAgent, read_ndjson
 
 AGENT = "hermes-bob"
 SIX = ["on_session_start", "pre_llm_call", "pre_tool_call", "post_tool_call", "post_llm_call", "on_session_end"]
 FAILING = "ls does-not-exist"
 PROMPT = "Fix the app so main() returns 2."
-
-
-def _tool_messages(body: dict) -> dict:
-    """``{tool_call_id: content}`` of the tool messages in a chat completions request."""
-    return {m["tool_call_id"]: m.get("content") for m in body.get("messages") or [] if m.get("role") == "tool"}
 
 
 def _mcp_json(content: str) -> dict:
@@ -154,8 +149,7 @@ def test_extra_result_is_the_recorded_tool_result(run):
 
 
 def test_the_mcp_call_went_through_our_server_and_its_result_reached_the_model(run):
-    body = run["s1"][5]
-    answer = _mcp_json(_tool_messages(body)["call_e2e_h_t4_0"])
+    answer = _mcp_json(tool_result(run["s1"], "call_e2e_h_t4_0")["content"])
     assert answer["fleet_id"] == "e2e" and answer["agent_id"] == AGENT and "advisory" in answer
 
 
@@ -170,7 +164,7 @@ def test_pre_llm_call_briefing_reached_the_model_and_mcp_reads_the_right_cache(r
     prompt = [e for e in run["fleet"].spool("hermes", run["sid2"]) if e["event_type"] == "prompt"]
     assert prompt and prompt[0]["content"] == "What happened in this repository before?"
     assert prompt[0].get("injected_context", []) == briefing["claim_ids"]
-    history = _mcp_json(_tool_messages(run["s2"][1])["call_e2e_h2_t0_0"])
+    history = _mcp_json(tool_result(run["s2"], "call_e2e_h2_t0_0")["content"])
     assert run["sid"] in json.dumps(history), history
 
 
