@@ -49,6 +49,7 @@ bench: $(DEVSTAMP)
 	$(BIN)/python bench/sync_throughput.py
 	$(BIN)/python bench/ctxctl_savings.py
 	$(BIN)/python bench/mcp.py
+	$(BIN)/python bench/lease_contention.py
 
 bench-redact: $(DEVSTAMP)
 	$(BIN)/python bench/redact_corpus.py

@@ -11,6 +11,7 @@ role scripts' ``main``. Output is for humans; ``--json`` where a script would wa
     ctxlake uninstall [<runtime>|--all] [--dry-run] [--project]
     ctxlake import claude-code --path DIR_OR_FILE | import hermes [--path STATE_DB] | import cursor (refused)
     ctxlake query "SELECT ... FROM events" [--json]
+    ctxlake lease claim|release|list [PATH...] [--reason R] [--ttl S]
     ctxlake demo [--fixtures DIR] [--keep]
     ctxlake doctor [--store URL] [--json]
     ctxlake claims [--status S] [--explain] | --approve ID | --retire ID --reason R
@@ -437,6 +438,61 @@ def cmd_demo(args, cfg, out) -> int:
     return 0
 
 
+def cmd_lease(args, cfg, out) -> int:
+    """Claim, release or list advisory leases, directly on the store with the code syncd uses.
+
+    Paths resolve against the current directory's git repository (``origin`` URL + repo-relative
+    path, so every clone shares them); a trailing ``/`` or an existing directory claims the whole
+    directory. A claim by the current holder renews it. Exit 1 on a refusal.
+
+    Examples: ``ctxlake lease claim src/parser/ --reason "rewrite the parser"``,
+    ``ctxlake lease release src/parser/`` (no path: everything you hold), ``ctxlake lease list``
+    """
+    from lib import live
+    from lib.store import open_store
+
+    store = open_store(cfg.store)
+    holder = args.holder or cfg.agent_id
+    view, now = live.list_leases(store, cfg.fleet_id)
+    if args.action == "list":
+        held = [r for r in view if live.is_live(r, now)]
+        if args.json:
+            out.write(json.dumps(held, sort_keys=True) + "\n")
+            return 0
+        for r in sorted(held, key=lambda r: (str(r.get("repo")), str(r.get("path")))):
+            out.write(f"{r.get('repo') or '-'}  {r.get('path') or r.get('resource')}  held by {r.get('holder')} "
+                      f"({r.get('reason') or 'no reason'}), {max(0, int(float(r['expires_at']) - now))} s left, epoch {r.get('epoch')}\n")
+        out.write(f"{len(held)} lease(s) held in fleet {cfg.fleet_id}. {live.ADVISORY_NOTE}\n")
+        return 0
+    resources = []
+    for p in args.paths:
+        where = live.resolve(p, os.getcwd())
+        if where is None:
+            out.write(f"ctxlake lease: {p} is not inside a git repository (leases are keyed by repository and path)\n")
+            return 2
+        resources.append(where)
+    if args.action == "claim":
+        if not resources:
+            out.write("ctxlake lease claim: name at least one path\n")
+            return 2
+        try:
+            records = live.claim(store, cfg.fleet_id, resources, holder=holder, reason=args.reason or "",
+                                 ttl=args.ttl or cfg.leases.ttl_secs, view=view, view_time=now)
+        except live.Refused as exc:
+            out.write(str(exc) + "\n")
+            return 1
+        for r in records:
+            out.write(f"claimed {r['path']} in {r['repo']} as {holder} until "
+                      f"{time.strftime('%H:%M:%SZ', time.gmtime(r['expires_at']))} (epoch {r['epoch']})\n")
+        out.write("claim again to renew before it expires. " + live.ADVISORY_NOTE + "\n")
+        return 0
+    keys = ([live.lease_key(cfg.fleet_id, live.resource_key(r["repo"], r["path"])) for r in resources] if resources
+            else [r["key"] for r in view if r.get("holder") == holder])
+    freed = sum(live.release(store, k, holder=holder) for k in keys)
+    out.write(f"released {freed} lease(s) held by {holder}\n")
+    return 0
+
+
 def cmd_claims(args, cfg, out) -> int:
     """List claims by status, explain what holds a candidate back, approve or retire one.
 
@@ -536,6 +592,13 @@ def main(argv=None, stdout=None) -> int:
     s = sub.add_parser("demo", help=cmd_demo.__doc__.splitlines()[0])
     s.add_argument("--fixtures", help="fixtures folder (default: tests/fixtures)")
     s.add_argument("--keep", action="store_true", help="keep the temporary home")
+    s = sub.add_parser("lease", help=cmd_lease.__doc__.splitlines()[0])
+    s.add_argument("action", choices=("claim", "release", "list"))
+    s.add_argument("paths", nargs="*", help="files or directories (trailing / or an existing directory = the whole directory)")
+    s.add_argument("--reason", help="why you need these paths (other agents read it)")
+    s.add_argument("--ttl", type=int, help="seconds until the lease expires by the store clock (default [leases] ttl_secs)")
+    s.add_argument("--holder", help="holder id (default: this agent id)")
+    s.add_argument("--json", action="store_true", help="list: print JSON")
     s = sub.add_parser("claims", help=cmd_claims.__doc__.splitlines()[0])
     s.add_argument("--status", choices=["candidate", "promoted", "contested", "retired", "rejected"])
     s.add_argument("--explain", action="store_true", help="say which gate rule holds each claim where it is")
@@ -558,7 +621,7 @@ def main(argv=None, stdout=None) -> int:
         return 2
     return {"init": cmd_init, "status": cmd_status, "sessions": cmd_sessions, "import": cmd_import,
             "install": cmd_install, "uninstall": cmd_uninstall, "query": cmd_query, "demo": cmd_demo,
-            "claims": cmd_claims}[args.verb](args, cfg, out)
+            "claims": cmd_claims, "lease": cmd_lease}[args.verb](args, cfg, out)
 
 
 if __name__ == "__main__":

@@ -24,21 +24,23 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 class LeaseRenewer:
-    """Renews the maintenance lease when ``tick()`` is called after ``ttl/5`` seconds."""
+    """Renews the maintenance lease (:func:`lib.live.renew`) when ``tick()`` is called ``ttl/5``
+    seconds or more after the last renewal. Cadence only uses the monotonic clock; expiry is
+    judged by the store. :raises lib.live.Lost: from ``tick()`` when the lease lapsed or was taken
+    (the pass must stop: another maint may be working with a higher epoch)."""
 
     def __init__(self, store, key, holder, ttl, log):
         self.store, self.key, self.holder, self.ttl, self.log = store, key, holder, ttl, log
         self.last = time.monotonic()
         self.epoch = None
 
-    def tick(self):
+    def tick(self, force: bool = False):
         from lib import live
 
-        if time.monotonic() - self.last >= self.ttl / 5:
-            rec = live.acquire(self.store, self.key, holder=self.holder, reason="maintenance", ttl=self.ttl,
-                               resource=live.MAINTENANCE, log=self.log)
+        if force or time.monotonic() - self.last >= self.ttl / 5:
+            rec = live.renew(self.store, self.key, holder=self.holder, ttl=self.ttl, log=self.log)
             if rec["epoch"] != self.epoch:
-                raise RuntimeError("maintenance lease lost while working")
+                raise live.Lost(rec)
             self.last = time.monotonic()
 
 
@@ -84,7 +86,8 @@ def run_once(cfg, store, log, now=time.time) -> dict:
     key = live.lease_key(cfg.fleet_id, live.MAINTENANCE)
     ttl = cfg.leases.ttl_secs
     try:
-        lease = live.acquire(store, key, holder=holder, reason="maintenance", ttl=ttl, resource=live.MAINTENANCE, log=log)
+        lease = live.acquire(store, key, holder=holder, reason="maintenance", ttl=ttl, resource=live.MAINTENANCE,
+                             floor_epoch=snapshot.pointer_epoch(store, cfg.fleet_id), log=log)
     except live.Refused as exc:
         log("maint_skipped", holder=exc.holder, expires_at=exc.expires_at)
         return {"ran": False, "held_by": exc.holder, "expires_at": exc.expires_at, "message": str(exc)}
@@ -108,6 +111,8 @@ def run_once(cfg, store, log, now=time.time) -> dict:
                 cur_etag = cur_obj.etag
             except NotFound:
                 cur, cur_etag = {}, None
+            if int(cur.get("maint_epoch") or 0) > lease["epoch"]:
+                raise snapshot.StaleEpoch(f"{ckey} carries maint epoch {cur.get('maint_epoch')} > ours {lease['epoch']}")
             need_compact = cur.get("gen") != gen
             writer = lake.PartWriter(store, cfg.fleet_id, dt, gen) if need_compact else None
             seen: set = set()
@@ -157,9 +162,15 @@ def run_once(cfg, store, log, now=time.time) -> dict:
             meta.update(relevance_floor=embed.RELEVANCE_FLOORS[emb[0]],
                         relevance_floor_mixed=embed.RELEVANCE_FLOORS_MIXED[emb[0]])
         data = snapshot.build(cfg.fleet_id, digests, claims, meta=meta)
+        renew.tick(force=True)  # still ours right before the swap; the pointer epoch fences the rest
         summary["snapshot"] = snapshot.publish(store, cfg.fleet_id, data, maint_epoch=lease["epoch"],
                                                built_at=format_time(now()), claim_count=len(claims),
                                                session_count=len(digests), log=log)
+    except (live.Lost, snapshot.StaleEpoch) as exc:
+        # Fenced off: another maint took the lease (it lapsed while we worked) and may already
+        # have published with a higher epoch. Stop without touching the pointer.
+        log("maint_fenced_lost", epoch=lease["epoch"], error=str(exc)[:300])
+        summary.update(fenced=True, message=f"maintenance lease lost while working (epoch {lease['epoch']}): {exc}")
     finally:
         live.release(store, key, holder=holder)
     return summary
@@ -184,6 +195,8 @@ def main(argv=None, stdout=None) -> int:
         out.write(json.dumps(summary, sort_keys=True) + "\n")
     elif not summary["ran"]:
         out.write(f"maintenance skipped: {summary['message']}\n")
+    elif summary.get("fenced"):
+        out.write(f"maintenance stopped: {summary['message']}\n")
     else:
         snap = summary["snapshot"] or {}
         out.write(f"maint: {summary['partitions']} partition(s), {summary['compacted']} compacted "

@@ -6,8 +6,9 @@ Usage::
     python syncd.py [--once] [--json]
 
 Each pass: wait for in-flight hook captures → ship the spool to the lake (segments, seals,
-quarantine records) → mirror the current snapshot into the cache → render the briefing → write
-``cache/<fleet>/sync.json``. Loops every ``sync.poll_secs`` until SIGTERM/SIGINT (the current
+quarantine records) → live plane (heartbeats, roster, lease requests from the MCP spool, lease
+renewals; ``cache/<fleet>/roster.json`` and ``leases.json``, :mod:`lib.livesync`) → mirror the
+current snapshot into the cache → render the briefing → write ``cache/<fleet>/sync.json``. Loops every ``sync.poll_secs`` until SIGTERM/SIGINT (the current
 batch finishes, its watermark is written, the rest waits for the next start; exit 0). On a
 laptop with no cluster it also runs one maintenance pass every ``sync.maint_every_secs``. JSON
 log lines on stderr; with ``--once`` a summary on stdout. Exit 1 when a ``--once`` pass hit
@@ -80,27 +81,37 @@ def ingest_proposals(cfg, store, log) -> dict:
     return out
 
 
-def run_pass(cfg, store, log, should_stop=None) -> dict:
+def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     """One syncd pass; returns a summary dict with ``errors`` (0 when all went well).
 
     ``should_stop()`` (optional; syncd's SIGTERM flag) ends shipping between batches and skips
-    claim ingestion and the cache refresh, so a stopping daemon exits soon with every sent
-    batch's watermark written; the summary then has ``interrupted: True``. ``cache_refreshed``
-    says whether the store → cache step ran to the end (readiness).
+    the live plane, claim ingestion and the cache refresh, so a stopping daemon exits soon with
+    every sent batch's watermark written; the summary then has ``interrupted: True``.
+    ``cache_refreshed`` says whether the store → cache step ran to the end (readiness).
+
+    ``plane`` is the process's :class:`lib.livesync.LivePlane` (built here when not given, as
+    for ``--once``): it sees every shipped envelope, then runs the live plane (heartbeats,
+    roster, lease requests and renewals) before the cache refresh renders the briefing.
     """
-    from lib import ship, spool
+    from lib import livesync, ship, spool
     from lib.envelope import format_time
     from lib.spool import atomic_write
 
+    plane = plane or livesync.LivePlane(cfg, log)
     if not spool.wait_for_hooks(cfg.paths.state_dir, timeout=5):
         log("hook_captures_still_running", detail="shipping what is complete; the rest goes next pass")
-    stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, should_stop=should_stop)
+    stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, should_stop=should_stop,
+                          observe=plane.observe)
     summary = {"shipped": stats.envelopes, "segments": stats.segments, "sealed": stats.sealed,
                "dropped_lines": stats.dropped_lines, "quarantine_records": stats.quarantine_records,
                "errors": stats.errors, "error_detail": stats.session_errors[:5], "cache_refreshed": False}
     if should_stop is not None and should_stop():
         summary["interrupted"] = True
     else:
+        live_summary = plane.run(store)
+        if live_summary.get("live_error"):
+            summary["errors"] += 1
+        summary["live"] = live_summary
         try:
             summary["claims"] = ingest_proposals(cfg, store, log)
         except Exception as exc:  # store outage: the records stay unconsumed for the next pass
@@ -162,10 +173,13 @@ def main(argv=None, stdout=None) -> int:
 
 def _loop(cfg, store, log, args, out, stopping, metrics) -> int:
     last_maint = time.monotonic()
+    from lib import livesync
+
+    plane = livesync.LivePlane(cfg, log)
     while True:
         if metrics is not None:
             metrics.beat()
-        summary = run_pass(cfg, store, log, should_stop=lambda: stopping["flag"])
+        summary = run_pass(cfg, store, log, should_stop=lambda: stopping["flag"], plane=plane)
         if metrics is not None:
             metrics.observe_pass(summary)
         if args.once:

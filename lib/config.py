@@ -50,6 +50,10 @@ class SyncConfig:
     """Envelopes per Parquet segment at most: bounds syncd memory on a large backlog."""
     maint_every_secs: int = 300
     """On a laptop with no cluster, syncd runs one maintenance pass this often (0 = never)."""
+    session_idle_secs: int = 1800
+    """A session whose spool has not been written for this long is not presence (no heartbeat,
+    its leases are not renewed) until it writes again: a crashed runtime that never sent
+    SessionEnd must not look active forever."""
     metrics_port: int = 0
     """TCP port of syncd's ``/healthz``, ``/readyz`` and Prometheus ``/metrics`` (0 = off). Off by
     default because a laptop needs no scrape target; the Helm chart turns it on. Loop mode only:

@@ -115,10 +115,15 @@ class _Identity:
                 raise
         return self._cfg
 
-    def policy(self) -> str:
+    def policy(self, cached: str | None = None) -> str:
+        """Lease policy: ``CTXLAKE_LEASE_POLICY``, else the one syncd wrote into the cached lease
+        view (``cached``: its config, without importing the config machinery here), else the
+        config file, else ``warn``."""
         p = self.env.get("CTXLAKE_LEASE_POLICY")
         if p in ("warn", "block"):
             return p
+        if cached in ("warn", "block"):
+            return cached
         try:
             return self.config().leases.policy
         except Exception:
@@ -155,6 +160,13 @@ def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
     done = adapter.done_marker(event, payload)
     if done is not None:
         spool.atomic_write(paths.session_done(runtime, sid), jsonfast.dumps(done).encode())
+    elif any(e["event_type"] == "session_start" for e in envelopes):
+        # a resumed session is open again: a stale end marker would let syncd seal it and delete
+        # the lines this session is about to write
+        try:
+            os.unlink(paths.session_done(runtime, sid))
+        except FileNotFoundError:
+            pass
 
 
 def _detach_capture(runtime, event, payload, ctx, paths) -> bool:

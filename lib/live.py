@@ -1,98 +1,184 @@
 """Live plane: advisory leases by compare-and-swap on the store (DESIGN.md §9).
 
+Where it sits: agents ask for leases through the MCP spool and syncd applies them
+(:mod:`lib.livesync`); ``ctxlake lease`` and ``maint.py`` (the ``_maintenance`` lease) call the
+same functions directly; the hook reads the cached view (:func:`read_view`,
+:func:`conflicts_for_paths`) and never the store.
+
 Decisions are pure functions of (current record, store time, caller) — :func:`decide_acquire`,
-:func:`decide_release` — tested without a store or a clock (STYLE.md §10). The I/O shell
-(:func:`acquire`, :func:`release`) reads, decides and writes with create-only or ``If-Match``,
-re-reading after a lost race. Expiry is judged by the store's clock (``server_time`` of the
-response that carried the record), never the local one (invariant 6).
+:func:`decide_renew`, :func:`decide_release` — tested without a store or a clock (STYLE.md §10).
+The I/O shell (:func:`acquire`, :func:`renew`, :func:`release`) reads, decides and writes with
+create-only (absent) or ``If-Match`` (present), re-reading after a lost race. Expiry is judged
+by the store's clock (``server_time`` of the response that carried the record), never the local
+one (invariant 6), so a host whose clock is off decides exactly like one whose clock is right.
 
 Leases are advisory: ctxlake warns (or denies through the runtime's own hook answer); it cannot
 stop a process from writing a file, and git is the arbiter of code (invariant 5).
 
 Lease record (``live/<fleet>/leases/<resource_key>.json``)::
 
-    {"resource", "repo", "holder": agent_id|null, "session_id", "reason",
-     "acquired_at", "expires_at" (store-clock epoch s), "epoch" (fencing counter)}
+    {"resource": resource_key, "repo": repo_id|null, "path": repo-relative path ("dir/" claims
+     a directory), "holder": agent_id|null, "session_id", "reason", "acquired_at",
+     "expires_at", "updated_at" (store-clock epoch s of the last write), "epoch" (fencing
+     counter: +1 per acquisition, kept on renew and release), "released_at"?}
 
-Only the standard library is imported here (the hook reads lease views through this module).
+A record that is not JSON or lacks these shapes is *garbage*: treated as free, logged
+(``lease_garbage``) and overwritten by CAS. Nothing here imports ``json`` or ``hashlib`` at
+module load: the hook's write-tool answer path imports this module (DESIGN.md §12).
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 
 ADVISORY_NOTE = "Leases are advisory: ctxlake cannot stop a write; git decides what lands."
 MAINTENANCE = "_maintenance"
+DEFAULT_TTL = 300
 
 
-def resource_key(repo_id: str, path: str) -> str:
-    """sha256 hex of ``repo_id \\0 path`` (DESIGN.md §9)."""
-    return hashlib.sha256(f"{repo_id}\0{path}".encode("utf-8")).hexdigest()
+def resource_key(repo_id: str | None, path: str) -> str:
+    """sha256 hex of ``repo_id \\0 path`` (DESIGN.md §9); ``repo_id`` None counts as ``""``."""
+    import hashlib
+
+    return hashlib.sha256(f"{repo_id or ''}\0{path}".encode("utf-8")).hexdigest()
+
+
+def leases_prefix(fleet_id: str) -> str:
+    """Store prefix of a fleet's leases: ``live/<fleet>/leases/``."""
+    from lib.paths import safe_segment
+
+    return f"live/{safe_segment(fleet_id)}/leases/"
 
 
 def lease_key(fleet_id: str, resource: str) -> str:
     """Store key of a lease: ``live/<fleet>/leases/<resource>.json``."""
     from lib.paths import safe_segment
 
-    return f"live/{safe_segment(fleet_id)}/leases/{safe_segment(resource)}.json"
+    return f"{leases_prefix(fleet_id)}{safe_segment(resource)}.json"
 
 
 def is_live(record: dict | None, now: float) -> bool:
     """True when ``record`` has a holder and ``expires_at`` is after ``now`` (store clock)."""
-    return bool(record and record.get("holder") and float(record.get("expires_at") or 0) > now)
+    try:
+        return bool(record and record.get("holder") and float(record.get("expires_at") or 0) > now)
+    except (TypeError, ValueError):
+        return False
 
 
 def valid_record(data) -> bool:
     """Hand check of a lease record's shape (garbage is treated as a free lease)."""
-    return (isinstance(data, dict) and isinstance(data.get("epoch"), int)
+    return (isinstance(data, dict) and isinstance(data.get("epoch"), int) and not isinstance(data.get("epoch"), bool)
             and (data.get("holder") is None or isinstance(data.get("holder"), str))
             and isinstance(data.get("expires_at", 0), (int, float)))
 
 
-class Refused(Exception):
-    """The lease is held by someone else: ``holder``, ``reason``, ``expires_at``, ``epoch``."""
+def covers(lease_path: str, path: str) -> bool:
+    """True when a lease on ``lease_path`` covers ``path``: the same path, or ``lease_path`` is a
+    directory (trailing ``/``) above it. Both repo-relative with ``/`` separators."""
+    return lease_path in (path, "/") or (lease_path.endswith("/") and path.startswith(lease_path))
 
-    def __init__(self, record: dict):
+
+class Refused(Exception):
+    """The lease is held by someone else: ``record`` (the holder's record as read), ``holder``,
+    ``reason``, ``expires_at``, ``epoch`` and ``now`` (store time the refusal was decided at)."""
+
+    def __init__(self, record: dict, now: float | None = None):
         self.record = record
+        self.now = now
         self.holder = record.get("holder")
         self.reason = record.get("reason") or ""
         self.expires_at = record.get("expires_at")
-        super().__init__(refusal_message([record]))
+        self.epoch = record.get("epoch")
+        super().__init__(refusal_message([record], now))
 
+
+class Lost(Exception):
+    """A renewal found the lease no longer ours (expired, released or taken): ``record`` is
+    what the store holds now (``None`` if absent or garbage), ``now`` the store time."""
+
+    def __init__(self, record: dict | None, now: float | None = None):
+        self.record, self.now = record, now
+        who = (record or {}).get("holder")
+        super().__init__(f"lease lost: now {'held by ' + who if who else 'free or expired'}")
+
+
+# -- decisions (pure) -----------------------------------------------------------------------
 
 def decide_acquire(current: dict | None, *, holder: str, session_id: str | None, reason: str,
-                   now: float, ttl: float, resource: str, repo: str | None = None) -> dict:
-    """Next lease record when ``holder`` asks for it at store time ``now``.
+                   now: float, ttl: float, resource: str, repo: str | None = None,
+                   path: str | None = None, floor_epoch: int = 0) -> dict:
+    """Next lease record when ``holder`` asks for it at store time ``now`` (epoch s).
 
-    - absent, free or expired → held by ``holder``, ``epoch + 1``, expires ``now + ttl``;
-    - already held by ``holder`` and unexpired → renewed (same epoch, new expiry);
-    - held by another unexpired holder → :class:`Refused`.
+    - absent, garbage, free or expired → held by ``holder``, ``epoch = max(epoch,
+      floor_epoch) + 1``, ``acquired_at = now``, ``expires_at = now + ttl``;
+    - held by ``holder`` and unexpired → renewed (same epoch and ``acquired_at``, new expiry,
+      reason and session updated);
+    - held by another unexpired holder → :class:`Refused` carrying that record.
+
+    ``floor_epoch`` keeps the fencing counter above a value known from elsewhere (maint passes
+    the snapshot pointer's epoch, so a lease object lost to garbage cannot reset fencing).
     """
     if current is not None and not valid_record(current):
         current = None
     if is_live(current, now) and current["holder"] != holder:
-        raise Refused(current)
+        raise Refused(current, now)
     mine = is_live(current, now) and current["holder"] == holder
     epoch = int(current["epoch"]) if current else 0
-    return {
-        "resource": resource, "repo": repo, "holder": holder, "session_id": session_id, "reason": reason,
+    out = {
+        "resource": resource, "repo": repo, "path": path if path is not None else (current or {}).get("path"),
+        "holder": holder, "session_id": session_id, "reason": reason,
         "acquired_at": current["acquired_at"] if mine else now,
-        "expires_at": now + ttl, "epoch": epoch if mine else epoch + 1,
+        "expires_at": now + ttl, "updated_at": now,
+        "epoch": epoch if mine else max(epoch, int(floor_epoch or 0)) + 1,
     }
-
-
-def decide_release(current: dict | None, *, holder: str, now: float) -> dict | None:
-    """Next record when ``holder`` releases: free with the epoch kept; ``None`` = nothing to do
-    (absent, already free, or held by someone else)."""
-    if not current or not valid_record(current) or current.get("holder") != holder:
-        return None
-    out = dict(current)
-    out.update(holder=None, released_at=now, expires_at=now)
     return out
 
 
+def decide_renew(current: dict | None, *, holder: str, now: float, ttl: float) -> dict:
+    """Next record when ``holder`` renews: only a lease ``holder`` holds unexpired at store time
+    ``now`` is extended to ``now + ttl`` (epoch, acquired_at, reason kept).
+
+    :raises Lost: absent, garbage, free, expired or held by someone else — a renewal never
+        re-acquires, so a lapse is always visible to the caller.
+    """
+    if current is None or not valid_record(current) or not is_live(current, now) or current["holder"] != holder:
+        raise Lost(current if current is not None and valid_record(current) else None, now)
+    out = dict(current)
+    out.update(expires_at=now + ttl, updated_at=now)
+    return out
+
+
+def decide_release(current: dict | None, *, holder: str, now: float) -> dict | None:
+    """Next record when ``holder`` releases: free (``holder`` null), epoch kept, ``expires_at``
+    and ``released_at`` = ``now``. ``None`` = nothing to do (absent, garbage, already free, or
+    held by someone else — releasing never touches another agent's lease)."""
+    if not current or not valid_record(current) or current.get("holder") != holder:
+        return None
+    out = dict(current)
+    out.update(holder=None, released_at=now, expires_at=now, updated_at=now)
+    return out
+
+
+def covering_conflicts(records: list[dict], *, holder: str, repo: str | None, path: str, now: float) -> list[dict]:
+    """Unexpired leases in ``records`` held by others that overlap ``(repo, path)``: a directory
+    lease above ``path``, or (when ``path`` is a directory) a lease below it. The exact key
+    itself is left to the CAS decision. Advisory pre-check: there is no cross-key atomicity."""
+    out = []
+    for r in records:
+        if not isinstance(r, dict) or r.get("repo") != repo or r.get("holder") in (None, holder):
+            continue
+        lp = r.get("path")
+        if not isinstance(lp, str) or lp == path or not is_live(r, now):
+            continue
+        if covers(lp, path) or covers(path, lp):
+            out.append(r)
+    return out
+
+
+# -- I/O shell -------------------------------------------------------------------------------
+
 def _load(obj) -> dict | None:
+    import json
+
     try:
         data = json.loads(obj.data)
     except (TypeError, ValueError):
@@ -100,77 +186,241 @@ def _load(obj) -> dict | None:
     return data if valid_record(data) else None
 
 
-def acquire(store, key: str, *, holder: str, session_id: str | None = None, reason: str = "",
-            ttl: float = 300, resource: str | None = None, repo: str | None = None,
-            attempts: int = 8, log=None) -> dict:
-    """Acquire or renew the lease at ``key`` by create-only / CAS. Returns the record written.
+def _dump(record: dict) -> bytes:
+    import json
 
-    :raises Refused: another agent holds it (carries holder, reason, expiry).
-    :raises lib.store.Unavailable: the store is unreachable (nothing was changed).
-    :raises RuntimeError: lost ``attempts`` races in a row without a decision (412 storm).
-    """
-    from lib.store import CREATE, NotFound, PreconditionFailed, update
-
-    for attempt in range(attempts):
-        try:
-            obj = store.get(key)
-            current, etag, now = _load(obj), obj.etag, obj.server_time or store.clock()
-            if current is None and log:
-                log("lease_garbage", key=key, detail="unparseable lease record treated as free")
-        except NotFound as exc:
-            current, etag, now = None, None, exc.server_time or store.clock()
-        record = decide_acquire(current, holder=holder, session_id=session_id, reason=reason, now=now,
-                                ttl=ttl, resource=resource or key, repo=repo)
-        data = json.dumps(record, sort_keys=True).encode()
-        try:
-            store.put(key, data, CREATE if etag is None else update(etag))
-            return record
-        except PreconditionFailed:
-            if log:
-                log("lease_race_lost", key=key, attempt=attempt + 1)
-            continue
-    raise RuntimeError(f"lease {key}: lost {attempts} compare-and-swap races in a row")
+    return json.dumps(record, sort_keys=True).encode()
 
 
-def release(store, key: str, *, holder: str, attempts: int = 8) -> bool:
-    """Release ``holder``'s lease at ``key`` (CAS to free, epoch kept). True if released."""
-    from lib.store import NotFound, PreconditionFailed, update
-
-    for _ in range(attempts):
-        try:
-            obj = store.get(key)
-        except NotFound:
-            return False
-        nxt = decide_release(_load(obj), holder=holder, now=obj.server_time or store.clock())
-        if nxt is None:
-            return False
-        try:
-            store.put(key, json.dumps(nxt, sort_keys=True).encode(), update(obj.etag))
-            return True
-        except PreconditionFailed:
-            continue
-    return False
-
-
-def read(store, key: str) -> tuple[dict | None, float]:
-    """``(record or None, store_time)`` for the lease at ``key``."""
+def _get(store, key: str, log=None) -> tuple[dict | None, str | None, float]:
+    """``(record or None, etag or None, store_time)``; garbage is logged and returned as None
+    with its etag (so the CAS that overwrites it is against that exact version)."""
     from lib.store import NotFound
 
     try:
         obj = store.get(key)
-        return _load(obj), obj.server_time or store.clock()
     except NotFound as exc:
-        return None, exc.server_time or store.clock()
+        return None, None, exc.server_time or store.clock()
+    record = _load(obj)
+    if record is None and log:
+        log("lease_garbage", key=key, bytes=len(obj.data or b""),
+            detail="unparseable lease record treated as free; it will be overwritten by compare-and-swap")
+    return record, obj.etag, obj.server_time or store.clock()
 
 
-def refusal_message(records: list[dict]) -> str:
-    """Human/agent text naming each holder, reason and expiry, and that leases are advisory."""
+def _cas(store, key: str, decide, *, attempts: int, log=None):
+    """Read → ``decide(current, now)`` → create-only / If-Match write, retried on a lost race
+    (412) or a 409. ``decide`` returns the record to write or ``None`` (nothing to write).
+    Returns ``(record_written_or_None, current_read, now)``."""
+    import random
+
+    from lib.store import CREATE, Conflict, PreconditionFailed, update
+
+    for attempt in range(attempts):
+        current, etag, now = _get(store, key, log)
+        record = decide(current, now)
+        if record is None:
+            return None, current, now
+        try:
+            store.put(key, _dump(record), CREATE if etag is None else update(etag))
+            return record, current, now
+        except PreconditionFailed:
+            if log:
+                log("lease_race_lost", key=key, attempt=attempt + 1)
+        except Conflict:
+            if log:
+                log("lease_race_lost", key=key, attempt=attempt + 1, conflict=True)
+            time.sleep(random.uniform(0, 0.05 * (attempt + 1)))
+    raise RuntimeError(f"lease {key}: lost {attempts} compare-and-swap races in a row")
+
+
+def acquire(store, key: str, *, holder: str, session_id: str | None = None, reason: str = "",
+            ttl: float = DEFAULT_TTL, resource: str | None = None, repo: str | None = None,
+            path: str | None = None, floor_epoch: int = 0, attempts: int = 8, log=None) -> dict:
+    """Acquire or renew the lease at ``key`` by create-only / CAS; returns the record written.
+
+    ``ttl`` in seconds by the store clock. ``log(event, **fields)`` receives ``lease_race_lost``
+    per lost race and ``lease_garbage`` when an unreadable record is overwritten.
+
+    :raises Refused: another agent holds it unexpired (carries its record, holder, reason, expiry).
+    :raises lib.store.Unavailable: the store is unreachable (nothing was changed).
+    :raises RuntimeError: lost ``attempts`` races in a row without a decision (412 storm).
+    """
+    return acquire_fresh(store, key, holder=holder, session_id=session_id, reason=reason, ttl=ttl,
+                         resource=resource, repo=repo, path=path, floor_epoch=floor_epoch,
+                         attempts=attempts, log=log)[0]
+
+
+def acquire_fresh(store, key: str, *, holder: str, session_id: str | None = None, reason: str = "",
+                  ttl: float = DEFAULT_TTL, resource: str | None = None, repo: str | None = None,
+                  path: str | None = None, floor_epoch: int = 0, attempts: int = 8, log=None) -> tuple[dict, bool]:
+    """:func:`acquire`, also telling whether this call took the lease (``True``: new epoch) or
+    renewed one ``holder`` already held (``False``)."""
+    def decide(current, now):
+        return decide_acquire(current, holder=holder, session_id=session_id, reason=reason, now=now, ttl=ttl,
+                              resource=resource or key, repo=repo, path=path, floor_epoch=floor_epoch)
+
+    record, current, _ = _cas(store, key, decide, attempts=attempts, log=log)
+    return record, not (current and current.get("epoch") == record["epoch"])
+
+
+def renew(store, key: str, *, holder: str, ttl: float = DEFAULT_TTL, attempts: int = 8, log=None) -> dict:
+    """Extend ``holder``'s unexpired lease at ``key`` to store time + ``ttl``; returns the record.
+
+    :raises Lost: the lease is not ``holder``'s any more (expired, released, taken, garbage).
+    :raises lib.store.Unavailable: the store is unreachable.
+    """
+    record, _, _ = _cas(store, key, lambda cur, now: decide_renew(cur, holder=holder, now=now, ttl=ttl),
+                        attempts=attempts, log=log)
+    return record
+
+
+def release(store, key: str, *, holder: str, attempts: int = 8, log=None) -> bool:
+    """Release ``holder``'s lease at ``key`` (CAS to free, epoch kept). True if this call freed
+    it; False when there was nothing of ``holder``'s to free.
+
+    :raises lib.store.Unavailable: the store is unreachable.
+    """
+    return release_record(store, key, holder=holder, attempts=attempts, log=log) is not None
+
+
+def release_record(store, key: str, *, holder: str, attempts: int = 8, log=None) -> dict | None:
+    """:func:`release`, returning the free record written (``None`` when nothing was freed)."""
+    record, _, _ = _cas(store, key, lambda cur, now: decide_release(cur, holder=holder, now=now),
+                        attempts=attempts, log=log)
+    return record
+
+
+def read(store, key: str, log=None) -> tuple[dict | None, float]:
+    """``(record or None, store_time)`` for the lease at ``key`` (garbage reads as None)."""
+    record, _, now = _get(store, key, log)
+    return record, now
+
+
+def list_leases(store, fleet_id: str, cache: dict | None = None, log=None) -> tuple[list[dict], float]:
+    """Every readable lease record of the fleet (held or free), each with its store ``key``,
+    and the store time of the listing: ``([record + {"key"}], now)``.
+
+    ``cache`` (``{key: [etag, record]}``, updated in place) turns repeat reads into conditional
+    GETs (``If-None-Match``; a 304 carries no body). Garbage records are logged and skipped.
+    :raises lib.store.Unavailable: the store is unreachable.
+    """
+    from lib.store import NotFound
+
+    cache = {} if cache is None else cache
+    out, seen = [], set()
+    now = store.clock()
+    for entry in store.list(leases_prefix(fleet_id)):
+        key = entry.key
+        seen.add(key)
+        etag, record = (cache.get(key) or (None, None))
+        try:
+            obj = store.get(key, if_none_match=etag) if etag else store.get(key)
+        except NotFound:
+            cache.pop(key, None)
+            continue
+        if obj.modified:
+            record = _load(obj)
+            if record is None:
+                if log:
+                    log("lease_garbage", key=key, detail="unparseable lease record; shown as free")
+                cache.pop(key, None)
+                continue
+            cache[key] = [obj.etag, record]
+        if obj.server_time:
+            now = max(now, obj.server_time)
+        out.append(dict(record, key=key))
+    for key in [k for k in cache if k not in seen]:
+        del cache[key]
+    return out, now
+
+
+def resolve(path: str, cwd: str | None = None) -> dict | None:
+    """``{"repo": repo_id, "path": repo-relative path}`` for a path on this host (relative
+    paths against ``cwd``); an existing directory gets a trailing ``/`` (a directory claim).
+    ``None`` when the path is not inside a git repository. Reads ``.git`` only (:mod:`lib.repo`)."""
+    import os
+
+    from lib import repo as repomod
+
+    full = path if os.path.isabs(path) or not cwd else os.path.join(cwd, path)
+    if not full.endswith("/") and os.path.isdir(full):
+        full += "/"
+    info = repomod.identify(full)
+    if not info:
+        return None
+    rel = repomod.relative(full, info["root"])
+    if rel in ("./", "."):
+        rel = "/"  # the whole repository
+    return {"repo": info["repo_id"], "path": rel}
+
+
+def claim(store, fleet_id: str, resources: list[dict], *, holder: str, session_id: str | None = None,
+          reason: str = "", ttl: float = DEFAULT_TTL, view: list[dict] | None = None,
+          view_time: float | None = None, log=None) -> list[dict]:
+    """Acquire one lease per ``{"repo", "path"}`` in ``resources``, all or nothing.
+
+    Resources are taken in key order; when one is refused, the leases this call newly took are
+    released again (renewals of leases ``holder`` already had are kept) and :class:`Refused` is
+    raised for the first holder found. ``view`` (records from :func:`list_leases`, read at
+    store time ``view_time``) adds the advisory directory check: a claim under another agent's
+    directory lease, or a directory claim over another agent's file lease, is refused too.
+
+    :returns: the records written, in the order of ``resources``.
+    :raises Refused: see above. :raises lib.store.Unavailable: (leases taken so far are kept
+        and reported by the caller's next view; they expire by TTL if never renewed).
+    """
+    items = sorted(((resource_key(r.get("repo"), r["path"]), r) for r in resources), key=lambda x: x[0])
+    taken, done = [], {}
+    try:
+        for rk, r in items:
+            if view:
+                now = view_time if view_time is not None else store.clock()
+                over = covering_conflicts(view, holder=holder, repo=r.get("repo"), path=r["path"], now=now)
+                if over:
+                    raise Refused(over[0], now)
+            rec, fresh = acquire_fresh(store, lease_key(fleet_id, rk), holder=holder, session_id=session_id,
+                                       reason=reason, ttl=ttl, resource=rk, repo=r.get("repo"), path=r["path"], log=log)
+            if fresh:
+                taken.append(rk)
+            done[rk] = rec
+    except Refused:
+        for rk in taken:
+            try:
+                release(store, lease_key(fleet_id, rk), holder=holder, log=log)
+            except Exception as exc:  # the lease expires by TTL; say so
+                if log:
+                    log("lease_rollback_failed", resource=rk, error=f"{type(exc).__name__}: {exc}"[:200])
+        raise
+    return [done[resource_key(r.get("repo"), r["path"])] for r in resources]
+
+
+# -- messages --------------------------------------------------------------------------------
+
+def _clock(ts) -> str:
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(float(ts)))
+    except (TypeError, ValueError, OverflowError):
+        return "?"
+
+
+def refusal_message(records: list[dict], now: float | None = None) -> str:
+    """Agent/human text naming each holder, reason and expiry (UTC, plus minutes left when the
+    store time ``now`` is known), ending with the advisory note (invariant 5). Values come from
+    the store or the cache, so each is sanitized onto one bounded line (invariant 9)."""
+    from lib.sanitize import clean
+
     parts = []
     for r in records:
         exp = r.get("expires_at")
-        when = time.strftime("%H:%M:%SZ", time.gmtime(float(exp))) if isinstance(exp, (int, float)) else "?"
-        what = r.get("path") or r.get("resource") or "this resource"
-        parts.append(f"{what} is held by {r.get('holder')} ({r.get('reason') or 'no reason given'}) until {when}")
+        when = _clock(exp)
+        if now is not None and isinstance(exp, (int, float)):
+            left = max(0, int(round((float(exp) - now) / 60)))
+            when += f", in {left} min" if left else ", within a minute"
+        what = clean(str(r.get("path") or r.get("resource") or "this resource"), 300, True)
+        who = clean(str(r.get("holder")), 120, True)
+        why = clean(str(r.get("reason") or "no reason given"), 200, True)
+        parts.append(f"{what} is held by {who} ({why}) until {when}")
     return "ctxlake: " + "; ".join(parts) + ". " + ADVISORY_NOTE
 
 
@@ -188,39 +438,51 @@ def read_view(path: str) -> dict:
     return data if isinstance(data, dict) and isinstance(data.get("leases", []), list) else {}
 
 
+def view_now(view: dict, local_now: float | None = None) -> float:
+    """Store time now, estimated from a cache file's ``store_time``/``refreshed_at`` pair (the
+    store clock's offset from this host's clock at refresh) and this host's clock."""
+    local_now = time.time() if local_now is None else local_now
+    try:
+        return local_now + float(view.get("store_time")) - float(view.get("refreshed_at"))
+    except (TypeError, ValueError):
+        return local_now
+
+
+def locate(paths: list[str], cwd: str | None) -> list[tuple[str, str, str]]:
+    """``[(given_path, repo_id, repo-relative path)]`` for the paths inside a git repository."""
+    import os
+
+    from lib import repo as repomod
+
+    out = []
+    for p in paths:
+        full = p if os.path.isabs(p) or not cwd else os.path.join(cwd, p)
+        info = repomod.identify(full)
+        if info:
+            out.append((p, info["repo_id"], repomod.relative(full, info["root"])))
+    return out
+
+
 def conflicts_for_paths(view: dict, agent_id: str, paths: list[str], cwd: str | None,
                         local_now: float | None = None) -> list[dict]:
     """Leases in ``view`` held by another agent, unexpired, covering any of ``paths``.
 
     The view's ``store_time``/``refreshed_at`` pair gives the store-clock offset, so expiry is
     judged by the store clock even here (invariant 6). A lease on ``dir/`` covers every path
-    below it.
+    below it. Returns the lease dicts with ``path`` set.
     """
     leases = view.get("leases") or []
     if not leases or not paths:
         return []
-    from lib import repo as repomod
-    import os
-
-    local_now = time.time() if local_now is None else local_now
-    try:
-        skew = float(view.get("store_time")) - float(view.get("refreshed_at"))
-    except (TypeError, ValueError):
-        skew = 0.0
-    now = local_now + skew
+    now = view_now(view, local_now)
     hits = []
-    for p in paths:
-        full = p if os.path.isabs(p) or not cwd else os.path.join(cwd, p)
-        info = repomod.identify(full)
-        if not info:
-            continue
-        rel = repomod.relative(full, info["root"])
+    for _, repo_id, rel in locate(paths, cwd):
         for lease in leases:
             if not isinstance(lease, dict) or lease.get("holder") in (None, agent_id):
                 continue
-            if not is_live(lease, now) or lease.get("repo") != info["repo_id"]:
+            if not is_live(lease, now) or lease.get("repo") != repo_id:
                 continue
             lp = str(lease.get("path") or "")
-            if lp == rel or (lp.endswith("/") and rel.startswith(lp)):
+            if lp and covers(lp, rel):
                 hits.append(dict(lease, path=lp))
     return hits

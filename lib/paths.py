@@ -6,6 +6,7 @@ Layout under ``CTXLAKE_HOME`` (default ``~/.ctxlake``)::
     spool/<runtime>/<session_id>.done           session ended marker (JSON)
     spool/mcp/<fleet_id>.ndjson[.<n>]            MCP write-tool records
     spool/.state/                               upload watermarks (keyed by dev:inode)
+    spool/.state/live/<fleet_id>.json           syncd's live-plane state
     cache/<fleet_id>/{roster,leases,briefing}.json, snapshot.bin
     hook-errors.log
 
@@ -92,6 +93,11 @@ class Paths:
     def state_dir(self) -> str:
         """``spool/.state/``: upload watermarks."""
         return os.path.join(self.spool_dir, ".state")
+
+    def live_state(self, fleet_id: str) -> str:
+        """``spool/.state/live/<fleet_id>.json``: syncd's live-plane memory (sessions seen,
+        heartbeats written, leases it renews for its agents, lease request outcomes)."""
+        return os.path.join(self.state_dir, "live", safe_segment(fleet_id) + ".json")
 
     @property
     def quarantine_spool(self) -> str:

@@ -90,12 +90,13 @@ def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, dict | None, i
 
 
 def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_rows: int, log,
-                 stats: ShipStats, fleet_filter: str | None = None, should_stop=None) -> None:
+                 stats: ShipStats, fleet_filter: str | None = None, should_stop=None, observe=None) -> None:
     """Ship one spooled session. Raises store errors (the caller keeps going with others).
 
     ``should_stop()`` (optional) is asked before each batch: once it answers True the session is
     left as it stands — every batch already sent has its watermark written — and the rest ships
-    on a later pass (syncd's graceful SIGTERM).
+    on a later pass (syncd's graceful SIGTERM). ``observe(runtime, lines)`` sees each batch's raw
+    spool lines once the store confirmed its segment.
     """
     state = os.path.join(paths.state_dir, safe_segment(runtime), stem + ".json")
     wm = spool.Watermark.load(state)
@@ -154,6 +155,8 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
                     continue
             stats.segments += 1
             stats.envelopes += rows
+            if observe is not None:
+                observe(runtime, lines)
             wm.files[ident] = end
             wm.next_seg = max(wm.next_seg, seg + 1)
             wm.pending = None
@@ -271,13 +274,25 @@ def ship_quarantine(store, paths, *, log, stats: ShipStats, settle_secs: float =
         os.unlink(path)
 
 
-def ship_all(store, paths, *, batch_rows: int = 20000, log=lambda *a, **k: None, should_stop=None) -> ShipStats:
+def ship_all(store, paths, *, batch_rows: int = 20000, log=lambda *a, **k: None, should_stop=None,
+             observe=None) -> ShipStats:
     """One shipping pass over every runtime spool directory and the quarantine spool.
 
     A failure in one session (store outage, unreadable watermark) is logged and counted; the
     others still ship, and the failed session's spool stays intact for the next pass.
     ``should_stop()`` (optional) ends the pass early between batches (see :func:`ship_session`).
+    ``observe(runtime, lines)`` (the live plane) sees the raw lines of every shipped batch; an
+    exception in it is logged and never stops shipping.
     """
+    if observe is not None:
+        watcher = observe
+
+        def observe(runtime, lines):
+            try:
+                watcher(runtime, lines)
+            except Exception as exc:
+                log("live_observe_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+
     stats = ShipStats()
     for runtime in SHIP_RUNTIMES:
         directory = paths.runtime_spool(runtime)
@@ -286,7 +301,7 @@ def ship_all(store, paths, *, batch_rows: int = 20000, log=lambda *a, **k: None,
                 return stats
             try:
                 ship_session(store, paths, runtime, stem, group, batch_rows=batch_rows, log=log, stats=stats,
-                             should_stop=should_stop)
+                             should_stop=should_stop, observe=observe)
             except Exception as exc:  # keep going: one session must not stop the pass
                 stats.errors += 1
                 stats.session_errors.append((f"{runtime}/{stem}", f"{type(exc).__name__}: {exc}"))

@@ -129,6 +129,20 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
     raise RuntimeError("snapshot pointer: lost 8 compare-and-swap races in a row")
 
 
+def pointer_epoch(store, fleet_id: str) -> int:
+    """The ``maint_epoch`` stamped on the current snapshot pointer (0 when there is none or it
+    is unreadable). maint acquires its lease above it, so fencing survives a lost lease object."""
+    from lib import lake
+    from lib.store import NotFound
+
+    try:
+        data = json.loads(store.get(lake.snapshot_pointer_key(fleet_id)).data)
+        epoch = data.get("maint_epoch") if isinstance(data, dict) else 0
+        return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else 0
+    except (NotFound, ValueError, TypeError):
+        return 0
+
+
 def fetch(store, fleet_id: str, cache_path: str) -> dict:
     """Mirror the current snapshot into ``cache_path`` if it changed.
 

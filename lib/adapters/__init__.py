@@ -46,16 +46,17 @@ def get(runtime: str):
 class HookContext:
     """What an adapter may consult: identity, the briefing and lease view from the cache.
 
-    ``paths`` is a :class:`lib.paths.Paths`; ``policy`` a callable returning the lease policy
-    (``warn``/``block``), called only when a conflict is found (loading the config file costs
-    time the hook rarely needs). Reads are lazy and fail open (a missing or corrupt cache file
+    ``paths`` is a :class:`lib.paths.Paths`; ``policy(cached)`` a callable returning the lease
+    policy (``warn``/``block``) given the one cached in ``leases.json`` (or ``None``), called only
+    when a conflict is found (loading the config file costs time the hook rarely needs). Reads are lazy and fail open (a missing or corrupt cache file
     is "nothing known"). ``injected`` collects claim ids shown to the agent.
     """
 
-    def __init__(self, paths, fleet_id: str, agent_id: str, policy=lambda: "warn"):
+    def __init__(self, paths, fleet_id: str, agent_id: str, policy=lambda cached=None: cached or "warn"):
         self.paths, self.fleet_id, self.agent_id, self.policy = paths, fleet_id, agent_id, policy
         self.injected: list[str] = []
         self._leases = None
+        self._roster = None
 
     def briefing(self) -> str | None:
         """The fenced briefing text for this fleet, or ``None``; records its claim ids."""
@@ -66,13 +67,37 @@ class HookContext:
             self.injected = ids
         return text
 
+    def _lease_view(self) -> dict:
+        if self._leases is None:
+            from lib import live
+
+            self._leases = live.read_view(self.paths.leases(self.fleet_id))
+        return self._leases
+
     def lease_conflicts(self, paths: list[str], cwd: str | None) -> list[dict]:
         """Leases held by *other* live agents on any of ``paths`` (:func:`lib.live.conflicts_for_paths`)."""
         from lib import live
 
-        if self._leases is None:
-            self._leases = live.read_view(self.paths.leases(self.fleet_id))
-        return live.conflicts_for_paths(self._leases, self.agent_id, paths, cwd)
+        return live.conflicts_for_paths(self._lease_view(), self.agent_id, paths, cwd)
+
+    def lease_policy(self) -> str:
+        """``warn`` or ``block`` (see the class docstring)."""
+        return self.policy(self._lease_view().get("policy"))
+
+    def store_now(self) -> float:
+        """Store time now, estimated from the cached lease view (:func:`lib.live.view_now`)."""
+        from lib import live
+
+        return live.view_now(self._lease_view())
+
+    def recent_touches(self, paths: list[str], cwd: str | None) -> list[dict]:
+        """Recent edits of ``paths`` by other live agents, from the cached roster
+        (:func:`lib.roster.recent_touches`)."""
+        from lib import roster
+
+        if self._roster is None:
+            self._roster = roster.read_view(self.paths.roster(self.fleet_id))
+        return roster.recent_touches(self._roster, self.agent_id, paths, cwd)
 
 
 def repo_fields(cwd: str | None) -> dict:

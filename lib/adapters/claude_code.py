@@ -68,23 +68,49 @@ def answer_before_payload(event: str, ctx) -> dict | None:
     return {}
 
 
+def collision_answer(tool_name, tool_input, cwd, ctx) -> dict:
+    """PreToolUse answer for a write tool (Edit, Write, MultiEdit, NotebookEdit): ``{}`` when
+    nobody else is on these paths; else the lease holders (holder, reason, expiry) and, as a
+    softer note, other live agents' recent edits of them (from the cached roster).
+
+    Policy ``warn`` (default): ``hookSpecificOutput.additionalContext`` (read by the model) and
+    ``systemMessage`` (shown to the user); the call proceeds through the normal permission
+    flow. Policy ``block`` with a lease conflict: ``permissionDecision: "deny"`` with the
+    message as ``permissionDecisionReason`` (shown to the model) — recent edits alone never
+    deny. Field names as documented in the Claude Code hooks reference (PreToolUse decision
+    control).
+    """
+    if tool_name not in WRITE_TOOLS:
+        return {}
+    paths = tool_paths(tool_input)
+    cwd = cwd if isinstance(cwd, str) else None
+    held = ctx.lease_conflicts(paths, cwd)
+    holders = {h.get("holder") for h in held}
+    touches = [t for t in ctx.recent_touches(paths, cwd) if t["agent_id"] not in holders]
+    if not held and not touches:
+        return {}
+    parts = []
+    if held:
+        from lib.live import refusal_message
+
+        parts.append(refusal_message(held, ctx.store_now()))
+    if touches:
+        from lib.roster import touch_message
+
+        parts.append(touch_message(touches))
+    msg = "\n".join(parts)
+    if held and ctx.lease_policy() == "block":
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                       "permissionDecisionReason": msg}, "systemMessage": msg}
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": msg}, "systemMessage": msg}
+
+
 def answer(event: str, payload: dict, ctx) -> dict:
     """The JSON Claude Code reads from the hook's stdout for ``event``."""
     early = answer_before_payload(event, ctx)
     if early is not None:
         return early
-    if payload.get("tool_name") not in WRITE_TOOLS:
-        return {}
-    held = ctx.lease_conflicts(tool_paths(payload.get("tool_input")), payload.get("cwd"))
-    if not held:
-        return {}
-    from lib.live import refusal_message
-
-    msg = refusal_message(held)
-    if ctx.policy() == "block":
-        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                       "permissionDecisionReason": msg}, "systemMessage": msg}
-    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": msg}, "systemMessage": msg}
+    return collision_answer(payload.get("tool_name"), payload.get("tool_input"), payload.get("cwd"), ctx)
 
 
 def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:

@@ -135,13 +135,23 @@ def answer(event: str, payload: dict, ctx) -> dict:
         return early
     if payload.get("tool_name") not in WRITE_TOOLS:
         return {"permission": "allow"}
-    held = ctx.lease_conflicts(tool_paths(event, payload), workdir(payload))
-    if not held:
+    paths, cwd = tool_paths(event, payload), workdir(payload)
+    held = ctx.lease_conflicts(paths, cwd)
+    holders = {h.get("holder") for h in held}
+    touches = [t for t in ctx.recent_touches(paths, cwd) if t["agent_id"] not in holders]
+    if not held and not touches:
         return {"permission": "allow"}
-    from lib.live import refusal_message
+    parts = []
+    if held:
+        from lib.live import refusal_message
 
-    msg = refusal_message(held)
-    decision = "deny" if ctx.policy() == "block" else "allow"
+        parts.append(refusal_message(held, ctx.store_now()))
+    if touches:  # another live agent's recent edit: a note, never a deny
+        from lib.roster import touch_message
+
+        parts.append(touch_message(touches))
+    msg = "\n".join(parts)
+    decision = "deny" if held and ctx.lease_policy() == "block" else "allow"
     return {"permission": decision, "user_message": msg, "agent_message": msg}
 
 

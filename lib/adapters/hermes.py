@@ -96,11 +96,11 @@ def answer(event: str, payload: dict, ctx) -> dict:
         return {}
     cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     held = ctx.lease_conflicts(tool_paths(payload.get("tool_input")), cwd)
-    if not held or ctx.policy() != "block":
+    if not held or ctx.lease_policy() != "block":
         return {}
     from lib.live import refusal_message
 
-    return {"action": "block", "message": refusal_message(held)}
+    return {"action": "block", "message": refusal_message(held, ctx.store_now())}
 
 
 def decode_result(raw) -> tuple[object, int | None]:

@@ -72,3 +72,21 @@ def test_resumed_session_ships_lines_of_a_file_that_reuses_an_inode(home, monkey
     ids, shipped = _resume_cycle(home)
     assert sorted(shipped) == sorted(ids), f"{len(set(ids) - set(shipped))} line(s) never shipped"
 
+
+
+def test_a_resumed_session_start_clears_a_stale_end_marker(home, monkeypatch):
+    import io
+    import json as _json
+
+    from lib import hookproc
+    from lib.paths import Paths
+
+    monkeypatch.setenv("CTXLAKE_FLEET_ID", "f")
+    monkeypatch.setenv("CTXLAKE_AGENT_ID", "a")
+    paths = Paths.from_env()
+    for p in ({"hook_event_name": "SessionEnd", "session_id": "s1", "reason": "exit"},):
+        hookproc.run(["claude_code"], io.BytesIO(_json.dumps(p).encode()), io.StringIO(), detach=False)
+    assert os.path.exists(paths.session_done("claude_code", "s1"))
+    resume = {"hook_event_name": "SessionStart", "session_id": "s1", "source": "resume"}
+    hookproc.run(["claude_code"], io.BytesIO(_json.dumps(resume).encode()), io.StringIO(), detach=False)
+    assert not os.path.exists(paths.session_done("claude_code", "s1"))
