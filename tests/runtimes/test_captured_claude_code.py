@@ -57,3 +57,20 @@ def test_import_of_the_captured_transcript_agrees_with_the_hooks(home):
     assert imported == hooked
     assert [e["content"] for e in by_session[sid] if e["event_type"] == "prompt"] == [
         next(p["prompt"] for p in payloads if p["hook_event_name"] == "UserPromptSubmit")]
+
+
+def test_a_denied_edit_is_spooled_as_an_attempt_without_an_outcome(hook):
+    """Captured from agent B of the lease scenario: the first Edit ran under policy ``warn``, the
+    second was denied by our PreToolUse answer under ``block`` — Claude Code then fires no
+    PostToolUse or PostToolUseFailure for it."""
+    with open(os.path.join(CAPTURED, "hooks-lease-warn-block.json"), encoding="utf-8") as fh:
+        payloads = json.load(fh)
+    for p in payloads:
+        hook("claude_code", p)
+    by_id = {}
+    for e in hook.envelopes("claude_code"):
+        if e["event_type"] == "tool_call":
+            by_id.setdefault(e["message_id"], []).append(e)
+    assert [("exit_code" in e["tool"]) for e in by_id["toolu_e2e_b1_t0_0"]] == [False, True]
+    assert [("exit_code" in e["tool"]) for e in by_id["toolu_e2e_b2_t0_0"]] == [False]
+    assert [p["hook_event_name"] for p in payloads if p.get("tool_use_id") == "toolu_e2e_b2_t0_0"] == ["PreToolUse"]
