@@ -7,7 +7,9 @@ Two sessions of one agent. Session 1 runs ``terminal``, ``read_file``, ``patch``
 ``maint --once``, ``syncd --once`` digest it and render a briefing; session 2 gets that briefing
 from ``pre_llm_call`` and calls ``mcp__ctxlake__fleet_history``, which can only list session 1 if
 the MCP server Hermes spawned reads the right ``CTXLAKE_HOME`` — one Hermes does not pass
-through, so it must come from the entry ``install`` wrote.
+through, so it must come from the entry ``install`` wrote. Then an operator holds ``src/app.py``
+(``ctxlake lease claim``), sets policy ``block``, and session 3's ``patch`` of it is refused
+through Hermes' own pre_tool_call answer (``{"action": "block"}``).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from tests.e2e.fake_model import text, tool, tool_result
 from tests.e2e.harness import ROOT, Fleet, HermesAgent, read_ndjson
 
 AGENT = "hermes-bob"
+HOLDER, HOLD_REASON = "ops-carol", "hotfix in progress"
 SIX = ["on_session_start", "pre_llm_call", "pre_tool_call", "post_tool_call", "post_llm_call", "on_session_end"]
 FAILING = "ls does-not-exist"
 PROMPT = "Fix the app so main() returns 2."
@@ -66,11 +69,25 @@ def run(hermes_bin, model, tmp_path_factory, scenario_timer):
         briefing = fleet.cache_file("briefing.json")
         model.script("h", [[tool("mcp__ctxlake__fleet_history", {})], [text("Session 1 fixed the app.")]], tag="h2")
         agent.run("What happened in this repository before?")
+        sid2 = agent.recorded()[len(recorded_first)]["payload"]["session_id"]
+        second_bodies = model.bodies("h")[len(first_bodies):]
+        spool_second = fleet.spool("hermes", sid2)
+
+        claim = fleet.ctxlake("lease", "claim", "src/app.py", "--reason", HOLD_REASON, "--holder", HOLDER,
+                              cwd=agent.project)
+        assert claim.returncode == 0, claim.stdout + claim.stderr
+        fleet.set_policy("block")
+        fleet.syncd_once()
+        model.script("h", [[tool("patch", {"path": os.path.join(agent.project, "src", "app.py"),
+                                           "old_string": "return 2", "new_string": "return 3"})],
+                           [text("The patch was refused.")]], tag="h3")
+        agent.run("Make main() return 3.")
         recorded = agent.recorded()
-        sid2 = recorded[len(recorded_first)]["payload"]["session_id"]
         out = {"fleet": fleet, "agent": agent, "installed": installed, "model_url": model.url, "sid": sid, "sid2": sid2,
                "recorded_first": recorded_first, "recorded": recorded, "spool_first": spool_first,
-               "briefing": briefing, "s1": first_bodies, "s2": model.bodies("h")[len(first_bodies):]}
+               "spool_second": spool_second,
+               "briefing": briefing, "s1": first_bodies, "s2": second_bodies,
+               "s3": model.bodies("h")[len(first_bodies) + len(second_bodies):]}
     if capture.capturing():
         _save_capture(out)
     return out
@@ -161,7 +178,7 @@ def test_pre_llm_call_briefing_reached_the_model_and_mcp_reads_the_right_cache(r
     assert user["content"].startswith("What happened in this repository before?")
     assert "<ctxlake-briefing>" in user["content"] and PROMPT in user["content"]
     assert "<ctxlake-briefing>" not in json.dumps(run["s1"][0])
-    prompt = [e for e in run["fleet"].spool("hermes", run["sid2"]) if e["event_type"] == "prompt"]
+    prompt = [e for e in run["spool_second"] if e["event_type"] == "prompt"]
     assert prompt and prompt[0]["content"] == "What happened in this repository before?"
     assert prompt[0].get("injected_context", []) == briefing["claim_ids"]
     history = _mcp_json(tool_result(run["s2"], "call_e2e_h2_t0_0")["content"])
@@ -173,7 +190,7 @@ def test_import_hermes_reads_the_runs_state_db(run, tmp_path):
     other = str(tmp_path / "import-home")
     r = fleet.ctxlake("import", "hermes", env=agent.env(CTXLAKE_HOME=other))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "2 session(s)" in r.stdout, r.stdout
+    assert "3 session(s)" in r.stdout, r.stdout
     imported = read_ndjson(os.path.join(other, "spool", "import", "*.ndjson"))
     mine = [e for e in imported if e["session_id"] == sid]
     calls = {e["message_id"]: e["tool"].get("exit_code") for e in mine if e["event_type"] == "tool_call"}
@@ -192,7 +209,18 @@ def test_the_session_appears_in_ctxlake_sessions_with_its_commands_and_failure(r
     assert cmds == {"echo hello > out.txt && cat out.txt": 0, FAILING: 2}
     assert s["commands_failed"] == 1
     assert {os.path.basename(f) for f in s["files_touched"]} >= {"app.py", "notes.md"}
-    assert run["agent"].file("src/app.py") == "def main():\n    return 2\n"
+
+
+def test_block_policy_refuses_a_patch_through_hermes_own_answer(run):
+    refused = tool_result(run["s3"], "call_e2e_h3_t0_0")["content"]
+    assert f"held by {HOLDER} ({HOLD_REASON})" in refused and "advisory" in refused
+    assert run["agent"].file("src/app.py") == "def main():\n    return 2\n", "session 1's patch stands, session 3's did not land"
+    (post,) = [x["payload"] for x in run["recorded"] if x["payload"]["hook_event_name"] == "post_tool_call"
+               and x["payload"]["extra"]["tool_call_id"] == "call_e2e_h3_t0_0"]
+    assert post["extra"]["status"] == "blocked" and post["extra"]["error_type"] == "plugin_block"
+    (env,) = [e for e in run["fleet"].spool("hermes", post["session_id"])
+              if e.get("message_id") == "call_e2e_h3_t0_0" and "exit_code" in e["tool"]]
+    assert env["tool"]["exit_code"] == 1 and env["tool"]["result"] == post["extra"]["error_message"]
 
 
 def test_payload_shapes_match_the_committed_capture(run):
