@@ -451,7 +451,7 @@ def cmd_lease(args, cfg, out) -> int:
     from lib import live
     from lib.store import open_store
 
-    store = open_store(cfg.store)
+    store = open_store(cfg.store, live=cfg.live_store)  # leases live where syncd keeps them
     holder = args.holder or cfg.agent_id
     view, now = live.list_leases(store, cfg.fleet_id)
     if args.action == "list":

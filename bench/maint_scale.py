@@ -31,7 +31,7 @@ def build_spool(home: str, sessions: int, events: int) -> int:
     for s in range(sessions):
         sid = f"bench-{s:05d}"
         b = envelope.Builder(fleet_id="bench", agent_id=f"agent-{s % 20}", runtime="claude_code", session_id=sid)
-        lines = [b.make("session_start", cwd="/work/repo")]
+        lines = [b.make("session_start", cwd="/srv/example-repo")]
         lines.append(b.make("prompt", role="user", content=f"task {s}: fix the flaky test in module {s % 37}"))
         for i in range(events - 3):
             lines.append(b.make("tool_call", message_id=f"toolu_{s}_{i}", tool={

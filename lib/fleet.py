@@ -28,27 +28,12 @@ from __future__ import annotations
 import json
 from urllib.parse import unquote
 
-from lib.paths import safe_segment
 
 
-def heartbeat_prefix(fleet_id: str) -> str:
-    """``live/<fleet>/agents/``: where heartbeats live."""
-    return f"live/{safe_segment(fleet_id)}/agents/"
-
-
-def heartbeat_key(fleet_id: str, agent_id: str) -> str:
-    """``live/<fleet>/agents/<agent>.json``: one agent's heartbeat."""
-    return f"{heartbeat_prefix(fleet_id)}{safe_segment(agent_id)}.json"
-
-
-def roster_key(fleet_id: str) -> str:
-    """``live/<fleet>/roster.json``: the fleet's roster (CAS)."""
-    return f"live/{safe_segment(fleet_id)}/roster.json"
-
-
-def leases_prefix(fleet_id: str) -> str:
-    """``live/<fleet>/leases/``: one object per lease."""
-    return f"live/{safe_segment(fleet_id)}/leases/"
+# One definition of each live-plane key: the roster module's and the lease module's.
+from lib.live import leases_prefix  # noqa: E402  (live/<fleet>/leases/)
+from lib.roster import agents_prefix as heartbeat_prefix  # noqa: E402  (live/<fleet>/agents/)
+from lib.roster import heartbeat_key, roster_key  # noqa: E402
 
 
 def roster_without(doc, agent_id: str):

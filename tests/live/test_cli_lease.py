@@ -69,3 +69,14 @@ def test_lease_has_help_text(capsys):
         assert exc.code == 0
     text = capsys.readouterr().out
     assert "claim" in text and "--reason" in text and "--ttl" in text
+
+
+def test_the_cli_uses_the_live_store_when_one_is_configured(cfg, git_repo, monkeypatch, redis_url):
+    """With ``live_store = redis://...`` the human CLI and syncd must see the same leases."""
+    monkeypatch.setenv("CTXLAKE_LIVE_STORE", redis_url)
+    monkeypatch.chdir(git_repo)
+    code, _ = cli(monkeypatch, "alice", "claim", "src/app.py", "--reason", "on redis")
+    assert code == 0
+    on_redis = [e.key for e in open_store(redis_url).list("live/")]
+    assert any("/leases/" in k for k in on_redis)
+    assert not [e for e in open_store(cfg.store).list("live/") if "/leases/" in e.key]
