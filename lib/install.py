@@ -3,11 +3,11 @@
 ``ctxlake install`` / ``uninstall`` edit files a person also edits, so the rules are strict:
 
 - **merge, never clobber**: only ctxlake's own entries are added, replaced or removed; every other
-  key, entry and (in YAML) comment outside the ``hooks:`` block survives;
+  key, entry and (in YAML) comment outside the ``hooks:`` and ``mcp_servers:`` blocks survives;
 - **ours by exact shape, never by substring** (reference bug 12.2 #30): a hook entry is ours when
   its command splits (``shlex``) into exactly ``env CTXLAKE_FLEET_ID=… CTXLAKE_AGENT_ID=…
   <python> -I -S <this checkout's hook.py> <runtime> <event>``; an MCP server is ours when it is
-  the ``ctxlake`` key of ``mcpServers``. A foreign command that merely mentions ctxlake is never
+  the ``ctxlake`` key of ``mcpServers`` (Hermes: ``mcp_servers``). A foreign command that merely mentions ctxlake is never
   touched;
 - **idempotent**: a second install computes the same bytes and writes nothing;
 - **``.bak`` only on change**: the previous bytes go to ``<file>.bak`` before a file changes;
@@ -23,13 +23,17 @@ runtime         hooks                                  MCP server
 ==============  =====================================  ======================================
 claude_code     ``.claude/settings.json``              ``~/.claude.json`` / ``<project>/.mcp.json``
 cursor          ``.cursor/hooks.json``                 ``.cursor/mcp.json``
-hermes          ``$HERMES_HOME/config.yaml``           (none: Hermes reads MCP servers elsewhere)
+hermes          ``$HERMES_HOME/config.yaml`` ``hooks:``  the same file, ``mcp_servers:`` ``ctxlake``
 ==============  =====================================  ======================================
 
 Hook commands run ``hook.py`` with the real interpreter (``os.path.realpath`` of
 ``sys.executable``; a pyenv ``/shims/`` path is refused) and ``-I -S``: the hook needs only the
 standard library. The MCP server runs with the environment's own interpreter path (a virtualenv
 keeps its packages) and gets ``CTXLAKE_FLEET_ID``/``CTXLAKE_AGENT_ID`` in its ``env`` block.
+Hermes starts MCP servers with a filtered environment (only ``PATH``, ``HOME``, ``USER``, ``LANG``,
+``LC_ALL``, ``TERM``, ``SHELL``, ``TMPDIR``, ``XDG_*`` pass, hermes-agent 0.19.0), so its entry also
+carries the ``CTXLAKE_HOME``/``CTXLAKE_CONFIG``/``CTXLAKE_SPOOL_DIR``/``CTXLAKE_CACHE_DIR`` set where
+``install`` runs (unset ones are left out: the server then uses the defaults, as the hooks do).
 
 Nothing here touches the network or the store. PyYAML is imported only for Hermes.
 """
@@ -48,6 +52,10 @@ RUNTIMES = ("claude_code", "cursor", "hermes")
 MCP_NAME = "ctxlake"
 HERMES_TIMEOUT_SECS = 5
 """Hermes kills a hook after this many seconds; ours answers in milliseconds (fail open)."""
+HERMES_BLOCKS = ("hooks", "mcp_servers")
+"""The top-level keys of Hermes' config.yaml that install edits (everything else is kept byte for byte)."""
+HERMES_PASS_ENV = ("CTXLAKE_HOME", "CTXLAKE_CONFIG", "CTXLAKE_SPOOL_DIR", "CTXLAKE_CACHE_DIR")
+"""Location variables copied into Hermes' MCP entry (Hermes does not pass them through)."""
 
 
 class InstallError(Exception):
@@ -138,6 +146,16 @@ def mcp_entry(ident: Identity, *, claude: bool) -> dict:
     entry = {"type": "stdio"} if claude else {}
     entry.update(command=ident.mcp_python, args=[ident.mcp_script],
                  env={"CTXLAKE_FLEET_ID": ident.fleet_id, "CTXLAKE_AGENT_ID": ident.agent_id})
+    return entry
+
+
+def hermes_mcp_entry(ident: Identity, environ=None) -> dict:
+    """``mcp_servers.ctxlake`` in Hermes' config.yaml: ``{"command", "args", "env"}``, ``env``
+    holding the identity plus whichever of :data:`HERMES_PASS_ENV` is set in ``environ``
+    (default ``os.environ``). Hermes names the tools ``mcp__ctxlake__<tool>``."""
+    env = os.environ if environ is None else environ
+    entry = mcp_entry(ident, claude=False)
+    entry["env"].update({k: env[k] for k in HERMES_PASS_ENV if env.get(k)})
     return entry
 
 
@@ -377,18 +395,20 @@ def _install_mcp(doc: dict, entry: dict, path: str) -> dict:
 # -- Hermes YAML: splice the top-level hooks: block ------------------------------------------
 
 
-_HOOKS_KEY = re.compile(r"""^(?:hooks|"hooks"|'hooks')[ \t]*:(?:[ \t]|$)""")
+def _top_key(key: str):
+    return re.compile(rf"""^(?:{key}|"{key}"|'{key}')[ \t]*:(?:[ \t]|$)""")
 
 
-def _hooks_block(lines: list[str]) -> tuple[int, int] | None:
-    """``(start, end)`` line indexes of the top-level ``hooks:`` block: from its key line to the
+def _top_block(lines: list[str], key: str) -> tuple[int, int] | None:
+    """``(start, end)`` line indexes of the top-level ``key:`` block: from its key line to the
     next column-0 key or document marker; trailing blank lines and column-0 comments are left
-    outside it (they belong to what follows)."""
-    starts = [i for i, ln in enumerate(lines) if _HOOKS_KEY.match(ln)]
+    outside it (they belong to what follows). :raises ValueError: the key appears twice."""
+    pattern = _top_key(key)
+    starts = [i for i, ln in enumerate(lines) if pattern.match(ln)]
     if not starts:
         return None
     if len(starts) > 1:
-        raise ValueError("more than one top-level hooks: key")
+        raise ValueError(f"more than one top-level {key}: key")
     start = starts[0]
     end = len(lines)
     for i in range(start + 1, len(lines)):
@@ -443,49 +463,63 @@ def _hermes_entry(ident: Identity, event: str) -> dict:
     return {"command": hook_command(ident, "hermes", event), "timeout": HERMES_TIMEOUT_SECS, "fail_closed": False}
 
 
-def _render_hermes(path: str, text: str | None, doc: dict, hooks: dict | None) -> str:
-    """``text`` with its top-level ``hooks:`` block replaced by ``hooks`` (removed when ``None``),
-    every other line kept byte for byte. Checked by re-parsing: the result must load as ``doc``
-    with ``hooks`` replaced, else :class:`MalformedFile`."""
+def _render_hermes(path: str, text: str | None, doc: dict, blocks: dict) -> str:
+    """``text`` with each top-level block named in ``blocks`` replaced by its new value (removed
+    when the value is ``None``, appended at the end when absent), every other line kept byte for
+    byte. Checked by re-parsing: the result must load as ``doc`` with ``blocks`` applied, else
+    :class:`MalformedFile`."""
     yaml = _yaml()
     text = text or ""
     lines = text.splitlines(keepends=True)
-    try:
-        span = _hooks_block(lines)
-    except ValueError as exc:
-        raise MalformedFile(path, str(exc)) from None
-    if span is None and "hooks" in doc:
-        raise MalformedFile(path, "hooks is not a plain top-level block (flow style or nested document?); edit it by hand")
+    spans = {}
+    for key in blocks:
+        try:
+            spans[key] = _top_block(lines, key)
+        except ValueError as exc:
+            raise MalformedFile(path, str(exc)) from None
+        if spans[key] is None and key in doc:
+            raise MalformedFile(path, f"{key} is not a plain top-level block (flow style or nested document?); "
+                                      "edit it by hand")
     eol = "\r\n" if "\r\n" in text else "\n"
-    block = []
-    if hooks is not None:
-        rendered = yaml.safe_dump({"hooks": hooks}, sort_keys=False, default_flow_style=False, allow_unicode=True,
-                                  width=1 << 16, indent=2)
-        block = [ln + eol for ln in rendered.splitlines()]
-    if span is None:
-        if block and lines and not lines[-1].endswith(("\n", "\r")):
-            lines[-1] += eol
-        new_lines = lines + block
-    else:
-        new_lines = lines[:span[0]] + block + lines[span[1]:]
+    rendered = {}
+    for key, value in blocks.items():
+        rendered[key] = []
+        if value is not None:
+            dumped = yaml.safe_dump({key: value}, sort_keys=False, default_flow_style=False, allow_unicode=True,
+                                    width=1 << 16, indent=2)
+            rendered[key] = [ln + eol for ln in dumped.splitlines()]
+    new_lines = list(lines)
+    for key, span in sorted(((k, v) for k, v in spans.items() if v), key=lambda kv: -kv[1][0]):
+        new_lines[span[0]:span[1]] = rendered[key]
+    for key in blocks:
+        if spans[key] is None and rendered[key]:
+            if new_lines and not new_lines[-1].endswith(("\n", "\r")):
+                new_lines[-1] += eol
+            new_lines += rendered[key]
     new_text = "".join(new_lines)
     expected = dict(doc)
-    if hooks is None:
-        expected.pop("hooks", None)
-    else:
-        expected["hooks"] = hooks
+    for key, value in blocks.items():
+        if value is None:
+            expected.pop(key, None)
+        else:
+            expected[key] = value
     if _load_yaml(path, new_text) != expected:
-        raise MalformedFile(path, "the hooks: block could not be replaced safely; edit it by hand")
+        raise MalformedFile(path, f"the {'/'.join(blocks)} block could not be replaced safely; edit it by hand")
     return new_text
 
 
-def _outside_hooks(text: str) -> str:
+def _outside_blocks(text: str) -> str:
+    """``text`` without the blocks install edits (what must be unchanged for a ``.bak`` restore)."""
     lines = text.splitlines(keepends=True)
-    try:
-        span = _hooks_block(lines)
-    except ValueError:
-        return text
-    return text if span is None else "".join(lines[:span[0]] + lines[span[1]:])
+    drop = set()
+    for key in HERMES_BLOCKS:
+        try:
+            span = _top_block(lines, key)
+        except ValueError:
+            return text
+        if span:
+            drop.update(range(*span))
+    return "".join(ln for i, ln in enumerate(lines) if i not in drop)
 
 
 # -- plan and apply -------------------------------------------------------------------------
@@ -543,8 +577,9 @@ def _empty(kind: str, doc: dict) -> bool:
     return not doc or (kind == "cursor_hooks" and doc == {"version": 1})
 
 
-def plan_install(target: Target, ident: Identity) -> Change:
-    """What ``install`` would do to ``target`` (reads it, writes nothing).
+def plan_install(target: Target, ident: Identity, environ=None) -> Change:
+    """What ``install`` would do to ``target`` (reads it, writes nothing). ``environ`` (default
+    ``os.environ``) supplies the location variables of Hermes' MCP entry.
 
     :raises MalformedFile: the file exists and cannot be understood.
     """
@@ -553,6 +588,7 @@ def plan_install(target: Target, ident: Identity) -> Change:
     if kind == "hermes_config":
         doc = _load_yaml(path, before)
         hooks = _sub(doc, "hooks", dict, path, "")
+        servers = _sub(doc, "mcp_servers", dict, path, "")
         base = _strip_hermes(hooks or {}, ident)
         wanted = dict(base)
         for e in adapter_events("hermes"):
@@ -560,9 +596,15 @@ def plan_install(target: Target, ident: Identity) -> Change:
             if entries is not None and not isinstance(entries, list):
                 raise MalformedFile(path, f"hooks.{e} is a {type(entries).__name__}, expected a list")
             wanted[e] = list(entries or []) + [_hermes_entry(ident, e)]
-        if hooks is not None and _same_hermes(hooks, wanted, ident):
+        entry = hermes_mcp_entry(ident, environ)
+        blocks = {}
+        if hooks is None or not _same_hermes(hooks, wanted, ident):
+            blocks["hooks"] = wanted
+        if servers is None or servers.get(MCP_NAME) != entry:
+            blocks["mcp_servers"] = dict(servers or {}, **{MCP_NAME: entry})
+        if not blocks:
             return Change(target, before, before)
-        return Change(target, before, _render_hermes(path, before, doc, wanted),
+        return Change(target, before, _render_hermes(path, before, doc, blocks),
                       ["Hermes asks once per new hook for consent: run `hermes` interactively once, "
                        "or pass --accept-hooks / set hooks_auto_accept"])
     doc = _load_json(path, before)
@@ -603,23 +645,29 @@ def plan_uninstall(target: Target, ident: Identity) -> Change:
     if kind == "hermes_config":
         doc = _load_yaml(path, before)
         hooks = _sub(doc, "hooks", dict, path, "")
-        if hooks is None:
-            return Change(target, before, before)
-        rest = _strip_hermes(hooks, ident)
-        if rest == hooks:
+        servers = _sub(doc, "mcp_servers", dict, path, "")
+        blocks = {}
+        if hooks is not None:
+            rest = _strip_hermes(hooks, ident)
+            if rest != hooks:
+                blocks["hooks"] = rest or None
+        if servers is not None and MCP_NAME in servers:
+            blocks["mcp_servers"] = {k: v for k, v in servers.items() if k != MCP_NAME} or None
+        if not blocks:
             return Change(target, before, before)
         stripped = dict(doc)
-        if rest:
-            stripped["hooks"] = rest
-        else:
-            stripped.pop("hooks")
+        for key, value in blocks.items():
+            if value is None:
+                stripped.pop(key)
+            else:
+                stripped[key] = value
         bak = _bak_text(path)
         if bak is not None and _norm(_load_quiet(_load_yaml, path, bak)) == _norm(stripped) and \
-                _outside_hooks(bak) == _outside_hooks(before):
+                _outside_blocks(bak) == _outside_blocks(before):
             return Change(target, before, bak)
-        if not stripped and not _outside_hooks(before).strip():
+        if not stripped and not _outside_blocks(before).strip():
             return Change(target, before, None)
-        return Change(target, before, _render_hermes(path, before, doc, rest or None))
+        return Change(target, before, _render_hermes(path, before, doc, blocks))
     doc = _load_json(path, before)
     if kind == "claude_settings":
         stripped = _strip_claude(doc, ident, path)
@@ -698,5 +746,6 @@ def plan(action: str, runtimes: list[str], ident: Identity, home: str, project: 
     """
     if action not in ("install", "uninstall"):
         raise ValueError(f"unknown action {action!r}")
-    fn = plan_install if action == "install" else plan_uninstall
-    return [fn(t, ident) for rt in runtimes for t in targets(rt, home, project, environ)]
+    if action == "install":
+        return [plan_install(t, ident, environ) for rt in runtimes for t in targets(rt, home, project, environ)]
+    return [plan_uninstall(t, ident) for rt in runtimes for t in targets(rt, home, project, environ)]

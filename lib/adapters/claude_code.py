@@ -4,7 +4,8 @@
 Mapping: SessionStart→session_start (answer: ``hookSpecificOutput.additionalContext`` = the
 briefing), UserPromptSubmit→prompt (``prompt``, falling back to ``user_input``),
 PreToolUse/PostToolUse/PostToolUseFailure→tool_call (``tool_name``, ``tool_input``,
-``tool_use_id``; output from ``tool_response`` — not ``tool_result``, reference bug 12.2 #2),
+``tool_use_id``; output from ``tool_response`` — not ``tool_result``, reference bug 12.2 #2; a
+failure's output and exit status from ``error``, ``"Exit code <n>\n…"`` for a shell command),
 PreCompact→compact, Stop/SubagentStop→assistant (``last_assistant_message``),
 SessionEnd→session_end. Other events (Notification, PermissionRequest, SubagentStart, …) get the
 default answer and no envelope. PreToolUse on a write tool answers with a lease warning (policy
@@ -35,6 +36,17 @@ def session_id(payload: dict) -> str | None:
     """``session_id`` of the payload, or ``None``."""
     sid = payload.get("session_id")
     return sid if isinstance(sid, str) and sid else None
+
+
+def failure_exit_code(error) -> int:
+    """Exit status of a failed tool call from PostToolUseFailure's ``error``: Claude Code reports
+    a failed shell command as ``"Exit code <n>\n<output>"`` (captured from Claude Code 2.1.332,
+    ``tests/fixtures/captured/``); any other failure (a tool error, an interrupt) is 1."""
+    if isinstance(error, str) and error.startswith("Exit code "):
+        head = error[10:].split("\n", 1)[0].strip()
+        if head.lstrip("-").isdigit() and int(head) != 0:
+            return int(head)
+    return 1
 
 
 def tool_paths(tool_input) -> list[str]:
@@ -130,7 +142,7 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
             tool["exit_code"] = 0
         elif event == "PostToolUseFailure":
             tool["result"] = payload.get("error") if payload.get("error") is not None else payload.get("tool_response")
-            tool["exit_code"] = 1
+            tool["exit_code"] = failure_exit_code(payload.get("error"))
         if isinstance(payload.get("duration_ms"), (int, float)):
             tool["duration_ms"] = int(payload["duration_ms"])
         return [builder.make("tool_call", tool=tool, message_id=payload.get("tool_use_id"), **common)]

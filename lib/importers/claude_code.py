@@ -4,7 +4,8 @@ Record types read (field names as Claude Code writes them; see ``tests/fixtures/
 
 - ``user`` with string content → ``prompt``; with ``text`` blocks → ``prompt``; with
   ``tool_result`` blocks → the result of the matching ``tool_use`` (``is_error`` — a bool or the
-  string ``"True"`` — gives exit status 1, else 0); ``isCompactSummary`` → ``compact``;
+  string ``"True"`` — gives a failure: the shell's status from ``"Exit code <n>"`` at the start of
+  the result, as the hook reads it, else 1; no error gives 0); ``isCompactSummary`` → ``compact``;
   ``isMeta`` records (injected command output, caveats) are skipped.
 - ``assistant`` → ``text`` blocks become ``assistant`` events; ``tool_use`` blocks become
   ``tool_call`` events (``message_id`` = the tool-use id, the join key to hook events). Token
@@ -22,6 +23,7 @@ import hashlib
 import json
 import os
 
+from lib.adapters.claude_code import failure_exit_code
 from lib.envelope import Builder, format_time, parse_time
 from lib.importers import ImportResult
 from lib.ulid import _encode
@@ -150,7 +152,9 @@ def parse_file(path: str, *, fleet_id: str, agent_id: str):
                     base_ts, base_ms, extra = ts, ms, common
                     if call:
                         tool, base_ts, base_ms, extra = call["tool"], call["ts"], call["ms"], call["common"]
-                    tool = dict(tool, result=_result_text(block, rec), exit_code=1 if _is_error(block.get("is_error")) else 0)
+                    output = _result_text(block, rec)
+                    code = failure_exit_code(output) if _is_error(block.get("is_error")) else 0
+                    tool = dict(tool, result=output, exit_code=code)
                     dur = rec.get("toolUseResult", {}).get("durationMs") if isinstance(rec.get("toolUseResult"), dict) else None
                     if isinstance(dur, (int, float)):
                         tool["duration_ms"] = int(dur)

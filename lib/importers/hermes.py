@@ -17,7 +17,8 @@ Mapping (one session per ``sessions`` row, in ``messages.id`` order):
 - ``session_start`` at ``started_at`` (``cwd``, ``branch`` = ``git_branch``);
 - user → ``prompt``; assistant with text → ``assistant``; the assistant's ``tool_calls`` are
   matched by id to the ``tool`` rows that answer them → one ``tool_call`` (name, arguments as
-  input, result; a ``{"output", "exit_code"}`` result gives the output text and exit code);
+  input, result; a ``{"output", "exit_code"}`` result gives the output text and exit code, any
+  other result is judged as Hermes judges it for its hook: a JSON ``error`` is exit 1, else 0);
 - a contiguous run of ``compacted = 1`` messages → one ``compact`` marker at its last message;
 - ``session_end`` at ``ended_at`` (else the last message) with ``end_reason`` as content and the
   session's token usage summed (``session_model_usage``, else the ``sessions`` counters).
@@ -100,16 +101,25 @@ def _select(conn, table: str, cols: set, wanted: tuple, where: str = "", args=()
     return [{k: r[k] for k in names} for r in rows]
 
 
-def _decode_result(content):
+def _decode_result(content) -> tuple[object, int]:
+    """``(result, exit_code)`` judged the way Hermes judges a tool result for its post_tool_call
+    hook (``model_tools._tool_result_observer_fields`` in 0.19.0), so an imported session counts
+    the same commands and failures as a hook-captured one: a ``{"output", "exit_code"}`` object
+    (``terminal``) gives its output and exit code; any other JSON object with a truthy ``error``
+    failed (1); anything else succeeded (0)."""
+    obj = None
     if isinstance(content, str) and content.lstrip().startswith("{"):
         try:
             obj = json.loads(content)
         except ValueError:
-            return content, None
-        if isinstance(obj, dict) and "output" in obj:
-            code = obj.get("exit_code")
-            return obj.get("output"), code if isinstance(code, int) and not isinstance(code, bool) else None
-    return content, None
+            obj = None
+    if not isinstance(obj, dict):
+        return content, 0
+    failed = 1 if obj.get("error") else 0
+    if "output" in obj:
+        code = obj.get("exit_code")
+        return obj.get("output"), code if isinstance(code, int) and not isinstance(code, bool) else failed
+    return content, failed
 
 
 def _calls(raw) -> list[dict]:
@@ -230,9 +240,7 @@ def _session(s: dict, msgs: list[dict], fleet_id: str, agent_id: str, conn, cols
             result, code = _decode_result(content)
             tool = {"name": m.get("tool_name") or (call or {}).get("name") or "unknown",
                     "input": (call or {}).get("input"), "paths": _paths((call or {}).get("input")),
-                    "result": result}
-            if code is not None:
-                tool["exit_code"] = code
+                    "result": result, "exit_code": code}
             base_iso, base_ms = (call["iso"], call["ms"]) if call else (iso, ms)
             envs.append(b.make("tool_call", tool=tool, message_id=cid, emitted_at=base_iso,
                                event_id=deterministic_event_id(base_ms, sid, cid or mid, "t"), **common))

@@ -227,7 +227,9 @@ def test_hermes_yaml_keeps_comments_outside_hooks_and_round_trips(user_home, ide
         assert line in text.splitlines()
     doc = yaml.safe_load(text)
     original = yaml.safe_load(HERMES_YAML)
-    assert {k: v for k, v in doc.items() if k != "hooks"} == {k: v for k, v in original.items() if k != "hooks"}
+    assert {k: v for k, v in doc.items() if k not in ("hooks", "mcp_servers")} == \
+        {k: v for k, v in original.items() if k != "hooks"}
+    assert doc["mcp_servers"] == {"ctxlake": install.hermes_mcp_entry(ident)}
     assert doc["hooks"]["pre_tool_call"][0] == original["hooks"]["pre_tool_call"][0]
     assert doc["hooks"]["on_session_start"][0] == original["hooks"]["on_session_start"][0]
     for event in install.adapter_events("hermes"):
@@ -247,6 +249,50 @@ def test_hermes_yaml_without_hooks_gets_a_block_and_loses_it_again(user_home, id
     os.unlink(path + ".bak")
     _run("uninstall", ["hermes"], ident, user_home)
     assert _read(path) == original
+
+
+HERMES_WITH_MCP = """\
+model: {provider: custom}
+mcp_servers:
+  # the user's own server, with a comment inside the block
+  notes:
+    command: npx
+    args: ["-y", "@acme/notes-mcp"]
+    env: {NOTES_TOKEN: "${NOTES_TOKEN}"}
+display:
+  compact: true
+"""
+
+
+def test_hermes_mcp_server_is_registered_beside_foreign_ones_and_removed_exactly(user_home, ident, monkeypatch):
+    import yaml
+
+    for k in install.HERMES_PASS_ENV:
+        monkeypatch.delenv(k, raising=False)
+    path = os.path.join(user_home, ".hermes", "config.yaml")
+    _write(path, HERMES_WITH_MCP)
+    _run("install", ["hermes"], ident, user_home)
+    doc = yaml.safe_load(_read(path))
+    assert list(doc["mcp_servers"]) == ["notes", "ctxlake"]
+    assert doc["mcp_servers"]["notes"] == yaml.safe_load(HERMES_WITH_MCP)["mcp_servers"]["notes"]
+    assert doc["mcp_servers"]["ctxlake"] == {"command": ident.mcp_python, "args": [ident.mcp_script],
+                                             "env": {"CTXLAKE_FLEET_ID": "team-a", "CTXLAKE_AGENT_ID": "laptop-1"}}
+    text = _read(path)
+    assert text.startswith("model: {provider: custom}\n") and "display:\n  compact: true\n" in text
+    assert _run("install", ["hermes"], ident, user_home)[0].action == "unchanged"
+    os.unlink(path + ".bak")  # the strip alone must give the user's servers back
+    _run("uninstall", ["hermes"], ident, user_home)
+    after = yaml.safe_load(_read(path))
+    assert after == yaml.safe_load(HERMES_WITH_MCP)
+
+
+def test_hermes_mcp_entry_carries_the_location_variables_hermes_would_filter_out(ident):
+    env = {"CTXLAKE_HOME": "/var/lib/ctxlake", "CTXLAKE_CONFIG": "/etc/ctxlake/ctxlake.toml", "CTXLAKE_STORE": "s3://x",
+           "CTXLAKE_CACHE_DIR": ""}
+    entry = install.hermes_mcp_entry(ident, env)
+    assert entry["env"] == {"CTXLAKE_FLEET_ID": "team-a", "CTXLAKE_AGENT_ID": "laptop-1",
+                            "CTXLAKE_HOME": "/var/lib/ctxlake", "CTXLAKE_CONFIG": "/etc/ctxlake/ctxlake.toml"}
+    assert install.mcp_entry(ident, claude=True)["env"] == {"CTXLAKE_FLEET_ID": "team-a", "CTXLAKE_AGENT_ID": "laptop-1"}
 
 
 @pytest.mark.parametrize("rel,text", [

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from lib import adapters, install
+from tests.conftest import FIXTURES
 from tests.runtimes.conftest import load_payloads
 
 EMAIL = "pat.lee@example.org"
@@ -29,9 +30,9 @@ def _payloads(folder):
 
 def _claude_payloads():
     out = _payloads("claude-hooks")
-    if "PostToolUseFailure" not in out:  # one real capture exists only in a reference-only file: same shape here
-        p = {k: v for k, v in out["PostToolUse"].items() if k != "tool_response"}
-        out["PostToolUseFailure"] = dict(p, hook_event_name="PostToolUseFailure", error="Exit code 1", is_interrupt=False)
+    with open(os.path.join(FIXTURES, "captured", "claude-code-2.1.332", "hooks.json"), encoding="utf-8") as fh:
+        for p in json.load(fh):  # our own capture (make e2e-capture) has the events the others lack
+            out.setdefault(p["hook_event_name"], p)
     return out
 
 

@@ -1,0 +1,93 @@
+"""The Hermes adapter and importer on what a real hermes-agent 0.19.0 run sent and stored
+(``tests/fixtures/captured/hermes-0.19.0``, captured by ``make e2e-capture``: ``hermes -z`` driven by
+a scripted model through terminal, read_file, patch, write_file, two ctxlake MCP calls and a
+failing command; a second session; a third whose patch our pre_tool_call answer blocked). ``state.json`` holds the run's ``state.db`` rows and
+DDL; the test rebuilds the database from it."""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+from lib.importers import hermes as importer
+from tests.conftest import FIXTURES
+
+CAPTURED = os.path.join(FIXTURES, "captured", "hermes-0.19.0")
+
+
+def _load(name):
+    with open(os.path.join(CAPTURED, name), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _state_db(path: str) -> str:
+    state = _load("state.json")
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    conn.execute("INSERT INTO schema_version VALUES (?)", (state["schema_version"],))
+    for table, ddl in state["ddl"].items():
+        conn.execute(ddl)
+        for row in state[table]:
+            conn.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_every_captured_payload_maps_with_results_from_extra(hook):
+    payloads = _load("hooks.json")
+    for p in payloads:
+        assert isinstance(hook("hermes", p), dict)
+    assert hook.errors() == ""
+    envs = hook.envelopes("hermes")
+    assert len(envs) == len(payloads)
+    posts = [p for p in payloads if p["hook_event_name"] == "post_tool_call"]
+    assert posts and all(isinstance(p["extra"]["result"], str) for p in posts)
+    assert [p["extra"]["status"] for p in posts].count("blocked") == 1
+    assert {p["extra"]["status"] for p in posts} == {"ok", "blocked"}
+    by_id = {e["message_id"]: e for e in envs if e["event_type"] == "tool_call" and "exit_code" in e["tool"]}
+    for p in posts:
+        e = by_id[p["extra"]["tool_call_id"]]
+        decoded = json.loads(p["extra"]["result"])
+        if p["extra"]["status"] == "blocked":  # Hermes' own answer to our {"action": "block"}
+            assert p["extra"]["error_type"] == "plugin_block" and decoded == {"error": p["extra"]["error_message"]}
+            assert e["tool"]["result"] == p["extra"]["error_message"] and e["tool"]["exit_code"] == 1
+            assert "is held by ops-carol" in e["tool"]["result"]
+        elif p["tool_name"] == "terminal":
+            assert (e["tool"]["result"], e["tool"]["exit_code"]) == (decoded["output"], decoded["exit_code"])
+        else:
+            assert e["tool"]["result"] == p["extra"]["result"] and e["tool"]["exit_code"] == 0
+    assert sorted(e["tool"]["exit_code"] for e in by_id.values()) == [0, 0, 0, 0, 0, 0, 1, 2]
+    briefed = [p for p in payloads if p["hook_event_name"] == "post_llm_call" and
+               "<ctxlake-briefing>" in json.dumps(p["extra"]["conversation_history"])][0]
+    prompt = [e for e in envs if e["event_type"] == "prompt" and e["session_id"] == briefed["session_id"]]
+    assert "<ctxlake-briefing>" not in prompt[0]["content"], "the prompt is the user's text, not what the hook added"
+
+
+def test_import_of_the_captured_state_db_agrees_with_the_hooks(tmp_path):
+    payloads = _load("hooks.json")
+    by_session, result, _ = importer.parse_db(_state_db(str(tmp_path / "state.db")), fleet_id="f", agent_id="a")
+    assert len(result.sessions) == 3
+    for sid, envs in by_session.items():
+        imported = {e["message_id"]: e["tool"]["exit_code"] for e in envs if e["event_type"] == "tool_call"}
+        hooked = {}
+        for p in payloads:
+            if p["session_id"] == sid and p["hook_event_name"] == "post_tool_call":
+                decoded = json.loads(p["extra"]["result"])
+                if p["extra"]["status"] != "ok":
+                    hooked[p["extra"]["tool_call_id"]] = 1
+                else:
+                    hooked[p["extra"]["tool_call_id"]] = decoded.get("exit_code", 0) if p["tool_name"] == "terminal" else 0
+        assert imported == hooked
+        prompts = [e["content"] for e in envs if e["event_type"] == "prompt"]
+        assert prompts == [p["extra"]["user_message"] for p in payloads
+                           if p["session_id"] == sid and p["hook_event_name"] == "pre_llm_call"]
+
+
+def test_decode_result_judges_like_hermes_does():
+    decode = importer._decode_result
+    assert decode('{"output": "hi", "exit_code": 2, "error": null}') == ("hi", 2)
+    assert decode('{"bytes_written": 6}') == ('{"bytes_written": 6}', 0)
+    assert decode('{"error": "File not found: x"}') == ('{"error": "File not found: x"}', 1)
+    assert decode('{"error": null, "success": true}')[1] == 0
+    assert decode("plain text") == ("plain text", 0)
