@@ -304,7 +304,9 @@ def run(url: str, caller: str) -> dict:
 def main(argv: list[str], stdout) -> int:
     """``ctxlake doctor [--store URL] [--caller ID] [--json]``: probe the store and print the
     capability table (or the result dict as JSON). Defaults come from the ctxlake config
-    (``store``, ``agent_id``). Returns :func:`exit_code`, or 2 for a bad config or store URL.
+    (``store``, ``agent_id``); when ``live_store`` is configured (e.g. ``redis://``) the live
+    plane's backend is probed the same way and reported beside it (``live_plane`` in JSON).
+    Returns the worse :func:`exit_code`, or 2 for a bad config or store URL.
 
     Example::
 
@@ -316,6 +318,7 @@ def main(argv: list[str], stdout) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     url, caller = args.store, args.caller
+    live_url = None
     if not url or not caller:
         from lib import config
 
@@ -324,11 +327,19 @@ def main(argv: list[str], stdout) -> int:
         except config.ConfigError as exc:
             stdout.write(f"ctxlake doctor: {exc}\n")
             return 2
+        if not url:
+            live_url = cfg.live_store  # the live plane's own backend (redis://...), probed too
         url, caller = url or cfg.store, caller or cfg.agent_id
     try:
         result = run(url, caller)
+        live = run(live_url, caller) if live_url and live_url != url else None
     except ValueError as exc:
         stdout.write(f"ctxlake doctor: {exc}\n")
         return 2
-    stdout.write(json.dumps(result, indent=2, sort_keys=True) + "\n" if args.json else render_table(result))
-    return exit_code(result)
+    if args.json:
+        stdout.write(json.dumps(dict(result, live_plane=live), indent=2, sort_keys=True) + "\n")
+    else:
+        stdout.write(render_table(result))
+        stdout.write("\nlive plane (heartbeats, roster, leases): " + (
+            "on the store above" if live is None else f"live_store {live_url}\n" + render_table(live)) + "\n")
+    return max(exit_code(result), exit_code(live) if live else 0)

@@ -133,3 +133,25 @@ def test_main_rejects_an_unknown_store_url_with_exit_2(home):
 ])
 def test_identify_names_the_backend_from_endpoint_and_server_header(endpoint, server, expected):
     assert doctor.identify(endpoint, server) == expected
+
+
+@pytest.mark.redis
+def test_doctor_probes_the_live_store_too(tmp_path, monkeypatch, redis_url):
+    import io as _io
+    import json as _json
+
+    from lib import doctor
+
+    monkeypatch.setenv("CTXLAKE_HOME", str(tmp_path))
+    monkeypatch.setenv("CTXLAKE_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("CTXLAKE_STORE", f"file://{tmp_path}/lake")
+    monkeypatch.setenv("CTXLAKE_LIVE_STORE", redis_url)
+    out = _io.StringIO()
+    assert doctor.main(["--json"], out) == 0
+    res = _json.loads(out.getvalue())
+    assert res["backend"] == "file" and res["live_plane"]["backend"] == "redis"
+    assert res["live_plane"]["ok"] and res["live_plane"]["can_write_read"]
+    assert status(res["live_plane"]) == {name: True for name in NAMES}
+    out = _io.StringIO()
+    doctor.main([], out)
+    assert "live plane (heartbeats, roster, leases): live_store redis://" in out.getvalue()
