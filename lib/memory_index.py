@@ -53,6 +53,18 @@ snapshot carries no calibrated ``relevance_floor_mixed``."""
 SERVED_STATUSES = ("promoted", "contested")
 
 
+def _filters(subject: str | None, claim_type: str | None, args: list) -> tuple[list[str], list]:
+    """SQL conditions (agent-visible, optional subject and type) and their arguments after ``args``."""
+    where = [_VISIBLE]
+    if subject:
+        where.append("lower(c.subject) = lower(?)")
+        args.append(subject)
+    if claim_type:
+        where.append("c.claim_type = ?")
+        args.append(claim_type)
+    return where, args
+
+
 def stem(word: str) -> str:
     """Crude suffix stripping (``configuration``/``configure``/``config`` meet) for the word-overlap
     rule; FTS5's porter stemmer does the ranking, this only decides relevance."""
@@ -430,13 +442,7 @@ class SnapshotReader:
         if not subject and not claim_type:
             q, args = "SELECT claim_id FROM claims_fts WHERE claims_fts MATCH ? ORDER BY rank LIMIT ?", [match, limit]
         else:
-            where, args = [_VISIBLE], [match]
-            if subject:
-                where.append("lower(c.subject) = lower(?)")
-                args.append(subject)
-            if claim_type:
-                where.append("c.claim_type = ?")
-                args.append(claim_type)
+            where, args = _filters(subject, claim_type, [match])
             args.append(limit)
             q = ("SELECT c.claim_id FROM claims_fts JOIN claims c ON c.claim_id = claims_fts.claim_id "
                  f"WHERE claims_fts MATCH ? AND {' AND '.join(where)} ORDER BY claims_fts.rank LIMIT ?")
@@ -576,13 +582,7 @@ class SnapshotReader:
 
     def list_claims(self, limit: int, subject: str | None, claim_type: str | None) -> list[dict]:
         """Agent-visible claims, highest confidence first (a blank query), at most ``limit``."""
-        where, args = [_VISIBLE], []
-        if subject:
-            where.append("lower(c.subject) = lower(?)")
-            args.append(subject)
-        if claim_type:
-            where.append("c.claim_type = ?")
-            args.append(claim_type)
+        where, args = _filters(subject, claim_type, [])
         q = (f"SELECT {self._claim_cols()} FROM claims c WHERE {' AND '.join(where)} "
              "ORDER BY c.confidence DESC, c.observed_at DESC, c.claim_id LIMIT ?")
         return [dict(r) for r in self.conn().execute(q, args + [limit])]
