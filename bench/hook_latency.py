@@ -59,11 +59,11 @@ def spawn(argv: list[str], stdin: bytes, env: dict) -> tuple[float, int, bytes]:
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env=env)
-    try:
+    try:  # the bare interpreter may exit before reading its stdin: that is not an error here
         proc.stdin.write(stdin)
+        proc.stdin.close()
     except BrokenPipeError:
         pass
-    proc.stdin.close()
     out = proc.stdout.read()
     code = proc.wait()
     wall = time.perf_counter() - t0
