@@ -87,13 +87,7 @@ def read_for_hook(path: str) -> tuple[str | None, list[str]]:
     strings) instead of jsonschema (invariant 9; the hook is standard library only). A missing,
     unreadable or malformed file yields ``(None, [])`` — the hook fails open.
     """
-    try:
-        with open(path, "rb") as fh:
-            data = jsonfast.loads(fh.read(1 << 20))
-    except (OSError, ValueError):
-        return None, []
-    if not isinstance(data, dict):
-        return None, []
+    data = jsonfast.read_object(path, 1 << 20)
     text = data.get("text")
     if not isinstance(text, str) or not text.strip():
         return None, []

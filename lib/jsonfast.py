@@ -88,3 +88,14 @@ def dumps(obj) -> str:
 
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
     return "".join(_encoder(obj, 0))
+
+
+def read_object(path: str, max_bytes: int = 8 << 20) -> dict:
+    """The JSON object in the cache file ``path``; ``{}`` when it is missing, unreadable, not
+    JSON or not an object. The hook's fail-open reader for every cache file (invariant 12)."""
+    try:
+        with open(path, "rb") as fh:
+            data = loads(fh.read(max_bytes))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -430,12 +430,8 @@ def read_view(path: str) -> dict:
     """``cache/<fleet>/leases.json`` as a dict; ``{}`` when missing or malformed (fail open)."""
     from lib import jsonfast
 
-    try:
-        with open(path, "rb") as fh:
-            data = jsonfast.loads(fh.read(8 << 20))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) and isinstance(data.get("leases", []), list) else {}
+    data = jsonfast.read_object(path)
+    return data if isinstance(data.get("leases", []), list) else {}
 
 
 def view_now(view: dict, local_now: float | None = None) -> float:

@@ -315,12 +315,8 @@ def read_view(path: str) -> dict:
     """``cache/<fleet>/roster.json`` as a dict; ``{}`` when missing or malformed (fail open)."""
     from lib import jsonfast
 
-    try:
-        with open(path, "rb") as fh:
-            data = jsonfast.loads(fh.read(8 << 20))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) and isinstance(data.get("agents", []), list) else {}
+    data = jsonfast.read_object(path)
+    return data if isinstance(data.get("agents", []), list) else {}
 
 
 def recent_touches(view: dict, agent_id: str, paths: list[str], cwd: str | None,
