@@ -56,12 +56,40 @@ def lease_key(fleet_id: str, resource: str) -> str:
     return f"{leases_prefix(fleet_id)}{safe_segment(resource)}.json"
 
 
+def _epoch(value) -> float | None:
+    """Epoch seconds from a number or an ISO-8601 string (:func:`lib.cache_view.parse_time`)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    from lib.cache_view import parse_time
+
+    return parse_time(value)
+
+
 def is_live(record: dict | None, now: float) -> bool:
-    """True when ``record`` has a holder and ``expires_at`` is after ``now`` (store clock)."""
-    try:
-        return bool(record and record.get("holder") and float(record.get("expires_at") or 0) > now)
-    except (TypeError, ValueError):
+    """True when ``record`` has a holder and ``expires_at`` is after ``now`` (store clock).
+
+    The one expiry rule of the live plane (invariant 6): every reader of lease state — the CAS
+    decisions here, ``ctxlake lease list``, ``ctxlake status``, the hook, ``fleet_status`` and
+    ``/metrics`` — calls this (through :func:`unexpired` for cached views)."""
+    if not isinstance(record, dict) or not isinstance(record.get("holder"), str) or not record["holder"]:
         return False
+    exp = _epoch(record.get("expires_at"))
+    return exp is not None and exp > now
+
+
+def unexpired(records, now: float) -> list[dict]:
+    """The held, unexpired leases among ``records`` at store time ``now`` (:func:`is_live`), each
+    copied with ``expires_in_secs`` (int, store clock); anything not a dict is skipped."""
+    return [dict(r, expires_in_secs=int(_epoch(r.get("expires_at")) - now))
+            for r in (records if isinstance(records, list) else []) if is_live(r, now)]
+
+
+def view_leases(view: dict, local_now: float | None = None) -> list[dict]:
+    """:func:`unexpired` leases of a cached view (``cache/<fleet>/leases.json`` as a dict) now,
+    by the store clock estimated with :func:`view_now`."""
+    return unexpired(view.get("leases") if isinstance(view, dict) else None, view_now(view, local_now))
 
 
 def valid_record(data) -> bool:
@@ -99,6 +127,125 @@ class Lost(Exception):
         self.record, self.now = record, now
         who = (record or {}).get("holder")
         super().__init__(f"lease lost: now {'held by ' + who if who else 'free or expired'}")
+
+
+class Unsafe(Exception):
+    """The store does not honour conditional writes, so no lease, roster or maintenance lease is
+    granted or taken on it (DESIGN.md §8, §9). ``reason`` says which condition it ignored.
+
+    Raised by every lease write (:func:`acquire`, :func:`renew`, :func:`release`, :func:`claim`)
+    and by the roster's CAS writes (:mod:`lib.roster`) through :func:`require_conditional`."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(f"store does not honour conditional writes ({reason}): leases, roster and the maintenance "
+                         "lease are refused on it; run `ctxlake doctor`, then use a store that honours "
+                         "If-None-Match/If-Match (or set live_store to one)")
+
+
+PROBE_ROUNDS = 3
+"""Probe rounds run the first time a process writes a lease to a store (a store that honours
+conditions only sometimes gets several chances to show it)."""
+PROBE_SECS = 300
+"""One more probe round at most this often (monotonic seconds) while the store is trusted."""
+PROBE_PREFIX = "live/_probe/"
+"""Scratch keys of the probe: under ``live/`` so a routed store probes the backend that holds
+the leases (``live_store``)."""
+
+_VERDICTS: dict = {}
+_VERDICTS_LOCK = None
+
+
+def probe_round(store, prefix: str = PROBE_PREFIX) -> str | None:
+    """One probe of the conditional writes leases rely on, on a fresh scratch key under ``prefix``:
+    create-only twice (the second must lose with 412), ``If-Match`` with the current ETag (must
+    win), ``If-Match`` with the now-stale ETag (must lose), then delete the key.
+
+    :returns: ``None`` when every condition was honoured, else the reason (one line).
+    :raises lib.store.Unavailable, lib.store.Conflict: the store could not answer (no verdict).
+
+    What it proves: that this store, at this moment, on this key, refused the two writes it had
+    to refuse. What it cannot prove: that every later conditional write will be honoured — a
+    gateway that drops the headers only under load, after a failover or on some keys passes a
+    probe it happens not to hit (see docs/operations.md, "Conditional writes").
+    """
+    import secrets
+
+    from lib.store import CREATE, PreconditionFailed, update
+
+    key = f"{prefix}{secrets.token_hex(8)}.json"
+    try:
+        first = store.put(key, b'{"probe": 1}', CREATE)
+        try:
+            store.put(key, b'{"probe": "second create"}', CREATE)
+            return "If-None-Match: * ignored: a second create-only write of one key was accepted"
+        except PreconditionFailed:
+            pass
+        current = store.head(key).etag
+        if current != first.etag:
+            return "the object changed although the second create-only write was refused"
+        try:
+            store.put(key, b'{"probe": 2}', update(current))
+        except PreconditionFailed:
+            return "If-Match with the current ETag was refused"
+        try:
+            store.put(key, b'{"probe": "stale writer"}', update(current))
+            return "If-Match ignored: a write against a stale ETag was accepted"
+        except PreconditionFailed:
+            return None
+    finally:
+        try:
+            store.delete(key)
+        except Exception:  # scratch left behind costs bytes only; the verdict stands
+            pass
+
+
+def require_conditional(store, *, log=None, rounds: int = PROBE_ROUNDS, every: float = PROBE_SECS,
+                        clock=time.monotonic) -> None:
+    """Refuse (:class:`Unsafe`) unless ``store`` has been seen honouring conditional writes.
+
+    Backends that implement the conditions in this process or by a script of ours (memory, file,
+    Redis: ``conditional_writes_native``) are trusted without a probe; S3-compatible stores,
+    whose server or gateway decides, are probed. The verdict is kept per store URL for the life of the process: the first call runs
+    ``rounds`` probe rounds (:func:`probe_round`), later calls one more round once ``every``
+    seconds have passed. One failed round makes the store unsafe for the rest of the process
+    (a store that ignored a condition once is never trusted again; restart after fixing it).
+    ``log(event, **fields)`` receives ``conditional_writes_probed`` with the outcome.
+
+    :raises Unsafe: the store ignored a condition (now or earlier in this process).
+    :raises lib.store.Unavailable: the probe could not reach the store (no verdict recorded).
+    """
+    global _VERDICTS_LOCK
+    if _VERDICTS_LOCK is None:
+        import threading
+
+        _VERDICTS_LOCK = threading.Lock()
+    if getattr(store, "conditional_writes_native", False):
+        return  # memory, file and Redis implement the conditions themselves
+    ident = (getattr(store, "live_url", None) or store.url, store.url)
+    with _VERDICTS_LOCK:
+        v = _VERDICTS.get(ident)
+        if v is not None and (v["reason"] or clock() - v["probed_at"] < every):
+            if v["reason"]:
+                raise Unsafe(v["reason"])
+            return
+        n = rounds if v is None else 1
+        reason = None
+        for _ in range(n):
+            reason = probe_round(store)
+            if reason:
+                break
+        _VERDICTS[ident] = {"reason": reason, "probed_at": clock(), "rounds": (v or {}).get("rounds", 0) + n}
+        if log:
+            log("conditional_writes_probed", honoured=reason is None, rounds=n, reason=reason)
+    if reason:
+        raise Unsafe(reason)
+
+
+def conditional_verdict(store) -> str | None:
+    """The reason ``store`` was found unsafe in this process, or ``None`` (trusted or not probed)."""
+    v = _VERDICTS.get((getattr(store, "live_url", None) or store.url, store.url))
+    return v["reason"] if v else None
 
 
 # -- decisions (pure) -----------------------------------------------------------------------
@@ -216,6 +363,7 @@ def _cas(store, key: str, decide, *, attempts: int, log=None):
 
     from lib.store import CREATE, Conflict, PreconditionFailed, update
 
+    require_conditional(store, log=log)
     for attempt in range(attempts):
         current, etag, now = _get(store, key, log)
         record = decide(current, now)

@@ -107,6 +107,7 @@ class LivePlane:
                                                    idle_secs=cfg.sync.session_idle_secs, local_now=local)
             now = store.clock()
             offset = now - local
+            live.require_conditional(store, log=self.log)
             self._requests(store, now, open_keys, summary)
             self._renewals(store, now, open_keys, ended, summary)
             upserts, removals = self._heartbeats(store, now, offset, open_keys, summary)
@@ -120,6 +121,8 @@ class LivePlane:
             if self.state.get("stale_since"):
                 self.log("live_view_recovered", stale_secs=round(self.clock() - self.state["stale_since"], 1))
             self.state["stale_since"] = None
+        except live.Unsafe as exc:  # the store ignores conditional writes: grant nothing, say so
+            self._refuse(exc.reason, open_keys, summary)
         except Exception as exc:  # store outage (or a bug): keep the last view, say how old it is
             summary["live_error"] = f"{type(exc).__name__}: {exc}"[:300]
             self.log("live_pass_failed", error=summary["live_error"])
@@ -131,6 +134,41 @@ class LivePlane:
             except OSError as exc:  # a full disk must not stop syncd; the next pass tries again
                 self.log("live_state_write_failed", error=str(exc)[:200])
         return summary
+
+    def _refuse(self, reason: str, open_keys: set, summary: dict) -> None:
+        """The pass on a store that does not honour conditional writes (:class:`lib.live.Unsafe`):
+        nothing is granted, renewed or rebuilt; spooled lease requests are answered ``refused``
+        with the reason (so ``fleet_status`` tells the agent), leases this host thought it held
+        are forgotten (their records expire by TTL), and both cache views are written empty with
+        ``refused`` = the reason, so the hook warns about nothing and ``ctxlake status`` says why.
+        Logged once per pass (``live_plane_refused``)."""
+        from lib import spool
+        from lib.paths import safe_segment
+        from lib.spool import atomic_write
+
+        summary["live_refused"] = reason
+        self.log("live_plane_refused", reason=reason, detail=str(live.Unsafe(reason)))
+        state = os.path.join(self.cfg.paths.state_dir, "consumers", f"leases-{safe_segment(self.fleet)}.json")
+        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet), state)
+        now = self.clock()
+        for rec in records:
+            rid, agent = rec.get("record_id"), rec.get("agent_id")
+            if rec.get("kind") in LEASE_KINDS and isinstance(rid, str) and rid and isinstance(agent, str) and agent:
+                self.state["requests"][rid] = {"kind": rec.get("kind"), "agent_id": agent, "applied_at": now,
+                                               "outcome": "refused", "error": str(live.Unsafe(reason))}
+                summary["lease_requests"] += 1
+        commit()
+        self.state["held"] = {}
+        self.state["stale_since"] = None
+        common = {"store_time": None, "refreshed_at": now, "stale_since": None, "refused": reason}
+        views = ((self.cfg.paths.roster(self.fleet), dict(common, agents=[])),
+                 (self.cfg.paths.leases(self.fleet), dict(common, leases=[], requests=self.state["requests"],
+                                                          lost=self.state["lost"], policy=self.cfg.leases.policy)))
+        for path, data in views:
+            try:
+                atomic_write(path, json.dumps(data, sort_keys=True, ensure_ascii=False).encode(), mode=0o644)
+            except OSError as exc:
+                self.log("live_cache_write_failed", path=os.path.basename(path), error=str(exc)[:200])
 
     # -- lease requests (MCP spool) -------------------------------------------------------
     def _requests(self, store, now: float, open_keys: set, summary: dict) -> None:
