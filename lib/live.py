@@ -485,22 +485,15 @@ def list_leases(store, fleet_id: str, cache: dict | None = None, log=None) -> tu
 
 def resolve(path: str, cwd: str | None = None) -> dict | None:
     """``{"repo": repo_id, "path": repo-relative path}`` for a path on this host (relative
-    paths against ``cwd``); an existing directory gets a trailing ``/`` (a directory claim).
-    ``None`` when the path is not inside a git repository. Reads ``.git`` only (:mod:`lib.repo`)."""
-    import os
-
+    paths against ``cwd``): the lease key's parts by :func:`lib.repo.canonical_path` — symlinks,
+    ``.``/``..``, repeated ``/`` and (where the file system folds it) case resolved, so every
+    spelling of one file is one key; an existing directory or a trailing ``/`` is a directory
+    claim (``dir/``), the root ``/``. ``None`` when the path (or a symlink's target) is not inside
+    a git repository. Reads ``.git`` only, never runs ``git``."""
     from lib import repo as repomod
 
-    full = path if os.path.isabs(path) or not cwd else os.path.join(cwd, path)
-    if not full.endswith("/") and os.path.isdir(full):
-        full += "/"
-    info = repomod.identify(full)
-    if not info:
-        return None
-    rel = repomod.relative(full, info["root"])
-    if rel in ("./", "."):
-        rel = "/"  # the whole repository
-    return {"repo": info["repo_id"], "path": rel}
+    info = repomod.locate(path, cwd)
+    return {"repo": info["repo_id"], "path": info["path"]} if info else None
 
 
 def claim(store, fleet_id: str, resources: list[dict], *, holder: str, session_id: str | None = None,
@@ -586,24 +579,18 @@ def view_now(view: dict, local_now: float | None = None) -> float:
     """Store time now, estimated from a cache file's ``store_time``/``refreshed_at`` pair (the
     store clock's offset from this host's clock at refresh) and this host's clock."""
     local_now = time.time() if local_now is None else local_now
-    try:
-        return local_now + float(view.get("store_time")) - float(view.get("refreshed_at"))
-    except (TypeError, ValueError):
-        return local_now
+    st, rt = _epoch(view.get("store_time")), _epoch(view.get("refreshed_at"))
+    return local_now + st - rt if st is not None and rt is not None else local_now
 
 
 def locate(paths: list[str], cwd: str | None) -> list[tuple[str, str, str]]:
-    """``[(given_path, repo_id, repo-relative path)]`` for the paths inside a git repository."""
-    import os
-
-    from lib import repo as repomod
-
+    """``[(given_path, repo_id, repo-relative path)]`` for the paths inside a git repository,
+    keyed exactly as claims are (:func:`resolve`)."""
     out = []
     for p in paths:
-        full = p if os.path.isabs(p) or not cwd else os.path.join(cwd, p)
-        info = repomod.identify(full)
-        if info:
-            out.append((p, info["repo_id"], repomod.relative(full, info["root"])))
+        where = resolve(p, cwd)
+        if where:
+            out.append((p, where["repo"], where["path"]))
     return out
 
 

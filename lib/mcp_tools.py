@@ -248,15 +248,16 @@ def _session_entry(d: dict) -> dict:
 
 def _resources(paths: list[str], cwd: str) -> list[dict]:
     """Each path with its repository identity: ``{path, repo (repo_id|None), rel}`` where ``rel``
-    is repo-relative (``/`` kept for directories), or the absolute path outside any repository."""
-    from lib import repo as repomod
+    is the lease key's path (:func:`lib.live.resolve`: symlinks, ``.``/``..`` and case resolved,
+    ``/`` for directories), or the absolute path outside any repository."""
+    from lib import live
 
     out = []
     for p in paths:
         full = p if os.path.isabs(p) else os.path.join(cwd, p)
-        info = repomod.identify(full)
-        if info:
-            out.append({"path": p, "repo": info["repo_id"], "rel": repomod.relative(full, info["root"])})
+        where = live.resolve(full)
+        if where:
+            out.append({"path": p, "repo": where["repo"], "rel": where["path"]})
         else:
             norm = os.path.normpath(full) + ("/" if p.endswith("/") else "")
             out.append({"path": p, "repo": None, "rel": norm})
