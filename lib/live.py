@@ -56,7 +56,7 @@ def lease_key(fleet_id: str, resource: str) -> str:
     return f"{leases_prefix(fleet_id)}{safe_segment(resource)}.json"
 
 
-def _epoch(value) -> float | None:
+def epoch_secs(value) -> float | None:
     """Epoch seconds from a number or an ISO-8601 string (:func:`lib.cache_view.parse_time`)."""
     if isinstance(value, bool) or value is None:
         return None
@@ -75,14 +75,14 @@ def is_live(record: dict | None, now: float) -> bool:
     ``/metrics`` — calls this (through :func:`unexpired` for cached views)."""
     if not isinstance(record, dict) or not isinstance(record.get("holder"), str) or not record["holder"]:
         return False
-    exp = _epoch(record.get("expires_at"))
+    exp = epoch_secs(record.get("expires_at"))
     return exp is not None and exp > now
 
 
 def unexpired(records, now: float) -> list[dict]:
     """The held, unexpired leases among ``records`` at store time ``now`` (:func:`is_live`), each
     copied with ``expires_in_secs`` (int, store clock); anything not a dict is skipped."""
-    return [dict(r, expires_in_secs=int(_epoch(r.get("expires_at")) - now))
+    return [dict(r, expires_in_secs=int(epoch_secs(r.get("expires_at")) - now))
             for r in (records if isinstance(records, list) else []) if is_live(r, now)]
 
 
@@ -536,6 +536,42 @@ def claim(store, fleet_id: str, resources: list[dict], *, holder: str, session_i
     return [done[resource_key(r.get("repo"), r["path"])] for r in resources]
 
 
+RETRY_SECS = 120
+"""An identical lease request (same :func:`request_key`) within this many seconds of the first is
+a retry of it (a runtime re-sending a tool call): applied once, answered as the first."""
+
+
+def request_key(kind: str, agent_id: str, session_id: str | None, resources=None, *, reason: str = "",
+                ttl: int | None = None, everything: bool = False) -> str:
+    """Identity of a lease request for retry detection: sha256 hex of the kind, agent, session and
+    what is asked — the resolved ``resources`` (``{"repo", "rel"|"path"}``, order and duplicates
+    ignored, so any spelling of the same paths is the same request), ``reason``, ``ttl`` and
+    ``everything`` (release all). Two calls with one key inside :data:`RETRY_SECS` are one request."""
+    import hashlib
+    import json
+
+    what = sorted({(str(r.get("repo")), str(r.get("rel") if "rel" in r else r.get("path"))) for r in resources or []
+                   if isinstance(r, dict)})
+    body = json.dumps([kind, agent_id, session_id, what, reason, ttl, bool(everything)], separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def first_request(candidates, key: str, now: float) -> dict | None:
+    """The earliest of ``candidates`` (request records or outcomes carrying ``request_key`` and
+    ``requested_at``, ISO or epoch s) with ``request_key == key`` requested within
+    :data:`RETRY_SECS` before ``now`` (epoch s, the requester's clock); ``None`` if there is none."""
+    best = None
+    for c in candidates or []:
+        if not isinstance(c, dict) or c.get("request_key") != key:
+            continue
+        at = epoch_secs(c.get("requested_at"))
+        if at is None or not (now - RETRY_SECS <= at <= now + RETRY_SECS):
+            continue
+        if best is None or at < best[0]:
+            best = (at, c)
+    return best[1] if best else None
+
+
 # -- messages --------------------------------------------------------------------------------
 
 def _clock(ts) -> str:
@@ -579,7 +615,7 @@ def view_now(view: dict, local_now: float | None = None) -> float:
     """Store time now, estimated from a cache file's ``store_time``/``refreshed_at`` pair (the
     store clock's offset from this host's clock at refresh) and this host's clock."""
     local_now = time.time() if local_now is None else local_now
-    st, rt = _epoch(view.get("store_time")), _epoch(view.get("refreshed_at"))
+    st, rt = epoch_secs(view.get("store_time")), epoch_secs(view.get("refreshed_at"))
     return local_now + st - rt if st is not None and rt is not None else local_now
 
 
