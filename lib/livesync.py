@@ -107,7 +107,7 @@ class LivePlane:
                                                    idle_secs=cfg.sync.session_idle_secs, local_now=local)
             now = store.clock()
             offset = now - local
-            live.require_conditional(store, log=self.log)
+            live.require_conditional(store, live.leases_prefix(self.fleet), log=self.log)
             self._requests(store, now, open_keys, summary)
             self._renewals(store, now, open_keys, ended, summary)
             upserts, removals = self._heartbeats(store, now, offset, open_keys, summary)
