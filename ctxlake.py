@@ -297,6 +297,13 @@ def _install_run(action: str, args, cfg, out) -> int:
                   + (f" (backup {c.target.path}.bak)" if c.changed and c.before is not None and not args.dry_run else "") + "\n")
         for note in c.notes if c.changed and action == "install" else []:
             out.write(f"               note: {note}\n")
+    if not args.dry_run:
+        pending = [c.target.path for c in install.plan(action, runtimes, ident, home, os.getcwd() if args.project else None)
+                   if c.changed]
+        if pending:  # never claim an install that is not on disk
+            out.write(f"ctxlake {action}: {', '.join(pending)} still differ(s) from what {action} wrote; "
+                      "another program may be rewriting it: close the runtime and run again\n")
+            return 1
     if action == "install" and not args.dry_run:
         out.write(f"hooks speak for fleet {ident.fleet_id}, agent {ident.agent_id}; restart the runtime to load them\n")
         if cfg.source is None and not os.environ.get("CTXLAKE_FLEET_ID"):

@@ -39,6 +39,7 @@ Nothing here touches the network or the store. PyYAML is imported only for Herme
 """
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import os
@@ -268,7 +269,7 @@ def _strip_claude(doc: dict, ident: Identity, path: str) -> dict:
     the ``hooks`` object only when removing ours emptied them."""
     hooks = _sub(doc, "hooks", dict, path, "")
     if hooks is None:
-        return doc
+        return dict(doc)
     new_hooks = {}
     for event, groups in hooks.items():
         if not isinstance(groups, list):
@@ -327,7 +328,7 @@ def _strip_cursor(doc: dict, ident: Identity, path: str) -> dict:
     """Remove our ``{"command": ...}`` entries from ``hooks.<event>[]``."""
     hooks = _sub(doc, "hooks", dict, path, "")
     if hooks is None:
-        return doc
+        return dict(doc)
     new_hooks, removed_any = {}, False
     for event, entries in hooks.items():
         if not isinstance(entries, list):
@@ -471,6 +472,8 @@ def _render_hermes(path: str, text: str | None, doc: dict, blocks: dict) -> str:
     yaml = _yaml()
     text = text or ""
     lines = text.splitlines(keepends=True)
+    if not doc:  # an empty mapping (``{}``, ``---``): keep its comments, drop the flow-style ``{}`` line
+        lines = [ln for ln in lines if not ln.strip() or ln.lstrip().startswith("#")]
     spans = {}
     for key in blocks:
         try:
@@ -503,7 +506,11 @@ def _render_hermes(path: str, text: str | None, doc: dict, blocks: dict) -> str:
             expected.pop(key, None)
         else:
             expected[key] = value
-    if _load_yaml(path, new_text) != expected:
+    try:
+        reparsed = _load_yaml(path, new_text)
+    except MalformedFile:
+        reparsed = object()
+    if reparsed != expected:
         raise MalformedFile(path, f"the {'/'.join(blocks)} block could not be replaced safely; edit it by hand")
     return new_text
 
@@ -608,12 +615,12 @@ def plan_install(target: Target, ident: Identity, environ=None) -> Change:
                       ["Hermes asks once per new hook for consent: run `hermes` interactively once, "
                        "or pass --accept-hooks / set hooks_auto_accept"])
     doc = _load_json(path, before)
-    if kind == "claude_settings":
-        new = _install_claude(doc, ident, path)
-    elif kind == "cursor_hooks":
-        new = _install_cursor(doc, ident, path)
-    else:
-        new = _install_mcp(doc, mcp_entry(ident, claude=kind == "claude_mcp"), path)
+    merge = {"claude_settings": lambda d: _install_claude(d, ident, path),
+             "cursor_hooks": lambda d: _install_cursor(d, ident, path)}.get(
+        kind, lambda d: _install_mcp(d, mcp_entry(ident, claude=kind == "claude_mcp"), path))
+    # The merge works on a deep copy and is compared with the document as parsed: a merge that
+    # edited the document it is compared against once reported "unchanged" and wrote no hook.
+    new = merge(copy.deepcopy(doc))
     if new == doc and before is not None:
         return Change(target, before, before)
     return Change(target, before, JsonStyle.of(before).dumps(new))
@@ -662,8 +669,9 @@ def plan_uninstall(target: Target, ident: Identity) -> Change:
             else:
                 stripped[key] = value
         bak = _bak_text(path)
-        if bak is not None and _norm(_load_quiet(_load_yaml, path, bak)) == _norm(stripped) and \
-                _outside_blocks(bak) == _outside_blocks(before):
+        bak_doc = _load_quiet(_load_yaml, path, bak) if bak is not None else None
+        if bak is not None and _norm(bak_doc) == _norm(stripped) and \
+                (_outside_blocks(bak) == _outside_blocks(before) or bak_doc == {}):
             return Change(target, before, bak)
         if not stripped and not _outside_blocks(before).strip():
             return Change(target, before, None)
@@ -678,11 +686,22 @@ def plan_uninstall(target: Target, ident: Identity) -> Change:
     if stripped == doc:
         return Change(target, before, before)
     bak = _bak_text(path)
-    if bak is not None and _norm(_load_quiet(_load_json, path, bak)) == _norm(stripped):
+    if bak is not None and _norm(_load_quiet(_load_json, path, bak)) == _norm(_without_added_version(kind, stripped, bak)):
         return Change(target, before, bak)
     if _empty(kind, stripped):
         return Change(target, before, None)
     return Change(target, before, JsonStyle.of(before).dumps(stripped))
+
+
+def _without_added_version(kind: str, stripped: dict, bak: str) -> dict:
+    """``stripped`` without the ``"version": 1`` install adds to a Cursor hooks file, when the
+    ``.bak`` (the file before install) had none: so ``{}`` or ``{"telemetry": false}`` come back."""
+    if kind != "cursor_hooks" or stripped.get("version") != 1:
+        return stripped
+    old = _load_quiet(_load_json, "", bak)
+    if isinstance(old, dict) and "version" not in old:
+        return {k: v for k, v in stripped.items() if k != "version"}
+    return stripped
 
 
 def _norm(value):
