@@ -142,7 +142,10 @@ def run_once(cfg, store, log, now=time.time) -> dict:
             if not sealed:
                 continue
             summary["partitions"] += 1
-            gen = lake.generation({p: s["segs"] for p, s in sealed.items()})
+            # a session whose events reached several partitions is compacted as one: each
+            # partition keeps the winners dated in it, so its generation covers all of them
+            gsegs = {p: [k for q in groups[_session_key(p)] for k in segs_of[q]] for p in sealed}
+            gen = lake.generation(gsegs)
             ckey = lake.current_key(cfg.fleet_id, dt)
             try:
                 cur_obj = store.get(ckey)
@@ -184,11 +187,11 @@ def run_once(cfg, store, log, now=time.time) -> dict:
                         d = None
                 envs = None
                 if writer:
-                    envs = _session_envelopes(store, s["segs"], log, bad)
-                    writer.add(envs)
+                    envs = _session_envelopes(store, gsegs[prefix], log, bad)
+                    writer.add([e for e in envs if e["emitted_at"][:10] == dt] if len(group) > 1 else envs)
                 if owner and d is None:
-                    if len(group) > 1 or envs is None:
-                        envs = _session_envelopes(store, [k for p in group for k in segs_of[p]], log, bad)
+                    if envs is None:
+                        envs = _session_envelopes(store, gsegs[prefix], log, bad)
                     if envs:
                         d = digestmod.digest(envs)
                         d["sources"] = sources

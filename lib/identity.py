@@ -13,9 +13,10 @@ together with the session id and the event's kind, so:
 
 Copies of one identity are merged by :func:`pick`: a ``session_start`` keeps its earliest copy
 (a session spread over several files starts once, at its first record); every other event keeps
-the copy observed last (``observed_at``: the newest runtime record that contributed to it), so a
-transcript re-imported after it grew gives the latest figures. Ties are broken by the envelope's
-own bytes, so the choice never depends on the order copies arrived in.
+the copy observed last (``observed_at``: the newest runtime record that contributed to it; at the
+same moment the larger copy), so a transcript re-imported after it grew gives the latest
+figures. Ties are broken by the envelope's own bytes, so the choice never depends on the order
+copies arrived in.
 
 Standard library only (the hook derives ids).
 """
@@ -56,20 +57,22 @@ def key(env: dict) -> tuple[str, str]:
     return env["session_id"], env["event_id"]
 
 
-def _tie(env: dict, raw: str | None) -> str:
-    body = raw if raw is not None else json.dumps(env, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+def _canonical(env: dict) -> str:
+    return json.dumps(env, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def pick(a: dict, b: dict, raw_a: str | None = None, raw_b: str | None = None) -> dict:
+def pick(a: dict, b: dict) -> dict:
     """The copy of one identity the lake keeps (see the module docstring): a ``session_start``'s
-    earliest ``emitted_at``, else the latest ``observed_at`` (falling back to ``emitted_at``);
-    ties by the envelopes' bytes. ``raw_*`` are the envelopes' JSON lines when known."""
+    earliest ``emitted_at``, else the latest ``observed_at`` (falling back to ``emitted_at``),
+    then the larger envelope (at the same moment, the copy that carries more: a result, a
+    title, the final usage); ties by the sha256 of the envelopes' canonical JSON."""
+    ca, cb = _canonical(a), _canonical(b)
+    ha = hashlib.sha256(ca.encode("utf-8", "surrogatepass")).hexdigest()
+    hb = hashlib.sha256(cb.encode("utf-8", "surrogatepass")).hexdigest()
     if a.get("event_type") == "session_start" and b.get("event_type") == "session_start":
-        ka, kb = (str(a.get("emitted_at") or ""), _tie(a, raw_a)), (str(b.get("emitted_at") or ""), _tie(b, raw_b))
-        return a if ka <= kb else b
-    ka = (str(a.get("observed_at") or a.get("emitted_at") or ""), _tie(a, raw_a))
-    kb = (str(b.get("observed_at") or b.get("emitted_at") or ""), _tie(b, raw_b))
+        return a if (str(a.get("emitted_at") or ""), ha) <= (str(b.get("emitted_at") or ""), hb) else b
+    ka = (str(a.get("observed_at") or a.get("emitted_at") or ""), len(ca), ha)
+    kb = (str(b.get("observed_at") or b.get("emitted_at") or ""), len(cb), hb)
     return a if ka >= kb else b
 
 

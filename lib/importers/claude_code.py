@@ -234,9 +234,9 @@ def iter_envelopes(path: str, *, fleet_id: str, agent_id: str, result: ImportRes
         ts = _ts(rec, prev_ts)
         prev_ts = ts
         version = _str(rec.get("version"))
-        first.setdefault(sid, ts)
         last[sid] = ts
         common = {"cwd": _str(rec.get("cwd")), "branch": _str(rec.get("gitBranch"))}
+        first.setdefault(sid, (ts, {k: v for k, v in common.items() if v}, version))
         m = meta.setdefault(sid, {})
         m.update({k: v for k, v in common.items() if v})
         if version:
@@ -314,8 +314,9 @@ def iter_envelopes(path: str, *, fleet_id: str, agent_id: str, result: ImportRes
     for sid, b in builders.items():
         m = dict(meta.get(sid, {}))
         version = m.pop("runtime_version", None)
-        yield emit(sid, "session_start", emitted_at=first[sid], runtime_version=version,
-                   event_id=identity.event_id(sid, "start"), **m)
+        ts0, m0, version0 = first[sid]  # a start depends on the first record only (any prefix agrees)
+        yield emit(sid, "session_start", emitted_at=ts0, runtime_version=version0,
+                   event_id=identity.event_id(sid, "start"), **m0)
         yield emit(sid, "session_end", emitted_at=last[sid], runtime_version=version,
                    event_id=identity.event_id(sid, "end"), content="imported transcript",
                    fields={"title": titles.get(sid)}, **m)
