@@ -17,7 +17,9 @@ with each event's id from :func:`lib.identity.event_id` (docs/architecture.md "E
 - ``assistant``: one ``assistant`` event per API message (``message.id``, else ``requestId``):
   its text blocks joined and its final usage (Claude Code writes usage on every content-block
   record of a message, the last one final); ``tool_use`` blocks become ``tool_call`` events.
-- ``system`` ``compact_boundary`` → ``compact`` with ``compact_trigger`` and ``pre_tokens``.
+- ``system`` ``compact_boundary`` → ``compact`` with ``compact_trigger`` and ``pre_tokens``;
+  ``system`` ``local_command`` (a slash command's output, newer versions) → ``context``
+  ``local_command_output``.
 - ``ai-title``/``custom-title`` (by ``sessionId``) and ``summary`` (by ``leafUuid``) → the
   session's ``title`` (a custom title wins), carried by its ``session_end``.
 - ``isSidechain`` records (sub-agents) are marked ``turn_id = "sidechain:<agentId>"``.
@@ -229,7 +231,7 @@ def iter_envelopes(path: str, *, fleet_id: str, agent_id: str, result: ImportRes
         sid = _str(rec.get("sessionId"))
         if rtype not in ("user", "assistant", "system") or not sid:
             continue
-        if rtype == "system" and rec.get("subtype") != "compact_boundary":
+        if rtype == "system" and rec.get("subtype") not in ("compact_boundary", "local_command"):
             continue
         ts = _ts(rec, prev_ts)
         prev_ts = ts
@@ -247,6 +249,11 @@ def iter_envelopes(path: str, *, fleet_id: str, agent_id: str, result: ImportRes
         msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
         content = msg.get("content")
         at = {"emitted_at": ts, "runtime_version": version}
+        if rtype == "system" and rec.get("subtype") == "local_command":
+            if _str(rec.get("content")):
+                yield emit(sid, "context", role="user", content=rec["content"], event_id=identity.event_id(sid, "record", uid),
+                           fields={"user_kind": "local_command_output"}, **at, **common)
+            continue
         if rtype == "system":
             cm = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
             pre = cm.get("preTokens")
