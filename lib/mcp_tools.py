@@ -178,6 +178,9 @@ TITLES = {"fleet_status": "Fleet status", "fleet_claim": "Request advisory lease
           "fleet_history": "Fleet session history", "fleet_handoff": "Leave handoff note", "memory_search": "Search fleet memory",
           "memory_propose": "Propose a claim", "memory_timeline": "Subject timeline"}
 TOOL_NAMES = tuple(SCHEMAS)
+READ_TOOLS = ("fleet_status", "fleet_history", "memory_search", "memory_timeline")
+_EMPTY_KEYS = {"fleet_status": ("agents", "leases", "my_requests"), "fleet_history": ("sessions",),
+               "memory_search": ("results",), "memory_timeline": ("entries",)}
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -221,6 +224,11 @@ def render_claim(row: dict) -> str:
 
 
 def _claim_entry(row: dict) -> dict:
+    """A snapshot claim row as a result entry; cells of the wrong type read as ``None``
+    (:func:`lib.snapshot.typed_row`: the snapshot is untrusted input)."""
+    from lib.snapshot import CLAIM_COLUMNS, typed_row
+
+    row = typed_row(row, CLAIM_COLUMNS)
     return {"claim_id": row.get("claim_id"), "rendered": render_claim(row), "claim_type": row.get("claim_type"),
             "subject": row.get("subject"), "status": row.get("status"),
             "confidence": None if row.get("confidence") is None else round(float(row["confidence"]), 2),
@@ -229,7 +237,13 @@ def _claim_entry(row: dict) -> dict:
 
 
 def _session_entry(d: dict) -> dict:
-    files = d.get("files_touched") if isinstance(d.get("files_touched"), list) else []
+    """A snapshot session row (list columns already decoded) as a result entry; scalar cells of
+    the wrong type read as ``None`` (:func:`lib.snapshot.typed_row`), list cells that are not
+    lists as ``[]``."""
+    from lib.snapshot import JSON_COLUMNS, SESSION_COLUMNS, typed_row
+
+    d = typed_row(d, {k: t for k, t in SESSION_COLUMNS.items() if k not in JSON_COLUMNS})
+    files = [f for f in d["files_touched"] if isinstance(f, str)] if isinstance(d.get("files_touched"), list) else []
     out = {k: d.get(k) for k in ("session_id", "agent_id", "runtime", "repo", "branch", "started_at", "ended_at",
                                   "duration_ms", "turn_count", "event_count", "outcome", "summary", "commands_ok",
                                   "commands_failed") if k in d}
@@ -282,6 +296,7 @@ class Tools:
 
     def __init__(self, ctx):
         self._ctx = ctx
+        self._queued: dict | None = None  # the record the current write call queued, once it is
 
     @property
     def ctx(self) -> Context:
@@ -295,17 +310,45 @@ class Tools:
                     "fleet_handoff": self.fleet_handoff, "memory_search": self.memory_search,
                     "memory_propose": self.memory_propose, "memory_timeline": self.memory_timeline}
         return [Tool(name, DESCRIPTIONS[name], SCHEMAS[name], self._sanitized(handlers[name]), TITLES[name],
-                     _READ if name in ("fleet_status", "fleet_history", "memory_search", "memory_timeline") else _WRITE)
+                     _READ if name in READ_TOOLS else _WRITE)
                 for name in TOOL_NAMES]
 
-    @staticmethod
-    def _sanitized(fn):
-        """Every result leaves through :func:`clean_deep`: no cache string escapes uncleaned."""
+    def _sanitized(self, fn):
+        """Every result leaves through :func:`clean_deep` (no cache string escapes uncleaned),
+        and no unexpected exception reaches the agent as ``isError`` (invariant 12):
+
+        - a read tool answers ``enabled: false``, its lists empty, with a note naming the error;
+        - a write tool whose record was already queued answers ``queued`` (the write happened;
+          reporting failure would make the agent retry it), and one that queued nothing lets
+          the error through as the in-band failure it is.
+
+        Refusals (:class:`ToolError`) and argument errors (:class:`InvalidParams`) pass through.
+        """
+        from lib.jsonrpc import RpcError
 
         def run(args):
             from lib.sanitize import clean_deep
 
-            return clean_deep(fn(args))
+            self._queued = None
+            try:
+                return clean_deep(fn(args))
+            except (ToolError, RpcError):
+                raise
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"[:300]
+                if fn.__name__ in READ_TOOLS:
+                    self.ctx.log("tool_degraded", tool=fn.__name__, error=error)
+                    out = {"enabled": False, "fleet_id": self.ctx.fleet_id, "truncated": False,
+                           "note": f"The local cache could not be read ({error}); answering empty until ctxlake sync "
+                                   "rewrites it."}
+                    out.update((k, []) for k in _EMPTY_KEYS[fn.__name__])
+                    return clean_deep(out)
+                if self._queued is None:
+                    raise
+                self.ctx.log("tool_answer_degraded", tool=fn.__name__, record_id=self._queued["record_id"], error=error)
+                return clean_deep({"queued": True, "status": QUEUED, "kind": self._queued["kind"],
+                                   "record_id": self._queued["record_id"],
+                                   "note": f"Queued. (Details of the answer are unavailable: {error}.)"})
 
         run.__name__ = fn.__name__
         run.__doc__ = fn.__doc__
@@ -487,10 +530,11 @@ class Tools:
         reader = self.ctx.snapshot
         entries = []
         for r in reader.claims_about(subject, since, limit + 1):
-            entries.append(dict(_claim_entry(r), kind="claim", at=r.get("observed_at")))
+            e = _claim_entry(r)
+            entries.append(dict(e, kind="claim", at=e["observed_at"]))
         for s in reader.sessions(limit + 1, since=since, about=subject):
             e = _session_entry(s)
-            entries.append({"kind": "session", "at": s.get("ended_at"), **{k: e.get(k) for k in (
+            entries.append({"kind": "session", "at": e.get("ended_at"), **{k: e.get(k) for k in (
                 "session_id", "agent_id", "repo", "branch", "outcome", "summary", "commands_ok", "commands_failed",
                 "tests_run", "commits", "friction")}})
         entries.sort(key=lambda e: str(e.get("at") or ""), reverse=True)
@@ -559,6 +603,7 @@ class Tools:
             except OSError as exc:
                 ctx.log("mcp_quarantine_write_failed", error=str(exc))
         ctx.log("mcp_record_queued", kind=kind, record_id=record_id)
+        self._queued = rec
         return rec
 
     def _queued_answer(self, rec: dict, **extra) -> dict:
