@@ -59,6 +59,11 @@ INSTRUCTIONS = ("ctxlake: shared memory and coordination for this agent fleet. R
                 "record for ctxlake sync and never report success at the fleet. Leases are advisory: git decides "
                 "what lands.")
 LEASE_KINDS = ("lease_request", "lease_release")
+RETRY_WINDOW_SECS = 600
+"""A write identical to the last one this agent session queued, this many seconds after it or
+less, is a retry of it (answered from the first record, nothing written)."""
+VOLATILE_FIELDS = ("observed_at",)
+"""Record fields that differ between a call and its retry by construction (the clock)."""
 
 
 class Context:
@@ -275,6 +280,26 @@ def _resources(paths: list[str], cwd: str) -> list[dict]:
             norm = os.path.normpath(full) + ("/" if p.endswith("/") else "")
             out.append({"path": p, "repo": None, "rel": norm})
     return out
+
+
+def request_id(kind: str, fleet_id: str, agent_id: str, session_id: str | None, fields: dict) -> str:
+    """Identity of a write request (32 hex chars): sha256 of the canonical JSON of the kind, the
+    agent session and the record's fields without :data:`VOLATILE_FIELDS`. Equal for a call and
+    its retry; stored in the record as ``request_id``."""
+    import hashlib
+
+    body = {"kind": kind, "fleet_id": fleet_id, "agent_id": agent_id, "session_id": session_id or None,
+            "fields": {k: v for k, v in fields.items() if k not in VOLATILE_FIELDS}}
+    text = json.dumps(body, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _last_write(path: str) -> dict | None:
+    """The record in ``path`` (:meth:`lib.paths.Paths.mcp_last_write`), or ``None``."""
+    from lib import jsonfast
+
+    data = jsonfast.read_object(path, 1 << 20)
+    return data if isinstance(data.get("record_id"), str) and isinstance(data.get("kind"), str) else None
 
 
 def _dedupe(items: list[str]) -> list[str]:
@@ -572,23 +597,45 @@ class Tools:
         return clean_args, quarantine
 
     def _queue(self, kind: str, fields: dict, record_id: str, quarantine: list[dict]) -> dict:
-        """Append one record to ``spool/mcp/<fleet>.ndjson``; return it.
+        """Append one record to ``spool/mcp/<fleet>.ndjson``, durably, once; return it.
+
+        The record is on disk before this returns (:func:`lib.spool.append` with ``sync``:
+        ``fdatasync``, the cheapest durable mechanism measured by ``bench/spool_durability.py``).
+        A **retry** — the same ``kind`` and fields (after redaction; ``observed_at`` aside) from
+        the same agent session, equal to the last record it queued, within
+        :data:`RETRY_WINDOW_SECS` — writes nothing and returns that first record with
+        ``replayed: True``: its ``request_id`` (:func:`request_id`) is compared with the one
+        kept in ``spool/.state/mcp-last/`` (:meth:`lib.paths.Paths.mcp_last_write`).
 
         :raises ToolError: the spool is at its cap (:class:`lib.spool.SpoolFull`) or the disk
-            refused the write — nothing was queued, and the agent is told so.
+            refused the write — nothing was queued, and the agent is told so. A line written
+            but not confirmed by the disk (:class:`lib.spool.NotDurable`) is queued, not failed.
         """
         from lib import spool
         from lib.paths import safe_segment
 
         ctx = self.ctx
-        rec = {"kind": kind, "record_id": record_id, "fleet_id": ctx.fleet_id, "agent_id": ctx.agent_id}
+        req = request_id(kind, ctx.fleet_id, ctx.agent_id, ctx.session_id, fields)
+        last_path = ctx.paths.mcp_last_write(ctx.fleet_id, ctx.agent_id, ctx.session_id)
+        prior = _last_write(last_path)
+        if prior is not None and prior.get("request_id") == req:
+            from lib.cache_view import parse_time
+
+            at = parse_time(prior.get("requested_at"))
+            if at is not None and 0 <= ctx.clock() - at <= RETRY_WINDOW_SECS:
+                ctx.log("mcp_record_replayed", kind=kind, record_id=prior.get("record_id"))
+                self._queued = prior
+                return dict(prior, replayed=True)
+        rec = {"kind": kind, "record_id": record_id, "request_id": req, "fleet_id": ctx.fleet_id, "agent_id": ctx.agent_id}
         if ctx.session_id:
             rec["session_id"] = ctx.session_id
         rec["requested_at"] = ctx.now_iso()
         rec.update(fields)
         line = json.dumps(rec, ensure_ascii=True, separators=(",", ":")) + "\n"
         try:
-            spool.append(ctx.paths.mcp_spool(ctx.fleet_id), line)
+            spool.append(ctx.paths.mcp_spool(ctx.fleet_id), line, sync=True, lock_path=ctx.paths.mcp_spool_lock(ctx.fleet_id))
+        except spool.NotDurable as exc:
+            ctx.log("mcp_spool_not_durable", kind=kind, record_id=record_id, error=str(exc))
         except spool.SpoolFull as exc:
             ctx.log("mcp_spool_full_dropped", kind=kind, error=str(exc))
             raise ToolError(f"Not queued: the local MCP spool is full ({exc}). ctxlake sync has not drained it — check that "
@@ -596,20 +643,28 @@ class Tools:
         except OSError as exc:
             ctx.log("mcp_spool_write_failed", kind=kind, error=str(exc))
             raise ToolError(f"Not queued: the local spool could not be written ({exc.strerror or exc}). Nothing was written.") from None
+        self._queued = rec
+        try:
+            spool.atomic_write(last_path, json.dumps(rec, separators=(",", ":")).encode(), fsync=False)
+        except OSError as exc:  # only retry recognition is lost; the record is queued
+            ctx.log("mcp_last_write_failed", error=str(exc))
         qpath = os.path.join(ctx.paths.quarantine_spool, safe_segment(ctx.fleet_id) + ".ndjson")
         for q in quarantine:
             try:
-                spool.append(qpath, json.dumps(q, ensure_ascii=True, separators=(",", ":")) + "\n")
+                spool.append(qpath, json.dumps(q, ensure_ascii=True, separators=(",", ":")) + "\n", sync=True)
             except OSError as exc:
                 ctx.log("mcp_quarantine_write_failed", error=str(exc))
         ctx.log("mcp_record_queued", kind=kind, record_id=record_id)
-        self._queued = rec
         return rec
 
     def _queued_answer(self, rec: dict, **extra) -> dict:
         out = {"queued": True, "status": QUEUED, "kind": rec["kind"], "record_id": rec["record_id"],
                "sync": self._sync_info()}
         out.update(extra)
+        if rec.get("replayed"):
+            out["replayed"] = True
+            out["note"] = (f"Already queued: this call is identical to the one you made at {rec.get('requested_at')} "
+                           f"(record {rec['record_id']}); nothing new was written. " + str(out.get("note") or ""))
         return out
 
     def fleet_claim(self, args: dict) -> dict:
@@ -689,7 +744,11 @@ class Tools:
         a, quarantine = self._guard(args, rid)
         if not a["claim"].strip() or not a["subject"].strip():
             raise ToolError("Not queued: claim and subject must not be blank.")
-        claim_id = new_ulid()
+        from lib.claims import claim_id as content_id
+
+        # the claim's content identity, the id the gate folds it under: what ctxlake claims
+        # --explain, the snapshot and memory_search show once it is ingested (DESIGN.md §10)
+        claim_id = content_id(a["type"], a["claim"].strip())
         citations = []
         for c in a["evidence"]:
             cite = {"session_id": c["session_id"].strip(), "message_id": c["message_id"].strip()}
@@ -699,7 +758,7 @@ class Tools:
                   "subject": a["subject"].strip(), "scope": "agent", "observed_by": self.ctx.agent_id,
                   "observed_at": self.ctx.now_iso(), "evidence": citations}
         rec = self._queue("proposed", fields, rid, quarantine)
-        return self._queued_answer(rec, claim_id=claim_id, scope="agent", note=(
+        return self._queued_answer(rec, claim_id=rec["claim_id"], scope="agent", note=(
             "Queued as a candidate. The gate in ctxlake maint checks each citation against the captured sessions and "
             "decides what the fleet sees; this call cannot make it fleet knowledge."))
 
