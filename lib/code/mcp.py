@@ -16,7 +16,8 @@ protocol errors, and their text teaches the fix:
 
 Workspace pinning: the working directory at launch is the root; every ``file`` argument is
 confined to it (lexical ``..`` climbing above it, absolute paths outside it, and symlinks
-resolving outside it are refused); ``exec`` runs in the root (it is not sandboxed) under the
+resolving outside it are refused; an absolute path through a symlinked alias of the root is
+accepted when it resolves inside it); ``exec`` runs in the root (it is not sandboxed) under the
 wall-clock timeout.
 
 The JSON-RPC loop is ``lib/jsonrpc.py``'s :class:`~lib.jsonrpc.Server`, shared with ctxlake's
@@ -180,7 +181,12 @@ def resolve(raw: str, root: str) -> str:
     if os.path.isabs(raw):
         lexical = posixpath.normpath(raw)
         if not (_under(lexical, posixpath.normpath(root)) or _under(lexical, canon_root)):
-            raise ArgumentError(escape)
+            # an alias of the root (a symlinked parent, /tmp vs /private/tmp): the contract
+            # symlink-resolves existing targets, so what counts is where the path really is
+            real = os.path.realpath(lexical)
+            if not _under(real, canon_root):
+                raise ArgumentError(escape)
+            return real
         joined = lexical
     else:
         parts = []
