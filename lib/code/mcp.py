@@ -63,7 +63,8 @@ TOOL_TABLE = [
      [("cmd", "string", True, "the command line"),
       ("keep", "array", False, "extra regexes whose matching lines are kept"),
       ("head", "integer", False, "lines kept from the start"),
-      ("tail", "integer", False, "lines kept from the end")]),
+      ("tail", "integer", False, "lines kept from the end"),
+      ("raw", "boolean", False, "bypass folding: the whole output, byte for byte")]),
 ]
 
 
@@ -248,7 +249,7 @@ class Adapter:
             from lib.code import execute
 
             r = execute.run(args["cmd"], cfg, keep=args.get("keep", ()), head=args.get("head"), tail=args.get("tail"),
-                            show_saved=show, timeout=self.exec_timeout, cwd=self.root)
+                            show_saved=show, timeout=self.exec_timeout, cwd=self.root, raw=args.get("raw", False))
             return r.out, r.code, r.diagnostic, r.warnings
         path = args["file"]
         real = resolve(path, self.root)
