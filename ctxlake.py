@@ -149,8 +149,15 @@ def _status(cfg) -> dict:
             "summarize_mode": cfg.summarize_mode, "last_sync": sync.get("last_run_at"), "last_sync_errors": sync.get("errors"),
             "snapshot_sha": sync.get("snapshot_sha"), "snapshot": snap,
             "spool_backlog": backlog, "agents": _roster_agents(roster),
-            "leases": [x for x in leases.get("leases") or [] if isinstance(x, dict)]
-            if isinstance(leases, dict) and isinstance(leases.get("leases"), list) else [], "hook_errors": errors}
+            "leases": _held_leases(leases), "leases_refused": leases.get("refused") if isinstance(leases, dict) else None,
+            "hook_errors": errors}
+
+
+def _held_leases(view) -> list[dict]:
+    """Unexpired leases of the cached view by the store clock (:func:`lib.live.view_leases`)."""
+    from lib import live
+
+    return live.view_leases(view) if isinstance(view, dict) else []
 
 
 def cmd_status(args, cfg, out) -> int:
@@ -175,7 +182,8 @@ def cmd_status(args, cfg, out) -> int:
         age = "age ?" if a["age_secs"] is None else f"seen {_secs(a['age_secs'])} ago"
         where = f" {a['repo']}" + (f"@{a['branch']}" if a.get("branch") else "") if a.get("repo") else ""
         out.write(f"  - {a['agent_id']} ({a['runtime']}){where}, {age}" + (f': "{a["task"]}"' if a["task"] else "") + "\n")
-    out.write(f"leases     {len(st['leases'])}\n")
+    out.write(f"leases     {len(st['leases'])}" + (f" (refused: the store does not honour conditional writes: "
+                                                    f"{st['leases_refused']}; run ctxlake doctor)" if st["leases_refused"] else "") + "\n")
     for lease in st["leases"]:
         out.write(f"  - {lease.get('path') or lease.get('resource')} held by {lease.get('holder')} ({lease.get('reason')})\n")
     out.write(f"hook errors {st['hook_errors']} line(s) in {cfg.paths.hook_errors}\n" if st["hook_errors"] else "hook errors none\n")
@@ -503,8 +511,8 @@ def cmd_lease(args, cfg, out) -> int:
         try:
             records = live.claim(store, cfg.fleet_id, resources, holder=holder, reason=args.reason or "",
                                  ttl=args.ttl or cfg.leases.ttl_secs, view=view, view_time=now)
-        except live.Refused as exc:
-            out.write(str(exc) + "\n")
+        except (live.Refused, live.Unsafe) as exc:
+            out.write(("" if isinstance(exc, live.Refused) else "ctxlake lease claim: ") + str(exc) + "\n")
             return 1
         for r in records:
             out.write(f"claimed {r['path']} in {r['repo']} as {holder} until "
@@ -513,7 +521,11 @@ def cmd_lease(args, cfg, out) -> int:
         return 0
     keys = ([live.lease_key(cfg.fleet_id, live.resource_key(r["repo"], r["path"])) for r in resources] if resources
             else [r["key"] for r in view if r.get("holder") == holder])
-    freed = sum(live.release(store, k, holder=holder) for k in keys)
+    try:
+        freed = sum(live.release(store, k, holder=holder) for k in keys)
+    except live.Unsafe as exc:
+        out.write(f"ctxlake lease release: {exc}\n")
+        return 1
     out.write(f"released {freed} lease(s) held by {holder}\n")
     return 0
 
