@@ -285,7 +285,7 @@ def _install_run(action: str, args, cfg, out) -> int:
         if action == "install" and not args.all:
             out.write(f"ctxlake install: name a runtime ({', '.join(install.RUNTIMES)}) or --all\n")
             return 2
-        runtimes = install.detect(home) if not args.project else ["claude_code", "cursor"]
+        runtimes = install.detect(home) if not args.project else ["claude_code"]
         if not runtimes:
             out.write(f"ctxlake {action}: no runtime config folder found under {home} (.claude, .cursor, .hermes)\n")
             return 1
@@ -295,6 +295,7 @@ def _install_run(action: str, args, cfg, out) -> int:
     except install.InstallError as exc:
         out.write(f"ctxlake {action}: {exc}\n")
         return 1
+    changes = [c for c in changes if c.changed or not c.target.legacy]  # a clean team file is not news
     for c in changes:
         if args.dry_run:
             out.write(c.diff())
@@ -305,11 +306,35 @@ def _install_run(action: str, args, cfg, out) -> int:
                   + (f" (backup {c.target.path}.bak)" if c.changed and c.before is not None and not args.dry_run else "") + "\n")
         for note in c.notes if c.changed and action == "install" else []:
             out.write(f"               note: {note}\n")
+    if not args.dry_run:
+        pending = [c.target.path for c in install.plan(action, runtimes, ident, home, os.getcwd() if args.project else None)
+                   if c.changed]
+        if pending:  # never claim an install that is not on disk
+            out.write(f"ctxlake {action}: {', '.join(pending)} still differ(s) from what {action} wrote; "
+                      "another program may be rewriting it: close the runtime and run again\n")
+            return 1
+    if args.project and action == "install":
+        out.write(_project_note(os.getcwd()))
     if action == "install" and not args.dry_run:
         out.write(f"hooks speak for fleet {ident.fleet_id}, agent {ident.agent_id}; restart the runtime to load them\n")
         if cfg.source is None and not os.environ.get("CTXLAKE_FLEET_ID"):
             out.write("note: no ctxlake.toml found, so the fleet is 'default'; run `ctxlake init` and install again\n")
     return 0
+
+
+def _project_note(project: str) -> str:
+    """What ``install --project`` leaves to commit and what stays personal (README "Install")."""
+    note = ("team files (commit them) are not edited: .claude/settings.json, .mcp.json; personal: "
+            ".claude/settings.local.json (hooks) and ~/.claude.json projects entry (MCP server)\n")
+    try:
+        r = subprocess.run(["git", "-C", project, "check-ignore", "-q", ".claude/settings.local.json"],
+                           capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return note
+    if r.returncode == 1:  # a git repository that would commit the personal file
+        note += ("note: .claude/settings.local.json is not git-ignored here; add it to .gitignore "
+                 "so it is never committed\n")
+    return note
 
 
 def cmd_install(args, cfg, out) -> int:
@@ -602,7 +627,9 @@ def main(argv=None, stdout=None) -> int:
         s.add_argument("--all", action="store_true", help="every runtime whose config folder exists")
         s.add_argument("--dry-run", action="store_true", help="print a unified diff; write nothing")
         s.add_argument("--project", action="store_true",
-                       help="edit .claude/settings.json, .mcp.json, .cursor/hooks.json, .cursor/mcp.json in the current directory")
+                       help="Claude Code for the current directory only: hooks in .claude/settings.local.json and the MCP "
+                            "server in ~/.claude.json (personal files; the committed .claude/settings.json and .mcp.json "
+                            "are not edited)")
         s.add_argument("--agent-id", help="agent id the hooks report (default: the configured one)")
     s = sub.add_parser("query", help=cmd_query.__doc__.splitlines()[0])
     s.add_argument("sql")

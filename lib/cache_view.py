@@ -38,24 +38,34 @@ SPOOL_TAIL_BYTES = 4 << 20
 """How much of the end of this fleet's MCP spool file is scanned for our own pending requests."""
 
 MISSING, UNREADABLE, OK = "missing", "unreadable", "ok"
+TIME_MIN, TIME_MAX = 0.0, 253402300799.999
+"""The epoch seconds a cache time may hold: 1970-01-01 to 9999-12-31T23:59:59.999Z. Anything
+outside (1e308, a negative age, an overflowed counter) is not a time and reads as unknown."""
 
 
 def format_time(epoch_secs: float) -> str:
-    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` (UTC) for ``epoch_secs``."""
-    ms = int(round(epoch_secs * 1000))
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` (UTC) for ``epoch_secs``, clamped to
+    [:data:`TIME_MIN`, :data:`TIME_MAX`] (NaN reads as :data:`TIME_MIN`). Never raises."""
+    v = float(epoch_secs)
+    v = TIME_MIN if v != v else min(TIME_MAX, max(TIME_MIN, v))
+    ms = int(round(v * 1000))
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + ".%03dZ" % (ms % 1000)
 
 
 def parse_time(value) -> float | None:
     """Epoch seconds from a number (seconds; values above 1e12 are read as milliseconds) or an
-    ISO-8601 string (``Z``/offset, or date only = midnight UTC). ``None`` when unparseable."""
+    ISO-8601 string (``Z``/offset, or date only = midnight UTC). ``None`` when unparseable or
+    outside [:data:`TIME_MIN`, :data:`TIME_MAX`]; never raises."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        v = float(value)
-        if v != v or v in (float("inf"), float("-inf")):
+        try:
+            v = float(value)
+        except OverflowError:  # an int beyond float range
             return None
-        return v / 1000.0 if v > 1e12 else v
+        if v > 1e12:
+            v /= 1000.0
+        return v if TIME_MIN <= v <= TIME_MAX else None
     if not isinstance(value, str) or not value.strip():
         return None
     from datetime import datetime, timezone
@@ -69,7 +79,11 @@ def parse_time(value) -> float | None:
         return None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
+    try:
+        v = dt.timestamp()
+    except (OverflowError, ValueError):
+        return None
+    return v if TIME_MIN <= v <= TIME_MAX else None
 
 
 def _reject_constant(name):
