@@ -122,7 +122,8 @@ class LivePlane:
                 self.log("live_view_recovered", stale_secs=round(self.clock() - self.state["stale_since"], 1))
             self.state["stale_since"] = None
         except live.Unsafe as exc:  # the store ignores conditional writes: grant nothing, say so
-            self._refuse(exc.reason, open_keys, summary)
+            self._refuse(exc.reason, summary)
+            activity.forget(self.activity, ended)
         except Exception as exc:  # store outage (or a bug): keep the last view, say how old it is
             summary["live_error"] = f"{type(exc).__name__}: {exc}"[:300]
             self.log("live_pass_failed", error=summary["live_error"])
@@ -135,7 +136,7 @@ class LivePlane:
                 self.log("live_state_write_failed", error=str(exc)[:200])
         return summary
 
-    def _refuse(self, reason: str, open_keys: set, summary: dict) -> None:
+    def _refuse(self, reason: str, summary: dict) -> None:
         """The pass on a store that does not honour conditional writes (:class:`lib.live.Unsafe`):
         nothing is granted, renewed or rebuilt; spooled lease requests are answered ``refused``
         with the reason (so ``fleet_status`` tells the agent), leases this host thought it held
