@@ -56,12 +56,24 @@ def lease_key(fleet_id: str, resource: str) -> str:
     return f"{leases_prefix(fleet_id)}{safe_segment(resource)}.json"
 
 
+TIME_MIN, TIME_MAX = 0.0, 253402300799.999
+"""The epoch seconds a lease or cache time may hold: 1970-01-01 to 9999-12-31T23:59:59.999Z.
+Anything outside (1e308, a negative age, an overflowed counter) is not a time and reads as
+unknown, so no arithmetic on it can overflow (:mod:`lib.cache_view` uses the same range)."""
+
+
 def epoch_secs(value) -> float | None:
-    """Epoch seconds from a number or an ISO-8601 string (:func:`lib.cache_view.parse_time`)."""
+    """Epoch seconds from a number or an ISO-8601 string (:func:`lib.cache_view.parse_time`,
+    imported only for strings: the hook's path reads numbers); ``None`` when unparseable,
+    non-finite or outside [:data:`TIME_MIN`, :data:`TIME_MAX`]."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            v = float(value)
+        except OverflowError:
+            return None
+        return v if TIME_MIN <= v <= TIME_MAX else None
     from lib.cache_view import parse_time
 
     return parse_time(value)
@@ -550,42 +562,6 @@ def claim(store, fleet_id: str, resources: list[dict], *, holder: str, session_i
                     log("lease_rollback_failed", resource=rk, error=f"{type(exc).__name__}: {exc}"[:200])
         raise
     return [done[resource_key(r.get("repo"), r["path"])] for r in resources]
-
-
-RETRY_SECS = 120
-"""An identical lease request (same :func:`request_key`) within this many seconds of the first is
-a retry of it (a runtime re-sending a tool call): applied once, answered as the first."""
-
-
-def request_key(kind: str, agent_id: str, session_id: str | None, resources=None, *, reason: str = "",
-                ttl: int | None = None, everything: bool = False) -> str:
-    """Identity of a lease request for retry detection: sha256 hex of the kind, agent, session and
-    what is asked — the resolved ``resources`` (``{"repo", "rel"|"path"}``, order and duplicates
-    ignored, so any spelling of the same paths is the same request), ``reason``, ``ttl`` and
-    ``everything`` (release all). Two calls with one key inside :data:`RETRY_SECS` are one request."""
-    import hashlib
-    import json
-
-    what = sorted({(str(r.get("repo")), str(r.get("rel") if "rel" in r else r.get("path"))) for r in resources or []
-                   if isinstance(r, dict)})
-    body = json.dumps([kind, agent_id, session_id, what, reason, ttl, bool(everything)], separators=(",", ":"))
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
-
-
-def first_request(candidates, key: str, now: float) -> dict | None:
-    """The earliest of ``candidates`` (request records or outcomes carrying ``request_key`` and
-    ``requested_at``, ISO or epoch s) with ``request_key == key`` requested within
-    :data:`RETRY_SECS` before ``now`` (epoch s, the requester's clock); ``None`` if there is none."""
-    best = None
-    for c in candidates or []:
-        if not isinstance(c, dict) or c.get("request_key") != key:
-            continue
-        at = epoch_secs(c.get("requested_at"))
-        if at is None or not (now - RETRY_SECS <= at <= now + RETRY_SECS):
-            continue
-        if best is None or at < best[0]:
-            best = (at, c)
-    return best[1] if best else None
 
 
 # -- messages --------------------------------------------------------------------------------
