@@ -3,7 +3,9 @@
 
 Usage (as ``ctxlake install`` writes it into a runtime's hook config)::
 
-    python3 -I -S /path/to/hook.py <runtime> [<event>] < payload.json
+    python3 -I -S /path/to/hook.py <runtime> [<event>] [--fleet=<id> --agent=<id>] [--async] < payload.json
+
+(``--async``: the runtime does not wait for this event; see :func:`lib.hookproc.parse_argv`.)
 
 Prints the runtime's answer (briefing, lease warning, or ``{}``) on stdout, captures the event
 into the local spool (redacted), and always exits 0. Never touches the network or the store.
@@ -16,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def main() -> int:
-    """``hook.py <runtime> [<event>]``: payload on stdin, answer on stdout, exit 0 always."""
+    """``hook.py <runtime> [<event>] [options]``: payload on stdin, answer on stdout, exit 0 always."""
     try:
         from lib.hookproc import run
 

@@ -17,7 +17,10 @@ interpreter):
    Nothing unredacted touches disk: the payload crosses the fork in memory only.
 
 :func:`lib.spool.wait_for_hooks` lets syncd and tests wait for in-flight captures.
-``CTXLAKE_HOOK_SYNC=1`` (or a platform without ``fork``) runs both parts in one process.
+``CTXLAKE_HOOK_SYNC=1`` (or a platform without ``fork``) runs both parts in one process. An
+event installed async (``--async``: Claude Code does not wait for it, docs/runtimes.md) needs
+no detached child: it answers ``{}`` at once and captures in its own process, holding the same
+shared lock.
 Any failure: one JSON line in ``$CTXLAKE_HOME/hook-errors.log``, the default answer, exit 0
 (invariant 12).
 """
@@ -90,14 +93,52 @@ def _log_unmapped_once(paths, runtime: str, event: str) -> None:
     _log_error(paths, runtime, event, "map", "event not captured by ctxlake (answered with the default)")
 
 
-class _Identity:
-    """Fleet and agent ids for the answer step: from the environment when the installer set
-    them (no config file read), else from the full config; the lease policy is loaded lazily."""
+class HookArgs:
+    """``hook.py``'s arguments: ``<runtime> [<event>] [--fleet=<id>] [--agent=<id>] [--async]``
+    (``--fleet <id>`` and ``--agent <id>`` are accepted too). ``run_async`` marks an event the
+    runtime does not wait for (installed with ``"async": true``, docs/runtimes.md): capture in
+    this process, no detached child, no answer computed. Unknown options are ignored, so a newer
+    installer's entry never breaks an older checkout (the hook fails open)."""
 
-    def __init__(self, env):
+    __slots__ = ("runtime", "event", "fleet_id", "agent_id", "run_async")
+
+    def __init__(self, runtime="", event="", fleet_id=None, agent_id=None, run_async=False):
+        self.runtime, self.event, self.fleet_id, self.agent_id, self.run_async = \
+            runtime, event, fleet_id, agent_id, run_async
+
+
+def parse_argv(argv: list[str]) -> HookArgs:
+    """Parse ``hook.py``'s argument list (without the program name) into :class:`HookArgs`."""
+    out, positional, i = HookArgs(), [], 0
+    while i < len(argv):
+        a = argv[i]
+        i += 1
+        if a == "--async":
+            out.run_async = True
+        elif a in ("--fleet", "--agent"):
+            if i < len(argv):
+                setattr(out, a[2:] + "_id", argv[i] or None)
+                i += 1
+        elif a.startswith(("--fleet=", "--agent=")):
+            key, _, value = a[2:].partition("=")
+            setattr(out, key + "_id", value or None)
+        elif not a.startswith("--"):
+            positional.append(a)
+    out.runtime = positional[0] if positional else ""
+    out.event = positional[1] if len(positional) > 1 else ""
+    return out
+
+
+class _Identity:
+    """Fleet and agent ids for the answer step: from the hook's arguments or the environment
+    when the installer set them (no config file read), else from the full config; the lease
+    policy is loaded lazily."""
+
+    def __init__(self, env, fleet=None, agent=None):
         self.env = env
         self._cfg = None
-        fleet, agent = env.get("CTXLAKE_FLEET_ID"), env.get("CTXLAKE_AGENT_ID")
+        if not (fleet and agent):
+            fleet, agent = env.get("CTXLAKE_FLEET_ID"), env.get("CTXLAKE_AGENT_ID")
         if fleet and agent and not env.get("CTXLAKE_CONFIG_FORCE"):
             self.fleet_id, self.agent_id = fleet, agent
         else:
@@ -199,17 +240,44 @@ def _detach_capture(runtime, event, payload, ctx, paths) -> bool:
         os._exit(code)
 
 
+def _owned_by_sync_hook(adapter, event: str, payload: dict) -> bool:
+    """True when the runtime also runs a synchronous hook of ours for this call (the adapter's
+    ``SYNC_EVENTS``), which captures it: the async hook then leaves it alone (one capture)."""
+    sync = getattr(adapter, "SYNC_EVENTS", {})
+    if event not in sync:
+        return False
+    tools = sync[event]
+    return tools is None or payload.get("tool_name") in tools
+
+
+def _capture_locked(runtime, event, payload, ctx, paths) -> None:
+    """:func:`capture` in this process, holding ``hooks.lock`` shared like a detached child."""
+    import fcntl
+
+    os.makedirs(paths.state_dir, exist_ok=True)
+    lock_fd = os.open(os.path.join(paths.state_dir, "hooks.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_SH)
+        capture(runtime, event, payload, ctx, paths)
+    finally:
+        os.close(lock_fd)
+
+
 def run(argv: list[str], stdin, stdout, environ=None, detach: bool | None = None) -> int:
-    """Handle one hook invocation; ``stdin`` binary, ``stdout`` text. Always returns 0.
+    """Handle one hook invocation (``argv`` as :func:`parse_argv` reads it); ``stdin`` binary,
+    ``stdout`` text. Always returns 0.
 
     ``detach`` (default: fork available and ``CTXLAKE_HOOK_SYNC`` unset) runs the capture half
-    in a detached child after the answer is out.
+    in a detached child after the answer is out. With ``--async`` (the runtime does not wait)
+    nothing is detached: the answer is ``{}`` at once and the capture runs in this process.
     """
-    runtime = argv[0] if argv else ""
-    event_arg = argv[1] if len(argv) > 1 else ""
+    args = parse_argv(argv)
+    runtime, event_arg = args.runtime, args.event
     env = os.environ if environ is None else environ
     if detach is None:
         detach = not env.get("CTXLAKE_HOOK_SYNC")
+    if args.run_async:
+        detach = False
     paths = None
     answered = False
     step = "config"
@@ -219,11 +287,14 @@ def run(argv: list[str], stdin, stdout, environ=None, detach: bool | None = None
         from lib.paths import Paths
 
         paths = Paths.from_env(env)
-        ident = _Identity(env)
+        ident = _Identity(env, args.fleet_id, args.agent_id)
         step = "adapter"
         adapter = adapters.get(runtime)
         ctx = adapters.HookContext(paths, ident.fleet_id, ident.agent_id, ident.policy)
-        if event_arg:
+        if args.run_async:  # nobody reads this answer: say nothing that could reach the model
+            _emit(stdout, {})
+            answered = True
+        elif event_arg:
             early = adapter.answer_before_payload(event_arg, ctx)
             if early is not None:
                 _emit(stdout, early)
@@ -245,6 +316,10 @@ def run(argv: list[str], stdin, stdout, environ=None, detach: bool | None = None
             _emit(stdout, adapter.answer(event, payload, ctx))
             answered = True
         step = "capture"
+        if args.run_async:
+            if not _owned_by_sync_hook(adapter, event, payload):
+                _capture_locked(runtime, event, payload, ctx, paths)
+            return 0
         if detach and _detach_capture(runtime, event, payload, ctx, paths):
             return 0
         capture(runtime, event, payload, ctx, paths)

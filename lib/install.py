@@ -5,8 +5,11 @@
 - **merge, never clobber**: only ctxlake's own entries are added, replaced or removed; every other
   key, entry and (in YAML) comment outside the ``hooks:`` and ``mcp_servers:`` blocks survives;
 - **ours by exact shape, never by substring** (reference bug 12.2 #30): a hook entry is ours when
-  its command splits (``shlex``) into exactly ``env CTXLAKE_FLEET_ID=… CTXLAKE_AGENT_ID=…
-  <python> -I -S <this checkout's hook.py> <runtime> <event>``; an MCP server is ours when it is
+  it has exactly the shape this module writes for this checkout's ``hook.py`` (:func:`is_our_hook`):
+  Claude Code's exec form ``{"command": <python>, "args": ["-I", "-S", <hook.py>, "claude_code",
+  <event>, "--fleet=…", "--agent=…", ("--async")]}``, or the shell form ``env CTXLAKE_FLEET_ID=…
+  CTXLAKE_AGENT_ID=… <python> -I -S <hook.py> <runtime> <event>`` (Cursor and Hermes; an older
+  Claude Code install, replaced on install and removed on uninstall); an MCP server is ours when it is
   the ``ctxlake`` key of ``mcpServers`` (Hermes: ``mcp_servers``). A foreign command that merely mentions ctxlake is never
   touched;
 - **idempotent**: a second install computes the same bytes and writes nothing;
@@ -33,7 +36,8 @@ commits (``.claude/settings.json``, ``.mcp.json``); ours is stripped from those 
 install put it there. Cursor and Hermes have no personal project file, so ``--project`` is
 refused for them.
 
-Hook commands run ``hook.py`` with the real interpreter (``os.path.realpath`` of
+Claude Code hooks are exec form (spawned without a shell) and ``"async": true`` except where the
+answer matters (:func:`claude_groups`). Hook commands run ``hook.py`` with the real interpreter (``os.path.realpath`` of
 ``sys.executable``; a pyenv ``/shims/`` path is refused) and ``-I -S``: the hook needs only the
 standard library. The MCP server runs with the environment's own interpreter path (a virtualenv
 keeps its packages) and gets ``CTXLAKE_FLEET_ID``/``CTXLAKE_AGENT_ID`` in its ``env`` block.
@@ -127,9 +131,11 @@ class Identity:
 
 
 def hook_command(ident: Identity, runtime: str, event: str) -> str:
-    """The hook command line for ``event``: ``env CTXLAKE_FLEET_ID=<f> CTXLAKE_AGENT_ID=<a>
-    <python> -I -S <hook.py> <runtime> <event>`` (POSIX-quoted). ``env`` makes the assignments
-    work both under a shell (Claude Code, Cursor) and under Hermes' ``shell=False``."""
+    """The shell-form hook command line for ``event`` (Cursor, Hermes): ``env
+    CTXLAKE_FLEET_ID=<f> CTXLAKE_AGENT_ID=<a> <python> -I -S <hook.py> <runtime> <event>``
+    (POSIX-quoted). ``env`` makes the assignments work both under a shell (Cursor) and under
+    Hermes' ``shell=False``. Claude Code gets :func:`claude_hook` (exec form) instead; this shape
+    is still recognised there so an older install is replaced and uninstalled."""
     q = shlex.quote
     return " ".join(["env", q(f"CTXLAKE_FLEET_ID={ident.fleet_id}"), q(f"CTXLAKE_AGENT_ID={ident.agent_id}"),
                      q(ident.hook_python), "-I", "-S", q(ident.hook_script), q(runtime), q(event)])
@@ -147,6 +153,76 @@ def is_our_command(command, ident: Identity, runtime: str) -> bool:
     return (len(t) == 9 and t[0] == "env" and t[1].startswith("CTXLAKE_FLEET_ID=")
             and t[2].startswith("CTXLAKE_AGENT_ID=") and os.path.isabs(t[3]) and t[4:6] == ["-I", "-S"]
             and t[6] == ident.hook_script and t[7] == runtime and bool(t[8]))
+
+
+ASYNC_FLAG = "--async"
+"""The ``hook.py`` argument that marks an event the runtime does not wait for (capture only)."""
+
+
+def hook_args(ident: Identity, runtime: str, event: str, *, run_async: bool = False) -> list[str]:
+    """The exec-form arguments after the interpreter: ``-I -S <hook.py> <runtime> <event>
+    --fleet=<f> --agent=<a> [--async]`` (parsed by :func:`lib.hookproc.parse_argv`).
+
+    :raises InstallError: an id holding ``${`` (Claude Code substitutes ``${…}`` in ``args``) or
+        starting with ``-``.
+    """
+    for what, value in (("fleet", ident.fleet_id), ("agent", ident.agent_id)):
+        if "${" in value or value.startswith("-") or not value:
+            raise InstallError(f"{what} id {value!r} cannot be passed as a hook argument (empty, starts with '-' "
+                               "or holds '${'); choose another id in the config")
+    return (["-I", "-S", ident.hook_script, runtime, event, f"--fleet={ident.fleet_id}", f"--agent={ident.agent_id}"]
+            + ([ASYNC_FLAG] if run_async else []))
+
+
+def claude_hook(ident: Identity, event: str, *, run_async: bool) -> dict:
+    """One Claude Code exec-form command hook: ``{"type": "command", "command": <python>,
+    "args": hook_args(...)}`` plus ``"async": true`` for an event the agent must not wait for.
+    Exec form (``command`` + ``args``: spawned directly, no shell) and ``async`` as documented in
+    the Claude Code hooks reference (docs/runtimes.md "Claude Code")."""
+    hook = {"type": "command", "command": ident.hook_python,
+            "args": hook_args(ident, "claude_code", event, run_async=run_async)}
+    if run_async:
+        hook["async"] = True
+    return hook
+
+
+def is_our_hook(hook, ident: Identity, runtime: str) -> bool:
+    """True when the hook object ``hook`` (a Claude Code ``hooks[]`` item, a Cursor or Hermes
+    entry) is ours: the exec form :func:`claude_hook` writes (Claude Code: any fleet, agent,
+    interpreter, event; ``--async`` or not), or the shell form :func:`hook_command` writes (the
+    only form for Cursor and Hermes; an older install for Claude Code). Never a substring test."""
+    if not isinstance(hook, dict):
+        return False
+    args = hook.get("args")
+    if args is None:
+        return is_our_command(hook.get("command"), ident, runtime)
+    if runtime != "claude_code" or not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return False
+    cmd = hook.get("command")
+    return (isinstance(cmd, str) and os.path.isabs(cmd) and len(args) in (7, 8) and args[:2] == ["-I", "-S"]
+            and args[2] == ident.hook_script and args[3] == runtime and bool(args[4])
+            and args[5].startswith("--fleet=") and args[6].startswith("--agent=") and args[7:] in ([], [ASYNC_FLAG]))
+
+
+def claude_groups(ident: Identity, event: str) -> list[dict]:
+    """The matcher groups ``install`` adds to ``hooks.<event>`` in Claude Code's settings.
+
+    An event in the adapter's ``SYNC_EVENTS`` whose answer matters for every call (value
+    ``None``: SessionStart's briefing, SessionEnd) gets one synchronous hook; one whose answer
+    matters only for some tools (PreToolUse: the write tools' lease check) gets a synchronous
+    hook with a ``matcher`` naming those tools and an async hook for every call (which skips the
+    tools the synchronous one captures); every other event one async hook. docs/runtimes.md
+    "Claude Code" gives the reasons."""
+    from lib.adapters import claude_code
+
+    tools = claude_code.SYNC_EVENTS.get(event, False)
+    if tools is None:
+        return [{"hooks": [claude_hook(ident, event, run_async=False)]}]
+    groups = []
+    if tools:
+        groups.append({"matcher": "|".join(tools), "hooks": [claude_hook(ident, event, run_async=False)]})
+    groups.append({"hooks": [claude_hook(ident, event, run_async=True)]})
+    return groups
 
 
 def mcp_entry(ident: Identity, *, claude: bool) -> dict:
@@ -302,7 +378,7 @@ def _strip_claude(doc: dict, ident: Identity, path: str) -> dict:
             if not isinstance(inner, list):
                 kept_groups.append(g)
                 continue
-            kept = [h for h in inner if not (isinstance(h, dict) and is_our_command(h.get("command"), ident, "claude_code"))]
+            kept = [h for h in inner if not is_our_hook(h, ident, "claude_code")]
             if len(kept) == len(inner):
                 kept_groups.append(g)
                 continue
@@ -320,18 +396,19 @@ def _strip_claude(doc: dict, ident: Identity, path: str) -> dict:
 
 
 def _install_claude(doc: dict, ident: Identity, path: str) -> dict:
-    """Ours replaced by one fresh ``{"hooks": [{"type": "command", "command": ...}]}`` group per
-    installed event, appended after foreign groups; an event already wired exactly is left as is."""
+    """Ours replaced by fresh groups per installed event (:func:`claude_groups`), appended after
+    foreign groups; an event already wired exactly is left as is. Older shell-form entries of ours
+    are replaced (the upgrade path)."""
     events = adapter_events("claude_code")
     hooks = _sub(doc, "hooks", dict, path, "") or {}
     current = {}
     for event, groups in hooks.items():
         if isinstance(groups, list):
-            cmds = [h.get("command") for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-                    for h in g["hooks"] if isinstance(h, dict) and is_our_command(h.get("command"), ident, "claude_code")]
-            if cmds:
-                current[event] = cmds
-    wanted = {e: [hook_command(ident, "claude_code", e)] for e in events}
+            ours = [g for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                    and any(is_our_hook(h, ident, "claude_code") for h in g["hooks"])]
+            if ours:
+                current[event] = ours
+    wanted = {e: claude_groups(ident, e) for e in events}
     if current == wanted:
         return doc
     out = _strip_claude(doc, ident, path)
@@ -340,7 +417,7 @@ def _install_claude(doc: dict, ident: Identity, path: str) -> dict:
         groups = new_hooks.get(e)
         if groups is not None and not isinstance(groups, list):
             raise MalformedFile(path, f"hooks.{e} is a {type(groups).__name__}, expected a list")
-        new_hooks[e] = list(groups or []) + [{"hooks": [{"type": "command", "command": wanted[e][0]}]}]
+        new_hooks[e] = list(groups or []) + wanted[e]
     out["hooks"] = new_hooks
     return out
 

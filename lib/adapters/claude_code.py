@@ -29,6 +29,10 @@ EVENTS = {
 INSTALL_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
                   "PreCompact", "Stop", "SubagentStop", "SessionEnd")
 WRITE_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
+SYNC_EVENTS = {"SessionStart": None, "SessionEnd": None, "PreToolUse": WRITE_TOOLS}
+"""Events installed synchronously (the agent waits for the answer), ``None`` = every call, a
+tuple = only calls of these tools (``install`` writes it as the group's ``matcher``); every other
+installed event runs with ``"async": true``. Why each one waits: docs/runtimes.md "Claude Code"."""
 PATH_FIELDS = ("file_path", "path", "notebook_path")
 
 

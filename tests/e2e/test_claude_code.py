@@ -96,9 +96,10 @@ def test_install_wrote_hooks_and_mcp_server_beside_the_foreign_hook(run):
     with open(os.path.join(agent.home, ".claude", "settings.json")) as fh:
         settings = json.load(fh)
     for event in FIRED:
-        commands = [h["command"] for g in settings["hooks"][event] for h in g["hooks"]]
-        assert commands[0] == agent.recorder_command(event), "the foreign hook is kept, first"
-        assert any(os.path.join(ROOT, "hook.py") in c and f"CTXLAKE_AGENT_ID={AGENT}" in c for c in commands)
+        hooks = [h for g in settings["hooks"][event] for h in g["hooks"]]
+        assert hooks[0]["command"] == agent.recorder_command(event), "the foreign hook is kept, first"
+        ours = [h for h in hooks if os.path.join(ROOT, "hook.py") in h.get("args", [])]
+        assert ours and all(f"--agent={AGENT}" in h["args"] for h in ours), "exec form, identity as arguments"
     with open(os.path.join(agent.home, ".claude.json")) as fh:
         server = json.load(fh)["mcpServers"]["ctxlake"]
     assert server["args"] == [os.path.join(ROOT, "mcp_server.py")] and server["env"]["CTXLAKE_AGENT_ID"] == AGENT

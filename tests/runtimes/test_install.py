@@ -127,8 +127,8 @@ def test_claude_settings_merge_keeps_foreign_entries_that_mention_ctxlake(user_h
     _run("install", ["claude_code"], ident, user_home)
     doc = json.loads(_read(path))
     for event in install.adapter_events("claude_code"):
-        ours = [h["command"] for g in doc["hooks"][event] for h in g["hooks"] if install.is_our_command(h["command"], ident, "claude_code")]
-        assert ours == [install.hook_command(ident, "claude_code", event)]
+        ours = [g for g in doc["hooks"][event] if any(install.is_our_hook(h, ident, "claude_code") for h in g["hooks"])]
+        assert ours == install.claude_groups(ident, event)
     assert doc["hooks"]["PreToolUse"][0] == SETTINGS["hooks"]["PreToolUse"][0]
     assert doc["hooks"]["Stop"][0] == SETTINGS["hooks"]["Stop"][0]
     assert doc["hooks"]["Notification"] == SETTINGS["hooks"]["Notification"]

@@ -27,10 +27,9 @@ def _our_hooks(runtime: str, doc: dict) -> dict[str, list[str]]:
     out = {}
     for event, entries in (doc.get("hooks") or {}).items():
         if runtime == "claude_code":
-            cmds = [h.get("command") for g in entries for h in g.get("hooks", [])]
+            ours = [g for g in entries if any(install.is_our_hook(h, IDENT, runtime) for h in g.get("hooks", []))]
         else:
-            cmds = [h.get("command") for h in entries]
-        ours = [c for c in cmds if install.is_our_command(c, IDENT, runtime)]
+            ours = [h.get("command") for h in entries if install.is_our_hook(h, IDENT, runtime)]
         if ours:
             out[event] = ours
     return out
@@ -110,7 +109,8 @@ def test_install_wires_every_event_whatever_the_existing_file_holds(tmp_path, mo
         install.apply(c)
 
     doc = _load(runtime, open(hook_target.path, encoding="utf-8").read())
-    wanted = {e: [install.hook_command(IDENT, runtime, e)] for e in install.adapter_events(runtime)}
+    wanted = {e: install.claude_groups(IDENT, e) if runtime == "claude_code" else [install.hook_command(IDENT, runtime, e)]
+              for e in install.adapter_events(runtime)}
     assert _our_hooks(runtime, doc) == wanted
     for k, v in (content.items() if isinstance(content, dict) else ()):
         if k != "hooks":

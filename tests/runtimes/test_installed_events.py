@@ -48,9 +48,17 @@ def _installed_commands(runtime, home):
     out = []
     for event, entries in doc["hooks"].items():
         for e in entries:
-            cmds = [h["command"] for h in e["hooks"]] if runtime == "claude_code" else [e["command"]]
-            out.extend((event, c) for c in cmds if install.is_our_command(c, ident, runtime))
+            hooks = e["hooks"] if runtime == "claude_code" else [e]
+            out.extend((event, runner_argv(runtime, h)) for h in hooks if install.is_our_hook(h, ident, runtime))
     return out
+
+
+def runner_argv(runtime, hook):
+    """The argv the runtime spawns for ``hook``: exec form (``command`` + ``args``) directly,
+    Claude Code and Cursor shell form through ``sh -c``, Hermes' ``shlex.split`` (no shell)."""
+    if "args" in hook:
+        return [hook["command"], *hook["args"]]
+    return shlex.split(hook["command"]) if runtime == "hermes" else ["sh", "-c", hook["command"]]
 
 
 @pytest.mark.parametrize("runtime", install.RUNTIMES)
@@ -61,14 +69,13 @@ def test_every_installed_event_is_accepted_by_its_adapter(runtime, tmp_path, hom
         install.apply(c)
     wired = _installed_commands(runtime, user_home)
     adapter = adapters.get(runtime)
-    assert sorted(e for e, _ in wired) == sorted(adapter.INSTALL_EVENTS)
+    assert sorted(set(e for e, _ in wired)) == sorted(adapter.INSTALL_EVENTS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
     env.update(CTXLAKE_HOME=home, CTXLAKE_HOOK_SYNC="1", CTXLAKE_CONFIG=os.path.join(home, "none.toml"))
-    for event, command in wired:
+    for event, argv in wired:
         assert event in adapter.EVENTS, f"{runtime} installs {event} but its adapter does not know it"
         payload = PAYLOADS[runtime].get(event)
         assert payload is not None, f"no {runtime} payload of event {event} to test with"
-        argv = ["sh", "-c", command] if runtime != "hermes" else shlex.split(command)
         r = subprocess.run(argv, input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=60)
         assert r.returncode == 0, (event, r.stderr)
         assert isinstance(json.loads(r.stdout.decode().strip()), dict), (event, r.stdout)
