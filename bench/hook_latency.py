@@ -202,7 +202,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="ctxlake-bench-hook-") as base:
         env = setup_home(base, fleet)
         hooks = installed_hooks(os.path.join(base, "home"), ident)
-        shell = [] if args.no_shell else [(e, None, {"command": install.hook_command(ident, "claude_code", e)})
+        shell = [] if args.no_shell else [(e, None, {"command": install.legacy_hook_command(ident, "claude_code", e)})
                                           for e in BEFORE_EVENTS]  # pre-#22: every event synchronous
         rotation = cases(hooks, shell, payloads, py)
         state_dir = os.path.join(base, "spool", ".state")

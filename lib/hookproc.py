@@ -5,8 +5,8 @@ recompiled on every start, and on the agent's path that matters. ``hook.py`` is 
 around :func:`run`. Imports only builtins, ``_json`` and hook-safe ``lib`` modules on the answer
 path; the capture child imports the redactor.
 
-A synchronous hook's runtime waits for this process, so the work is split in two (budget: median ≤ 1.3× a bare
-interpreter):
+For a synchronous hook the runtime waits for this process, so the work is split in two (budget:
+median ≤ 1.3× a bare interpreter):
 
 1. **Answer** (the process the agent waits on): print the answer known from the event name
    (SessionStart: the cached briefing) and flush; read stdin; parse; answer what depends on the

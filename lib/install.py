@@ -7,9 +7,10 @@
 - **ours by exact shape, never by substring** (reference bug 12.2 #30): a hook entry is ours when
   it has exactly the shape this module writes for this checkout's ``hook.py`` (:func:`is_our_hook`):
   Claude Code's exec form ``{"command": <python>, "args": ["-I", "-S", <hook.py>, "claude_code",
-  <event>, "--fleet=…", "--agent=…", ("--async")]}``, or the shell form ``env CTXLAKE_FLEET_ID=…
-  CTXLAKE_AGENT_ID=… <python> -I -S <hook.py> <runtime> <event>`` (Cursor and Hermes; an older
-  Claude Code install, replaced on install and removed on uninstall); an MCP server is ours when it is
+  <event>, "--fleet=…", "--agent=…", ("--async")]}``; Cursor's and Hermes' command string
+  ``<python> -I -S <hook.py> <runtime> <event> --fleet=… --agent=…``; or the ``env
+  CTXLAKE_FLEET_ID=… CTXLAKE_AGENT_ID=… <python> -I -S <hook.py> <runtime> <event>`` every
+  runtime got before (replaced on install, removed on uninstall); an MCP server is ours when it is
   the ``ctxlake`` key of ``mcpServers`` (Hermes: ``mcp_servers``). A foreign command that merely mentions ctxlake is never
   touched;
 - **idempotent**: a second install computes the same bytes and writes nothing;
@@ -131,28 +132,38 @@ class Identity:
 
 
 def hook_command(ident: Identity, runtime: str, event: str) -> str:
-    """The shell-form hook command line for ``event`` (Cursor, Hermes): ``env
-    CTXLAKE_FLEET_ID=<f> CTXLAKE_AGENT_ID=<a> <python> -I -S <hook.py> <runtime> <event>``
-    (POSIX-quoted). ``env`` makes the assignments work both under a shell (Cursor) and under
-    Hermes' ``shell=False``. Claude Code gets :func:`claude_hook` (exec form) instead; this shape
-    is still recognised there so an older install is replaced and uninstalled."""
+    """The shell-form hook command line for ``event`` (Cursor, Hermes): ``<python> -I -S <hook.py>
+    <runtime> <event> --fleet=<f> --agent=<a>`` (POSIX-quoted, the arguments of
+    :func:`hook_args`). Cursor runs it through a shell (its only form), Hermes splits it with
+    ``shlex`` and spawns it without one; neither needs ``env`` any more. Claude Code gets
+    :func:`claude_hook` (exec form). :raises InstallError: see :func:`hook_args`."""
+    return " ".join(shlex.quote(t) for t in [ident.hook_python, *hook_args(ident, runtime, event)])
+
+
+def legacy_hook_command(ident: Identity, runtime: str, event: str) -> str:
+    """The shape every runtime's hooks had before issue #22: ``env CTXLAKE_FLEET_ID=<f>
+    CTXLAKE_AGENT_ID=<a> <python> -I -S <hook.py> <runtime> <event>``. Never written any more;
+    recognised by :func:`is_our_command` so an older install is replaced and uninstalled."""
     q = shlex.quote
     return " ".join(["env", q(f"CTXLAKE_FLEET_ID={ident.fleet_id}"), q(f"CTXLAKE_AGENT_ID={ident.agent_id}"),
                      q(ident.hook_python), "-I", "-S", q(ident.hook_script), q(runtime), q(event)])
 
 
 def is_our_command(command, ident: Identity, runtime: str) -> bool:
-    """True when ``command`` has exactly the shape :func:`hook_command` writes for this checkout's
-    ``hook.py`` and ``runtime`` (any fleet, agent, interpreter and event). Never a substring test."""
+    """True when the command string ``command`` has exactly the shape :func:`hook_command` or
+    :func:`legacy_hook_command` writes for this checkout's ``hook.py`` and ``runtime`` (any fleet,
+    agent, interpreter and event). Never a substring test."""
     if not isinstance(command, str):
         return False
     try:
         t = shlex.split(command)
     except ValueError:
         return False
-    return (len(t) == 9 and t[0] == "env" and t[1].startswith("CTXLAKE_FLEET_ID=")
-            and t[2].startswith("CTXLAKE_AGENT_ID=") and os.path.isabs(t[3]) and t[4:6] == ["-I", "-S"]
-            and t[6] == ident.hook_script and t[7] == runtime and bool(t[8]))
+    if t[:1] == ["env"]:
+        return (len(t) == 9 and t[1].startswith("CTXLAKE_FLEET_ID=") and t[2].startswith("CTXLAKE_AGENT_ID=")
+                and os.path.isabs(t[3]) and t[4:6] == ["-I", "-S"] and t[6] == ident.hook_script
+                and t[7] == runtime and bool(t[8]))
+    return bool(t) and _is_our_argv(t[0], t[1:], ident, runtime, allow_async=False)
 
 
 ASYNC_FLAG = "--async"
@@ -198,10 +209,15 @@ def is_our_hook(hook, ident: Identity, runtime: str) -> bool:
         return is_our_command(hook.get("command"), ident, runtime)
     if runtime != "claude_code" or not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         return False
-    cmd = hook.get("command")
+    return _is_our_argv(hook.get("command"), args, ident, runtime, allow_async=True)
+
+
+def _is_our_argv(cmd, args: list, ident: Identity, runtime: str, *, allow_async: bool) -> bool:
+    """``cmd`` + ``args`` are exactly :func:`hook_args` after an absolute interpreter path."""
     return (isinstance(cmd, str) and os.path.isabs(cmd) and len(args) in (7, 8) and args[:2] == ["-I", "-S"]
             and args[2] == ident.hook_script and args[3] == runtime and bool(args[4])
-            and args[5].startswith("--fleet=") and args[6].startswith("--agent=") and args[7:] in ([], [ASYNC_FLAG]))
+            and args[5].startswith("--fleet=") and args[6].startswith("--agent=")
+            and args[7:] in ([], [ASYNC_FLAG] if allow_async else []))
 
 
 def claude_groups(ident: Identity, event: str) -> list[dict]:

@@ -112,7 +112,7 @@ def test_install_wrote_hooks_and_the_mcp_server_into_config_yaml(run):
     for event in SIX:
         commands = [h["command"] for h in doc["hooks"][event]]
         assert commands[0] == agent.recorder_command(event)
-        assert any(os.path.join(ROOT, "hook.py") in c and f"CTXLAKE_AGENT_ID={AGENT}" in c for c in commands)
+        assert any(os.path.join(ROOT, "hook.py") in c and f"--agent={AGENT}" in c and not c.startswith("env ") for c in commands)
     server = doc["mcp_servers"]["ctxlake"]
     assert server["args"] == [os.path.join(ROOT, "mcp_server.py")]
     assert server["env"]["CTXLAKE_HOME"] == fleet.home and server["env"]["CTXLAKE_AGENT_ID"] == AGENT

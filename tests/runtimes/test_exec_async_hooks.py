@@ -55,7 +55,7 @@ def test_every_hook_is_exec_form_and_only_answering_events_wait(tmp_path):
 
 def test_upgrade_replaces_old_shell_form_and_uninstall_removes_exactly_ours(tmp_path):
     home = str(tmp_path)
-    old = {"model": "opus", "hooks": {e: [{"hooks": [{"type": "command", "command": install.hook_command(OLD, "claude_code", e)}]}]
+    old = {"model": "opus", "hooks": {e: [{"hooks": [{"type": "command", "command": install.legacy_hook_command(OLD, "claude_code", e)}]}]
                                       for e in claude_code.INSTALL_EVENTS}}
     old["hooks"]["PreToolUse"].insert(0, FOREIGN)
     original = json.dumps(old, indent=2) + "\n"
@@ -142,3 +142,27 @@ def test_a_write_tool_call_is_captured_once_by_its_two_pretooluse_hooks(tmp_path
             assert isinstance(json.loads(out.getvalue()), dict)
     ids = [(e["session_id"], e["event_id"]) for e in _spooled(home)]
     assert len(ids) == len(set(ids)) == 2
+
+
+@pytest.mark.parametrize("runtime", ["cursor", "hermes"])
+def test_cursor_and_hermes_drop_env_and_replace_an_older_env_install(runtime, tmp_path):
+    import yaml
+
+    home = str(tmp_path)
+    target = install.targets(runtime, home)[0]
+    events = install.adapter_events(runtime)
+    old = {e: [{"command": install.legacy_hook_command(OLD, runtime, e)}] for e in events}
+    os.makedirs(os.path.dirname(target.path), exist_ok=True)
+    with open(target.path, "w", encoding="utf-8") as fh:
+        fh.write(yaml.safe_dump({"hooks": old}) if runtime == "hermes" else json.dumps({"version": 1, "hooks": old}))
+    for c in install.plan("install", [runtime], IDENT, home):
+        install.apply(c)
+    with open(target.path, encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh) if runtime == "hermes" else json.load(fh)
+    for e in events:
+        cmds = [h["command"] for h in doc["hooks"][e]]
+        assert cmds == [install.hook_command(IDENT, runtime, e)], (e, cmds)
+        assert not cmds[0].startswith("env ") and "--fleet=team-a" in cmds[0] and "--agent=laptop-1" in cmds[0]
+    for c in install.plan("uninstall", [runtime], IDENT, home):
+        install.apply(c)
+    assert not os.path.exists(target.path) or not (yaml.safe_load(open(target.path)) or {}).get("hooks")

@@ -323,7 +323,7 @@ def test_new_identity_replaces_ours_instead_of_adding_a_second(user_home, ident)
     _run("install", ["cursor"], other, user_home)
     doc = json.loads(_read(os.path.join(user_home, ".cursor", "hooks.json")))
     assert doc["hooks"]["preToolUse"] == [{"command": install.hook_command(other, "cursor", "preToolUse")}]
-    assert "'CTXLAKE_AGENT_ID=laptop 2'" in doc["hooks"]["preToolUse"][0]["command"]
+    assert "'--agent=laptop 2'" in doc["hooks"]["preToolUse"][0]["command"]
 
 
 def test_ownership_is_by_exact_shape_not_substring(ident):
@@ -424,7 +424,7 @@ def test_cli_project_install_writes_only_personal_files(user_home, home, tmp_pat
 def test_project_install_moves_an_older_install_out_of_the_team_files(user_home, ident, tmp_path):
     repo = tmp_path / "repo"
     (repo / ".claude").mkdir(parents=True)
-    old_cmd = install.hook_command(ident, "claude_code", "Stop")
+    old_cmd = install.legacy_hook_command(ident, "claude_code", "Stop")
     (repo / ".claude" / "settings.json").write_text(json.dumps(
         {"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": old_cmd}]}]}}))
     (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"ctxlake": install.mcp_entry(ident, claude=True),
