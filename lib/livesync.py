@@ -144,10 +144,9 @@ class LivePlane:
         so re-applying is harmless.
         """
         from lib import spool
-        from lib.paths import safe_segment
 
-        state = os.path.join(self.cfg.paths.state_dir, "consumers", f"leases-{safe_segment(self.fleet)}.json")
-        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet), state)
+        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet),
+                                                self.cfg.paths.mcp_consumer_state(self.fleet, "leases"))
         mine = [r for r in records if r.get("kind") in LEASE_KINDS]
         if mine and self.lease_view_time is None:  # first pass of this process: a view for the directory check
             self.lease_view, self.lease_view_time = live.list_leases(store, self.fleet, cache=self.lease_cache, log=self.log)

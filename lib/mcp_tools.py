@@ -168,7 +168,7 @@ DESCRIPTIONS = {
                    "check fleet_status for the outcome. Leases are advisory: they warn other agents, they do not lock files.",
     "fleet_release": "Queue the release of your leases on paths (omit paths: all you hold) for ctxlake sync to apply.",
     "fleet_history": "Recent sessions of this fleet from the cached snapshot: agent, repo, outcome, one-line summary, "
-                     "files, tests, commits, friction. Newest first.",
+                     "files, tests, commits, friction; and the handoff notes agents left (fleet_handoff). Newest first.",
     "fleet_handoff": "Leave a handoff note (summary, status, next step) for whoever picks this work up; queued for ctxlake sync.",
     "memory_search": "Search the fleet's promoted claims (FTS5 + cosine, fused). Each hit carries its attribution: observer, "
                      "date, independent sessions, confidence, CONTESTED when disputed. Returns nothing rather than unrelated claims.",
@@ -184,7 +184,7 @@ TITLES = {"fleet_status": "Fleet status", "fleet_claim": "Request advisory lease
           "memory_propose": "Propose a claim", "memory_timeline": "Subject timeline"}
 TOOL_NAMES = tuple(SCHEMAS)
 READ_TOOLS = ("fleet_status", "fleet_history", "memory_search", "memory_timeline")
-_EMPTY_KEYS = {"fleet_status": ("agents", "leases", "my_requests"), "fleet_history": ("sessions",),
+_EMPTY_KEYS = {"fleet_status": ("agents", "leases", "my_requests"), "fleet_history": ("sessions", "handoffs"),
                "memory_search": ("results",), "memory_timeline": ("entries",)}
 
 
@@ -499,14 +499,19 @@ class Tools:
         since = parse_since(args.get("since"), self.ctx.clock())
         off = self._snapshot_or_none("sessions")
         if off:
-            return off
-        rows = self.ctx.snapshot.sessions(limit + 1, repo=args.get("repo") or None, since=since)
+            return dict(off, handoffs=[])
+        from lib import snapshot
+
+        repo = args.get("repo") or None
+        rows = self.ctx.snapshot.sessions(limit + 1, repo=repo, since=since)
+        notes = snapshot.recent_handoffs(self.ctx.snapshot.conn(), limit + 1, repo=repo, since=since)
         out = {"enabled": True, "fleet_id": self.ctx.fleet_id, "sessions": [_session_entry(r) for r in rows[:limit]],
-               "truncated": len(rows) > limit, "limit": limit}
+               "handoffs": [{k: h.get(k) for k in snapshot.HANDOFF_COLUMNS} for h in notes[:limit]],
+               "truncated": len(rows) > limit or len(notes) > limit, "limit": limit}
         if since:
             out["since"] = since
-        if not rows:
-            out["note"] = "No sealed session matches in the cached snapshot."
+        if not rows and not notes:
+            out["note"] = "No sealed session or handoff note matches in the cached snapshot."
         return out
 
     # -- memory_search ---------------------------------------------------------------------
@@ -724,7 +729,9 @@ class Tools:
         if info.get("branch"):
             fields["branch"] = info["branch"]
         rec = self._queue("handoff", fields, rid, quarantine)
-        return self._queued_answer(rec, note="Queued: ctxlake sync ships the note to the fleet on its next pass.")
+        return self._queued_answer(rec, note=(
+            "Queued: ctxlake sync ships the note to the lake on its next pass; after the next ctxlake maint it shows in "
+            "this fleet's briefings and in fleet_history (handoffs)."))
 
     def memory_propose(self, args: dict) -> dict:
         """Queue a ``proposed`` claim event (scope ``agent``, always). Refuses without evidence."""

@@ -18,6 +18,10 @@ from __future__ import annotations
 import os
 
 RUNTIMES = ("claude_code", "cursor", "hermes", "import")
+MCP_CONSUMERS = ("leases", "claims", "handoffs")
+"""syncd's consumers of the MCP spool, each with its own offsets (:meth:`Paths.mcp_consumer_state`):
+lease requests and releases (:mod:`lib.livesync`), proposals and handoffs (``syncd.py``). A file
+is reclaimed once all of them have read it to its end."""
 _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
@@ -93,6 +97,11 @@ class Paths:
         """``spool/mcp/<fleet_id>.lock``: held shared by each MCP append, exclusively by syncd
         while it deletes consumed MCP spool files."""
         return os.path.join(self.runtime_spool("mcp"), safe_segment(fleet_id) + ".lock")
+
+    def mcp_consumer_state(self, fleet_id: str, consumer: str) -> str:
+        """``spool/.state/consumers/<consumer>-<fleet_id>.json``: one consumer's offsets in this
+        fleet's MCP spool files, keyed by file identity (:func:`lib.spool.consume_records`)."""
+        return os.path.join(self.state_dir, "consumers", f"{safe_segment(consumer)}-{safe_segment(fleet_id)}.json")
 
     def mcp_last_write(self, fleet_id: str, agent_id: str, session_id: str | None) -> str:
         """``spool/.state/mcp-last/<fleet_id>/<agent_id>/<session_id or ->.json``: the last record

@@ -390,21 +390,15 @@ def consume_records(base_path: str, state_path: str, *, max_records: int = 10000
 
     Returns ``(records, commit)``: call ``commit()`` only after the records were applied, so a
     crash re-delivers them (consumers must be idempotent). Several consumers may read the same
-    file with their own ``state_path``; none deletes it (records are small; rotation bounds files).
+    file with their own ``state_path``; none deletes it: :func:`reclaim_consumed` does, once
+    every consumer has read a file to its end.
     """
-    directory, base = os.path.split(base_path)
     try:
         with open(state_path, "rb") as fh:
             offsets = json.loads(fh.read()).get("files", {})
     except (OSError, ValueError, AttributeError):
         offsets = {}
-    files = []
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        names = []
-    rotated = sorted((int(m.group("n")), n) for n in names if (m := _ROTATED.match(n)) and m.group("base") == base)
-    files = [os.path.join(directory, n) for _, n in rotated] + ([base_path] if base in names else [])
+    files = _spool_files(base_path)
     records, new_offsets = [], dict(offsets)
     for path in files:
         ident = file_identity(path)
@@ -421,3 +415,61 @@ def consume_records(base_path: str, state_path: str, *, max_records: int = 10000
         atomic_write(state_path, json.dumps({"files": new_offsets}).encode())
 
     return records, commit
+
+
+def _spool_files(base_path: str) -> list[str]:
+    """``base_path``'s rotations (oldest first) and ``base_path`` itself, those that exist."""
+    directory, base = os.path.split(base_path)
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    rotated = sorted((int(m.group("n")), n) for n in names if (m := _ROTATED.match(n)) and m.group("base") == base)
+    return [os.path.join(directory, n) for _, n in rotated] + ([base_path] if base in names else [])
+
+
+def reclaim_consumed(base_path: str, state_paths: list[str], lock_path: str) -> dict:
+    """Delete the files of a rotating spool (``base_path`` and ``base_path.<n>``) that every
+    consumer in ``state_paths`` (:func:`consume_records` offsets) has read to their end.
+
+    Holds ``lock_path`` exclusively (appenders hold it shared, :func:`append` ``lock_path``), so
+    no writer is between its size check and its write: a file whose size equals every
+    consumer's offset has no unread line and none on its way. Each consumer's offset of a file
+    is dropped *before* the file is unlinked, so a later file that reuses the inode number is
+    read from its start (a crash in between re-delivers the file: consumers are idempotent).
+    Returns ``{"files": n, "bytes": n}`` reclaimed. :raises OSError: state or unlink failed.
+    """
+    offsets = []
+    for sp in state_paths:
+        try:
+            with open(sp, "rb") as fh:
+                data = json.loads(fh.read()).get("files", {})
+            offsets.append(data if isinstance(data, dict) else {})
+        except FileNotFoundError:
+            offsets.append({})
+        except (OSError, ValueError, AttributeError):
+            return {"files": 0, "bytes": 0}  # an unreadable watermark: reclaim nothing rather than guess
+    out = {"files": 0, "bytes": 0}
+    fd = _lock(lock_path, shared=False)
+    try:
+        done = []
+        for path in _spool_files(base_path):
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue
+            ident = f"{st.st_dev}:{st.st_ino}"
+            if all(int(o.get(ident, -1)) >= st.st_size for o in offsets):
+                done.append((path, ident, st.st_size))
+        if not done:
+            return out
+        gone = {ident for _, ident, _ in done}
+        for sp, o in zip(state_paths, offsets):
+            atomic_write(sp, json.dumps({"files": {k: v for k, v in o.items() if k not in gone}}).encode())
+        for path, _, size in done:
+            os.unlink(path)
+            out["files"] += 1
+            out["bytes"] += size
+    finally:
+        os.close(fd)
+    return out

@@ -85,6 +85,7 @@ SQL_VALUE = st.one_of(st.none(), st.integers(-(2 ** 63), 2 ** 63 - 1), st.floats
                                        '["a", 1e999, {"x": NaN}]', '{"input_tokens": 1e999}']))
 CLAIM_ROW = st.fixed_dictionaries({c: SQL_VALUE for c in snapshot.CLAIM_COLUMNS if c not in ("claim_id",)})
 SESSION_ROW = st.fixed_dictionaries({c: SQL_VALUE for c in snapshot.SESSION_COLUMNS if c != "session_id"})
+HANDOFF_ROW = st.fixed_dictionaries({c: SQL_VALUE for c in snapshot.HANDOFF_COLUMNS if c != "record_id"})
 META = st.dictionaries(st.sampled_from(["summarize_mode", "agent_reads_enabled", "relevance_floor",
                                         "relevance_floor_mixed", "schema_version", "fleet_id"]), SQL_VALUE, max_size=4)
 
@@ -111,7 +112,7 @@ class Home:
     def write(self, name: str, data: bytes) -> None:
         atomic_write(os.path.join(self.cfg.paths.fleet_cache(FLEET), name), data, mode=0o644)
 
-    def snapshot(self, claims: list[dict], sessions: list[dict], meta: dict) -> None:
+    def snapshot(self, claims: list[dict], sessions: list[dict], meta: dict, handoffs: list[dict] = ()) -> None:
         """A real snapshot (:func:`lib.snapshot.build`), then every generated cell written raw."""
         good = [{"claim_id": "c-good", "claim": "postgres migrations run first", "claim_type": "environment",
                  "subject": "postgres", "status": "promoted", "confidence": 0.8, "independent_sessions": 2,
@@ -134,6 +135,9 @@ class Home:
             if i % 2 == 0:
                 row.update(summary=f"postgres {row['summary']!s:.20}")
             conn.execute(f"INSERT INTO sessions ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+        for i, row in enumerate(handoffs):
+            row = dict(row, record_id=f"h{i}")
+            conn.execute(f"INSERT INTO handoffs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
         for k, v in meta.items():
             conn.execute("INSERT OR REPLACE INTO snapshot_meta (key, value) VALUES (?, ?)", (k, v))
         conn.commit()
@@ -214,13 +218,14 @@ def test_any_live_cache_content_leaves_every_tool_answering(sync, roster, leases
 
 
 @SETTINGS
-@given(claims=st.lists(CLAIM_ROW, max_size=4), sessions=st.lists(SESSION_ROW, max_size=4), meta=META)
+@given(claims=st.lists(CLAIM_ROW, max_size=4), sessions=st.lists(SESSION_ROW, max_size=4), meta=META,
+       handoffs=st.lists(HANDOFF_ROW, max_size=3))
 @example(claims=[dict.fromkeys(snapshot.CLAIM_COLUMNS, None) | {"confidence": "high", "visible_to_agents": 1,
                                                                  "status": "promoted", "claim": "postgres"}],
-         sessions=[], meta={})
-def test_any_snapshot_cell_leaves_every_tool_answering(claims, sessions, meta):
+         sessions=[], meta={}, handoffs=[])
+def test_any_snapshot_cell_leaves_every_tool_answering(claims, sessions, meta, handoffs):
     with Home() as home:
-        home.snapshot(claims, sessions, meta)
+        home.snapshot(claims, sessions, meta, handoffs)
         answers = every_tool_answers(home)
         for payload in answers:
             if payload.get("enabled") is False:
@@ -252,13 +257,14 @@ def test_any_cache_content_leaves_the_hook_answering(briefing, leases, roster):
 
 
 @SETTINGS
-@given(roster=encoded(ROSTER), claims=st.lists(CLAIM_ROW, max_size=3), sessions=st.lists(SESSION_ROW, max_size=3))
-def test_any_cache_content_leaves_syncd_rendering_a_briefing(roster, claims, sessions):
+@given(roster=encoded(ROSTER), claims=st.lists(CLAIM_ROW, max_size=3), sessions=st.lists(SESSION_ROW, max_size=3),
+       handoffs=st.lists(HANDOFF_ROW, max_size=3))
+def test_any_cache_content_leaves_syncd_rendering_a_briefing(roster, claims, sessions, handoffs):
     import syncd
 
     with Home() as home:
         home.write("roster.json", roster)
-        home.snapshot(claims, sessions, {})
+        home.snapshot(claims, sessions, {}, handoffs)
         logged = []
         out = syncd.render_briefing(home.cfg, lambda ev, **kw: logged.append((ev, kw)))
         with open(home.cfg.paths.briefing(FLEET), "rb") as fh:
