@@ -61,7 +61,8 @@ def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: in
     returns (``fdatasync`` of the file, and ``fsync`` of the directory when the file was just
     created, so its name survives a crash too; ``bench/spool_durability.py`` measures the cost).
     With ``lock_path`` the append holds a shared ``flock`` on that file, so a reclaimer holding
-    it exclusively (:func:`reclaim_consumed`) never deletes a file a writer is appending to.
+    it exclusively (:func:`reclaim_consumed`) never deletes a file a writer is appending to,
+    and rotates holding it exclusively, so concurrent appenders never rotate onto one name.
     :raises SpoolFull: the directory holds ``cap_bytes`` already. :raises OSError: the disk
     refused the write (full, read-only, permissions): no record was written (a partial line is
     ended with a newline, so readers drop it as one unparseable line). :raises NotDurable: with
@@ -76,11 +77,19 @@ def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: in
     try:
         if dir_bytes(directory) + len(data) > cap_bytes:
             raise SpoolFull(f"spool directory {directory} is at its cap of {cap_bytes} bytes")
-        try:
-            if os.stat(path).st_size >= rotate_bytes:
+        if _size(path) >= rotate_bytes:
+            if lock_fd is None:
                 rotate(path)
-        except FileNotFoundError:
-            pass
+            else:  # rotate holding the lock exclusively: two appenders never pick the same name
+                os.close(lock_fd)
+                lock_fd = None
+                ex = _lock(lock_path, shared=False)
+                try:
+                    if _size(path) >= rotate_bytes:
+                        rotate(path)
+                finally:
+                    os.close(ex)
+                lock_fd = _lock(lock_path, shared=True)
         created = False
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND)
@@ -107,6 +116,13 @@ def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: in
     finally:
         if lock_fd is not None:
             os.close(lock_fd)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _lock(path: str, *, shared: bool) -> int:
