@@ -200,8 +200,8 @@ def leases(path: str, now: float) -> dict:
 
     Returns ``{"status", "detail"?, "view": the cleaned dict, "leases": [lease +
     "expires_in_secs"], "requests": [{record_id, ...}], "cache": file_age}``. Expiry is judged
-    by the store clock (``store_time``/``refreshed_at`` offset); leases that are free, expired
-    or malformed are skipped. ``requests`` accepts a ``{record_id: outcome}`` object or a list
+    by :func:`lib.live.view_leases` (store clock through the ``store_time``/``refreshed_at``
+    offset, the one rule every lease reader uses); free, expired or malformed leases are skipped. ``requests`` accepts a ``{record_id: outcome}`` object or a list
     of outcomes carrying ``record_id``.
     """
     data, status, detail = read_json(path)
@@ -213,15 +213,10 @@ def leases(path: str, now: float) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get("leases", []), list):
         out.update(status=UNREADABLE, detail="not an object with a leases list")
         return out
+    from lib import live
+
     out["view"] = data
-    store_now = now + store_offset(data)
-    for lease in data.get("leases") or []:
-        if not isinstance(lease, dict) or not isinstance(lease.get("holder"), str) or not lease["holder"]:
-            continue
-        exp = parse_time(lease.get("expires_at"))
-        if exp is None or exp <= store_now:
-            continue
-        out["leases"].append(dict(lease, expires_in_secs=int(exp - store_now)))
+    out["leases"] = live.view_leases(data, now)
     reqs = data.get("requests")
     if isinstance(reqs, dict):
         out["requests"] = [dict(v, record_id=k) for k, v in reqs.items() if isinstance(v, dict)]

@@ -267,15 +267,16 @@ def _session_entry(d: dict) -> dict:
 
 def _resources(paths: list[str], cwd: str) -> list[dict]:
     """Each path with its repository identity: ``{path, repo (repo_id|None), rel}`` where ``rel``
-    is repo-relative (``/`` kept for directories), or the absolute path outside any repository."""
-    from lib import repo as repomod
+    is the lease key's path (:func:`lib.live.resolve`: symlinks, ``.``/``..`` and case resolved,
+    ``/`` for directories), or the absolute path outside any repository."""
+    from lib import live
 
     out = []
     for p in paths:
         full = p if os.path.isabs(p) else os.path.join(cwd, p)
-        info = repomod.identify(full)
-        if info:
-            out.append({"path": p, "repo": info["repo_id"], "rel": repomod.relative(full, info["root"])})
+        where = live.resolve(full)
+        if where:
+            out.append({"path": p, "repo": where["repo"], "rel": where["path"]})
         else:
             norm = os.path.normpath(full) + ("/" if p.endswith("/") else "")
             out.append({"path": p, "repo": None, "rel": norm})
@@ -685,11 +686,13 @@ class Tools:
             raise ToolError("Not queued: reason is blank. Say why you need these paths — other agents read it.")
         ttl = int(a.get("ttl_secs") or self.ctx.cfg.leases.ttl_secs)
         resources = _resources(paths, self.ctx.cwd)
-        rec = self._queue("lease_request", {"paths": paths, "resources": resources, "reason": reason, "ttl_secs": ttl,
-                                            "cwd": self.ctx.cwd}, rid, quarantine)
+        key = live.request_key("lease_request", self.ctx.agent_id, self.ctx.session_id, resources, reason=reason, ttl=ttl)
+        rec = self._retry_of(key) or self._queue(
+            "lease_request", {"paths": paths, "resources": resources, "reason": reason, "ttl_secs": ttl,
+                              "cwd": self.ctx.cwd, "request_key": key}, rid, quarantine)
         view = cache_view.leases(self.ctx.paths.leases(self.ctx.fleet_id), self.ctx.clock())["view"]
         holders = live.conflicts_for_paths(view, self.ctx.agent_id, paths, self.ctx.cwd) if view else []
-        answer = self._queued_answer(rec, paths=paths, ttl_secs=ttl, note=(
+        answer = self._queued_answer(rec, paths=rec.get("paths", paths), ttl_secs=ttl, note=(
             "Queued, not held: ctxlake sync applies this request against the store by compare-and-swap; call fleet_status "
             "to see the outcome. " + live.ADVISORY_NOTE))
         answer["held_by_others_as_of_cache"] = [{k: h.get(k) for k in ("path", "holder", "reason", "expires_at")} for h in holders]
@@ -697,6 +700,7 @@ class Tools:
 
     def fleet_release(self, args: dict) -> dict:
         """Queue a release of the given paths, or of every lease this agent holds."""
+        from lib import live
         from lib.ulid import new_ulid
 
         rid = new_ulid()
@@ -706,9 +710,27 @@ class Tools:
             fields = {"paths": paths, "resources": _resources(paths, self.ctx.cwd), "cwd": self.ctx.cwd}
         else:
             fields = {"all": True}
-        rec = self._queue("lease_release", fields, rid, quarantine)
-        return self._queued_answer(rec, paths=fields.get("paths", "all you hold"), note=(
+        fields["request_key"] = live.request_key("lease_release", self.ctx.agent_id, self.ctx.session_id,
+                                                 fields.get("resources"), everything=bool(fields.get("all")))
+        rec = self._retry_of(fields["request_key"]) or self._queue("lease_release", fields, rid, quarantine)
+        return self._queued_answer(rec, paths=rec.get("paths", "all you hold"), note=(
             "Queued: ctxlake sync releases these leases at the store; until it runs, other agents still see them held."))
+
+    def _retry_of(self, key: str) -> dict | None:
+        """The record this agent already queued for the same lease request (:func:`lib.live.request_key`)
+        within :data:`lib.live.RETRY_SECS` — still in the MCP spool, or applied and reported in
+        ``leases.json`` — so a retried call queues nothing and is answered as the first; else ``None``."""
+        from lib import cache_view, live
+
+        ctx = self.ctx
+        now = ctx.clock()
+        spooled = cache_view.spooled_records(ctx.paths.mcp_spool(ctx.fleet_id), ctx.agent_id, LEASE_KINDS)
+        applied = [o for o in cache_view.leases(ctx.paths.leases(ctx.fleet_id), now)["requests"]
+                   if o.get("agent_id") == ctx.agent_id]
+        first = live.first_request(spooled + applied, key, now)
+        if first is not None:
+            ctx.log("mcp_request_retried", record_id=first.get("record_id"), detail="identical lease request; not queued again")
+        return first
 
     def fleet_handoff(self, args: dict) -> dict:
         """Queue a handoff note for whoever picks the work up next."""

@@ -34,6 +34,9 @@ def clean(text: str, max_chars: int = 4000, single_line: bool = False) -> str:
     return text
 
 
+_INF = float("inf")
+
+
 def clean_deep(value, max_chars: int = 4000):
     """Apply :func:`clean` to every string (keys too) at any depth of a JSON-like value; a float
     that is not finite (NaN, ±Infinity: not JSON, RFC 8259 §6) becomes ``None``."""
@@ -48,4 +51,18 @@ def clean_deep(value, max_chars: int = 4000):
     return value
 
 
-_INF = float("inf")
+_ANSI = None
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI/VT100 escape sequences (CSI ``ESC [ … final``, OSC ``ESC ] … BEL/ST``,
+    two-character ``ESC x``), as terminals and tool output emit them (ECMA-48). Fast path: text
+    without ``ESC`` is returned as is, without compiling a regex."""
+    global _ANSI
+    if "\x1b" not in text and "\x9b" not in text:
+        return text
+    if _ANSI is None:
+        import re
+
+        _ANSI = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()*+][0-~]|\x1b[@-Z\\-_]")
+    return _ANSI.sub("", text)

@@ -265,8 +265,10 @@ class Watermark:
 
     ``files`` maps file identity ``dev:inode`` → confirmed byte offset; ``next_seg`` is the next
     segment number; ``pending`` = ``{seg, file, start, end}`` is the batch being uploaded (written
-    *before* the PUT, so a crash re-sends the same bytes as the same segment); ``partition_date``,
-    ``agent_id``, ``fleet_id`` and ``runtime`` (of the first envelope) pin the lake key. Kept after sealing: a resumed session id must not reuse
+    *before* the PUT, so a crash re-sends the same bytes as the same segment); ``partitions`` lists
+    every date partition the session's segments went to (an event goes to the partition of its
+    own ``emitted_at``; ``partition_date`` is the first of them); ``agent_id``, ``fleet_id`` and
+    ``runtime`` (of the first envelope) pin the rest of the lake key. Kept after sealing: a resumed session id must not reuse
     ``seg-000000`` (reference bug 12.2 #19).
     """
 
@@ -275,6 +277,7 @@ class Watermark:
     next_seg: int = 0
     pending: dict | None = None
     partition_date: str | None = None
+    partitions: list = field(default_factory=list)
     agent_id: str | None = None
     fleet_id: str | None = None
     runtime: str | None = None
@@ -299,13 +302,14 @@ class Watermark:
             raise ValueError(f"unreadable watermark {path}: not an object")
         return cls(path, files=dict(data.get("files", {})), next_seg=int(data.get("next_seg", 0)),
                    pending=data.get("pending"), partition_date=data.get("partition_date"),
+                   partitions=list(data.get("partitions") or ([data["partition_date"]] if data.get("partition_date") else [])),
                    agent_id=data.get("agent_id"), fleet_id=data.get("fleet_id"), runtime=data.get("runtime"),
                    sealed=bool(data.get("sealed")), dropped_lines=int(data.get("dropped_lines", 0)))
 
     def save(self) -> None:
         """Write atomically (temp file, fsync, rename)."""
         data = {"files": self.files, "next_seg": self.next_seg, "pending": self.pending,
-                "partition_date": self.partition_date, "agent_id": self.agent_id,
+                "partition_date": self.partition_date, "partitions": self.partitions, "agent_id": self.agent_id,
                 "fleet_id": self.fleet_id, "runtime": self.runtime, "sealed": self.sealed, "dropped_lines": self.dropped_lines,
                 "updated_at": time.time()}
         atomic_write(self.path, json.dumps(data, sort_keys=True).encode())
