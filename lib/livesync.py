@@ -143,13 +143,12 @@ class LivePlane:
         ``refused`` = the reason, so the hook warns about nothing and ``ctxlake status`` says why.
         Logged once per pass (``live_plane_refused``)."""
         from lib import spool
-        from lib.paths import safe_segment
         from lib.spool import atomic_write
 
         summary["live_refused"] = reason
         self.log("live_plane_refused", reason=reason, detail=str(live.Unsafe(reason)))
-        state = os.path.join(self.cfg.paths.state_dir, "consumers", f"leases-{safe_segment(self.fleet)}.json")
-        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet), state)
+        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet),
+                                                self.cfg.paths.mcp_consumer_state(self.fleet, "leases"))
         now = self.clock()
         for rec in records:
             rid, agent = rec.get("record_id"), rec.get("agent_id")

@@ -234,10 +234,10 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
         return {"changed": False, "sha256": None, "pointer": None}
     if not obj.modified:
         return {"changed": False, "sha256": side["pointer"].get("sha256"), "pointer": side["pointer"]}
-    pointer = json.loads(obj.data)
+    pointer = _pointer(obj.data, key)
     sha = pointer.get("sha256")
     if not isinstance(sha, str) or len(sha) != 64:
-        raise ValueError("snapshot pointer has no valid sha256")
+        raise ValueError(f"snapshot pointer {key} has no valid sha256; the next `ctxlake maint --once` publishes a new one")
 
     def remember():
         st = os.stat(cache_path)
@@ -260,6 +260,24 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
     atomic_write(cache_path, data, mode=0o644)
     remember()
     return {"changed": True, "sha256": sha, "pointer": pointer}
+
+
+def _pointer(data: bytes, key: str) -> dict:
+    """The pointer object in ``data``. :raises ValueError: naming ``key`` and why (not UTF-8,
+    not JSON, not an object) — never a codec guess such as a ``utf-16-be`` error."""
+    why = None
+    try:
+        pointer = json.loads(data.decode("utf-8"))
+        if not isinstance(pointer, dict):
+            why = f"a JSON {type(pointer).__name__}, not an object"
+    except UnicodeDecodeError:
+        why = "not UTF-8 text"
+    except (ValueError, RecursionError) as exc:
+        why = f"not valid JSON ({str(exc)[:80]})"
+    if why:
+        raise ValueError(f"snapshot pointer {key} is unreadable: {why} ({len(data)} bytes); "
+                         "the next `ctxlake maint --once` publishes a new one")
+    return pointer
 
 
 def open_readonly(path: str) -> sqlite3.Connection:
