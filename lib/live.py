@@ -57,12 +57,20 @@ def lease_key(fleet_id: str, resource: str) -> str:
 
 
 def epoch_secs(value) -> float | None:
-    """Epoch seconds from a number or an ISO-8601 string (:func:`lib.cache_view.parse_time`)."""
+    """Epoch seconds from a number or an ISO-8601 string (:func:`lib.cache_view.parse_time`);
+    ``None`` for anything else, including a number that is not a time (NaN, ±Infinity, 1e308,
+    negative: outside :data:`lib.cache_view.TIME_MIN`..``TIME_MAX``), so no caller computes
+    with it."""
     if isinstance(value, bool) or value is None:
         return None
+    from lib.cache_view import TIME_MAX, TIME_MIN, parse_time
+
     if isinstance(value, (int, float)):
-        return float(value)
-    from lib.cache_view import parse_time
+        try:
+            v = float(value)
+        except OverflowError:
+            return None
+        return v if TIME_MIN <= v <= TIME_MAX else None
 
     return parse_time(value)
 
