@@ -75,13 +75,19 @@ class LivePlane:
                 data = json.loads(fh.read())
         except FileNotFoundError:
             return base
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             self.log("live_state_unreadable", error=str(exc)[:200], detail="starting from an empty live state")
             return base
         if isinstance(data, dict):
             for k, v in base.items():
-                if isinstance(data.get(k), type(v)) or (v is None and isinstance(data.get(k), (int, float))):
+                if k in data and (isinstance(data[k], type(v)) or (v is None and isinstance(data[k], (int, float)))):
                     base[k] = data[k]
+        # entries are objects (anything else is a state file damaged by hand or by a bug: dropped)
+        for k in ("sessions", "agents", "held", "requests"):
+            base[k] = {ek: ev for ek, ev in base[k].items() if isinstance(ev, dict)}
+        base["lost"] = [e for e in base["lost"] if isinstance(e, dict)]
+        if base["stale_since"] is not None and live.epoch_secs(base["stale_since"]) is None:
+            base["stale_since"] = None
         return base
 
     def _save(self) -> None:
@@ -480,7 +486,7 @@ class LivePlane:
                     data = json.loads(fh.read())
                 if not isinstance(data, dict):
                     raise ValueError("not an object")
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 data = dict(empty, refreshed_at=None, store_time=None)
             data.update(stale_since=self.state["stale_since"], error=error)
             if "leases" in empty:

@@ -225,7 +225,7 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
             side = json.loads(fh.read())
         st = os.stat(cache_path)
         trusted = side.get("file") == [st.st_size, st.st_mtime_ns, st.st_ino] and isinstance(side.get("pointer"), dict)
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # missing or garbage: verify from scratch
         side, trusted = {}, False
     key = lake.snapshot_pointer_key(fleet_id)
     try:

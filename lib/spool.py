@@ -296,7 +296,7 @@ class Watermark:
                 data = json.loads(fh.read())
         except FileNotFoundError:
             return cls(path)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise ValueError(f"unreadable watermark {path}: {exc}") from exc
         if not isinstance(data, dict) or not isinstance(data.get("files", {}), dict):
             raise ValueError(f"unreadable watermark {path}: not an object")
@@ -356,7 +356,7 @@ def backlog(spool_dir: str, state_dir: str | None = None) -> dict:
                     try:
                         with open(os.path.join(root, name), "rb") as fh:
                             offsets.update(json.loads(fh.read()).get("files") or {})
-                    except (OSError, ValueError, AttributeError):
+                    except (OSError, ValueError, AttributeError, RecursionError):
                         continue
     total, files, oldest = 0, 0, None
     for root, dirs, names in os.walk(spool_dir):
@@ -413,18 +413,14 @@ def consume_records(base_path: str, state_path: str, *, max_records: int = 10000
     file with their own ``state_path``; none deletes it: :func:`reclaim_consumed` does, once
     every consumer has read a file to its end.
     """
-    try:
-        with open(state_path, "rb") as fh:
-            offsets = json.loads(fh.read()).get("files", {})
-    except (OSError, ValueError, AttributeError):
-        offsets = {}
+    offsets = _load_offsets(state_path) or {}  # missing or garbage: read from the start (consumers are idempotent)
     files = _spool_files(base_path)
     records, new_offsets = [], dict(offsets)
     for path in files:
         ident = file_identity(path)
         if ident is None:
             continue
-        lines, end = read_complete_lines(path, int(offsets.get(ident, 0)), max_lines=max_records - len(records))
+        lines, end = read_complete_lines(path, offsets.get(ident, 0), max_lines=max_records - len(records))
         recs, _ = decode_lines(lines)
         records.extend(recs)
         new_offsets[ident] = end
@@ -435,6 +431,22 @@ def consume_records(base_path: str, state_path: str, *, max_records: int = 10000
         atomic_write(state_path, json.dumps({"files": new_offsets}).encode())
 
     return records, commit
+
+
+def _load_offsets(state_path: str) -> dict | None:
+    """A consumer's ``{file identity: byte offset}`` (offsets that are not non-negative ints are
+    left out); ``{}`` when the file is missing, ``None`` when it is unreadable or not one."""
+    try:
+        with open(state_path, "rb") as fh:
+            data = json.loads(fh.read())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, RecursionError):
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        return None
+    return {k: v for k, v in files.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
 
 
 def _spool_files(base_path: str) -> list[str]:
@@ -459,17 +471,10 @@ def reclaim_consumed(base_path: str, state_paths: list[str], lock_path: str) -> 
     read from its start (a crash in between re-delivers the file: consumers are idempotent).
     Returns ``{"files": n, "bytes": n}`` reclaimed. :raises OSError: state or unlink failed.
     """
-    offsets = []
-    for sp in state_paths:
-        try:
-            with open(sp, "rb") as fh:
-                data = json.loads(fh.read()).get("files", {})
-            offsets.append(data if isinstance(data, dict) else {})
-        except FileNotFoundError:
-            offsets.append({})
-        except (OSError, ValueError, AttributeError):
-            return {"files": 0, "bytes": 0}  # an unreadable watermark: reclaim nothing rather than guess
+    offsets = [_load_offsets(sp) for sp in state_paths]
     out = {"files": 0, "bytes": 0}
+    if any(o is None for o in offsets):
+        return out  # an unreadable watermark: reclaim nothing rather than guess
     fd = _lock(lock_path, shared=False)
     try:
         done = []
@@ -479,7 +484,7 @@ def reclaim_consumed(base_path: str, state_paths: list[str], lock_path: str) -> 
             except FileNotFoundError:
                 continue
             ident = f"{st.st_dev}:{st.st_ino}"
-            if all(int(o.get(ident, -1)) >= st.st_size for o in offsets):
+            if all(o.get(ident, -1) >= st.st_size for o in offsets):
                 done.append((path, ident, st.st_size))
         if not done:
             return out

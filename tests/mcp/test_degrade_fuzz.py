@@ -213,6 +213,9 @@ def test_any_live_cache_content_leaves_every_tool_answering(sync, roster, leases
         home.write("sync.json", sync)
         home.write("roster.json", roster)
         home.write("leases.json", leases)
+        # the write tools' retry memory (spool/.state/mcp-last/) is local state too: garbage in it
+        # only means no retry is recognised
+        atomic_write(home.cfg.paths.mcp_last_write(FLEET, AGENT, None), sync)
         status = every_tool_answers(home)[0]
         assert isinstance(status["agents"], list) and isinstance(status["leases"], list)
 
@@ -271,3 +274,57 @@ def test_any_cache_content_leaves_syncd_rendering_a_briefing(roster, claims, ses
             data = json.loads(fh.read())
         assert isinstance(data["text"], str) and out["briefing_chars"] == len(data["text"])
         assert all(not (isinstance(v, float) and math.isnan(v)) for v in data.values())
+
+
+@SETTINGS
+@given(side=encoded(shaped({"etag": JSONISH, "pointer": st.one_of(JSONISH, shaped({"sha256": JSONISH})),
+                            "file": JSONISH})),
+       blob=st.one_of(st.binary(max_size=64), st.just(b"")))
+def test_any_snapshot_mirror_state_leaves_syncd_refreshing_the_cache(side, blob):
+    """syncd's own record of the mirrored snapshot (``snapshot.bin.pointer.json``) and the
+    mirrored file itself, garbage: the next refresh verifies, downloads again and renders."""
+    import syncd
+    from lib.store import open_store
+
+    with Home() as home:
+        store = open_store(home.cfg.store)
+        data = _base_snapshot([{"claim_id": "c-good", "claim": "postgres migrations run first", "claim_type": "environment",
+                                "subject": "postgres", "status": "promoted", "confidence": 0.8, "independent_sessions": 2,
+                                "visible_to_agents": 1}])
+        snapshot.publish(store, FLEET, data, maint_epoch=1, built_at="2027-01-01T00:00:00.000Z", claim_count=1,
+                         session_count=0)
+        path = home.cfg.paths.snapshot(FLEET)
+        home.write("snapshot.bin", blob)
+        atomic_write(path + ".pointer.json", side)
+        out = syncd.refresh_cache(home.cfg, store, lambda *a, **k: None)
+        assert out["snapshot_sha"] == snapshot.sha256(data)
+        with open(path, "rb") as fh:
+            assert fh.read() == data
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(live_state=encoded(shaped({"sessions": JSONISH, "agents": JSONISH, "held": JSONISH, "requests": JSONISH,
+                                  "lost": JSONISH, "roster": JSONISH, "stale_since": TIME})),
+       watermark=encoded(shaped({"files": st.one_of(JSONISH, st.dictionaries(st.text(max_size=8), SCALAR))})))
+def test_any_local_syncd_state_leaves_a_pass_running_and_the_spool_draining(live_state, watermark):
+    """syncd's own state files (the live plane's memory, the MCP consumers' watermarks) garbage:
+    the pass logs and goes on, the handoff in the MCP spool still reaches the store, and the
+    spool is reclaimed."""
+    import syncd
+    from lib import handoffs
+    from lib.paths import MCP_CONSUMERS
+    from lib.store import open_store
+
+    with Home() as home:
+        atomic_write(home.cfg.paths.live_state(FLEET), live_state)
+        for name in MCP_CONSUMERS:
+            atomic_write(home.cfg.paths.mcp_consumer_state(FLEET, name), watermark)
+        ctx = mcp_tools.Context(home.cfg, cwd=home.dir, clock=lambda: NOW)
+        rid = mcp_tools.Tools(ctx).fleet_handoff({"summary": "fuzzed state", "status": "done"})["record_id"]
+        store = open_store(home.cfg.store)
+        summary = syncd.run_pass(home.cfg, store, lambda *a, **k: None)
+        assert "live_error" not in summary["live"], summary
+        assert rid in [n["record_id"] for n in handoffs.load_recent(store, FLEET, now=NOW)]
+        syncd.run_pass(home.cfg, store, lambda *a, **k: None)
+        assert not os.path.exists(home.cfg.paths.mcp_spool(FLEET))
