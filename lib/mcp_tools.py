@@ -617,9 +617,8 @@ class Tools:
             but not confirmed by the disk (:class:`lib.spool.NotDurable`) is queued, not failed.
         """
         from lib import spool
-        from lib.paths import safe_segment
-
         from lib.live import RETRY_SECS
+        from lib.paths import safe_segment
 
         ctx = self.ctx
         key = fields.get("request_key") or request_key(kind, ctx.fleet_id, ctx.agent_id, ctx.session_id, fields)

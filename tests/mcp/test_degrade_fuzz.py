@@ -328,3 +328,15 @@ def test_any_local_syncd_state_leaves_a_pass_running_and_the_spool_draining(live
         assert rid in [n["record_id"] for n in handoffs.load_recent(store, FLEET, now=NOW)]
         syncd.run_pass(home.cfg, store, lambda *a, **k: None)
         assert not os.path.exists(home.cfg.paths.mcp_spool(FLEET))
+
+
+def test_gigantic_cache_files_are_unreadable_not_loaded():
+    """A cache file larger than the reader's cap (16 MiB for the MCP server, 8 MiB / 1 MiB for the
+    hook) is reported unreadable without being parsed; every tool and the hook still answer."""
+    big = b'{"agents": [' + b'{"agent_id": "x", "task": "' + b"y" * (17 << 20) + b'"}]}'
+    with Home() as home:
+        for name in ("roster.json", "leases.json", "sync.json", "briefing.json"):
+            home.write(name, big)
+        status = every_tool_answers(home)[0]
+        assert status["enabled"] is False and "larger than" in status["note"]
+        assert hook_answers(home, "SessionStart", {"session_id": "s1", "hook_event_name": "SessionStart"}) == {}
