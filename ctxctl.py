@@ -35,6 +35,8 @@ def _global_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
     parser.add_argument("--no-saved", action="store_true", help="omit the saved%% metrics", **d)
     parser.add_argument("--no-color", action="store_true", help="accepted; output never has colour", **d)
     parser.add_argument("--output", metavar="PATH", help="write stdout's bytes to PATH instead", **d)
+    parser.add_argument("--exact-tokens", action="store_true",
+                        help="count the saved metric with the cl100k_base tokenizer instead of estimating it", **d)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,25 +107,32 @@ def _exec_timeout(env) -> float:
 
 
 def dispatch(args, cfg, json_mode: bool, show_saved: bool, env):
-    """Run one file/exec command; returns a :class:`~lib.code.render.Result`."""
+    """Run one file/exec command; returns a :class:`~lib.code.render.Result`.
+
+    outline, symbol, read and deps estimate their token figures (printed with ``~``, JSON
+    ``"estimated": true``) unless ``--exact-tokens``: loading the tokenizer costs more than the
+    whole call. exec counts exactly (its figures are the savings a reviewer checks)."""
+    from lib.code import tokens
+
+    counter = tokens.EXACT if args.exact_tokens else tokens.ESTIMATED
     if args.command == "outline":
         from lib.code import outline
 
         return outline.run(args.file, cfg, json_mode=json_mode, show_saved=show_saved,
-                           no_doc=args.no_doc, no_lines=args.no_lines)
+                           no_doc=args.no_doc, no_lines=args.no_lines, counter=counter)
     if args.command == "symbol":
         from lib.code import lookup
 
         return lookup.run(args.file, args.name, cfg, kind=args.kind, signature=args.signature, lines=args.lines,
-                          compact=args.compact, json_mode=json_mode, show_saved=show_saved)
+                          compact=args.compact, json_mode=json_mode, show_saved=show_saved, counter=counter)
     if args.command == "read":
         from lib.code import ranges
 
-        return ranges.run(args.file, args.lines, cfg, json_mode=json_mode, show_saved=show_saved)
+        return ranges.run(args.file, args.lines, cfg, json_mode=json_mode, show_saved=show_saved, counter=counter)
     if args.command == "deps":
         from lib.code import deps
 
-        return deps.run(args.file, cfg, json_mode=json_mode, show_saved=show_saved)
+        return deps.run(args.file, cfg, json_mode=json_mode, show_saved=show_saved, counter=counter)
     from lib.code import execute
 
     return execute.run(args.cmd, cfg, keep=args.keep, head=args.head, tail=args.tail, json_mode=json_mode,
@@ -143,7 +152,7 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, cwd=None, env=None) ->
     for name in ("config", "format", "output"):
         if not hasattr(args, name):
             setattr(args, name, None)
-    for name in ("json", "no_saved", "no_color"):
+    for name in ("json", "no_saved", "no_color", "exact_tokens"):
         if not hasattr(args, name):
             setattr(args, name, False)
     if args.command == "symbol" and args.compact and (args.signature or args.lines):

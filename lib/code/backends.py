@@ -10,11 +10,9 @@ const, var, trait, type, heading, rule, element.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from lib.code.record import Record
 
 
-@dataclass
 class Spec:
     """One definition found at a node.
 
@@ -28,26 +26,18 @@ class Spec:
     arrow function).
     """
 
-    name: str
-    kind: str
-    node: object
-    outer: object = None
-    body: object = None
-    doc: str | None = None
-    sig_node: object = None
-    sig_end: object = None
+    __slots__ = ("name", "kind", "node", "outer", "body", "doc", "sig_node", "sig_end")
+
+    def __init__(self, name, kind, node, outer=None, body=None, doc=None, sig_node=None, sig_end=None):
+        self.name, self.kind, self.node, self.outer, self.body = name, kind, node, outer, body
+        self.doc, self.sig_node, self.sig_end = doc, sig_node, sig_end
 
 
-@dataclass(frozen=True)
-class Backend:
+class Backend(Record):
     """A language backend: see the module docstring."""
 
-    name: str
-    visit: Callable
-    comments: frozenset
-    comment_prefix: str = "//"
-    imports: Callable | None = None
-    doc_above: bool = True
+    FIELDS = (("name", ""), ("visit", None), ("comments", frozenset()), ("comment_prefix", "//"), ("imports", None),
+              ("doc_above", True))
 
 
 def text(node, data: bytes) -> str:

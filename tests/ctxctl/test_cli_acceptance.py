@@ -20,7 +20,7 @@ def test_outline_text_lists_symbols_with_aligned_kinds_and_metrics(ctxctl, fixtu
 
 def test_outline_json_has_entries_without_byte_ranges_and_positive_savings(ctxctl, fixture):
     path = fixture("sample.rs")
-    r = ctxctl("outline", path, "--json")
+    r = ctxctl("outline", path, "--json", "--exact-tokens")
     assert r.code == 0 and r.out.endswith("}\n")
     doc = json.loads(r.out)
     assert list(doc) == sorted(doc)
@@ -32,8 +32,10 @@ def test_outline_json_has_entries_without_byte_ranges_and_positive_savings(ctxct
     assert add["doc_comment"] == "Adds two numbers."
     assert all("byte_range" not in s for s in doc["symbols"])
     saved = doc["saved"]
-    assert saved["percent"] > 0 and saved["tokens_before"] > saved["tokens_after"]
-    assert ctxctl("outline", path, "--format", "json").out == r.out
+    assert saved["percent"] > 0 and saved["tokens_before"] > saved["tokens_after"] and "estimated" not in saved
+    assert ctxctl("outline", path, "--format", "json", "--exact-tokens").out == r.out
+    estimated = json.loads(ctxctl("outline", path, "--json").out)["saved"]  # the default: no tokenizer load
+    assert estimated["estimated"] is True and estimated["tokens_before"] > 0
 
 
 def test_outline_json_no_doc_no_lines_drops_fields(ctxctl, fixture):
