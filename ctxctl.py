@@ -12,7 +12,6 @@ usage; 3 parse failure; 4 symbol not found; ``exec`` passes the child's code thr
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -27,7 +26,9 @@ KIND_CHOICES = ("class", "struct", "enum", "interface", "function", "method", "m
 KIND_ALIASES = {"fn": "function", "mod": "module", "head": "heading", "elem": "element"}
 
 
-def _global_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
+def _global_flags(parser, suppress: bool) -> None:
+    import argparse
+
     d = {"default": argparse.SUPPRESS} if suppress else {}
     parser.add_argument("--config", metavar="PATH", help="extra config file, applied last", **d)
     parser.add_argument("--format", choices=("text", "json"), help="output format", **d)
@@ -39,8 +40,11 @@ def _global_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
                         help="count the saved metric with the cl100k_base tokenizer instead of estimating it", **d)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (global flags are accepted before or after the command)."""
+def build_parser():
+    """The argparse parser (global flags are accepted before or after the command); the
+    common command lines skip it (:func:`fast_args`)."""
+    import argparse
+
     p = argparse.ArgumentParser(prog="ctxctl", description=__doc__.split("\n\n")[0])
     p.add_argument("-V", "--version", action="version", version=f"ctxctl {VERSION}")
     _global_flags(p, suppress=False)
@@ -84,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _kind(value: str) -> str:
+    import argparse
+
     value = KIND_ALIASES.get(value, value)
     if value not in KIND_CHOICES:
         raise argparse.ArgumentTypeError(f"invalid value '{value}' (expected {'|'.join(KIND_CHOICES)})")
@@ -91,6 +97,8 @@ def _kind(value: str) -> str:
 
 
 def _count(value: str) -> int:
+    import argparse
+
     if not value.isdigit():
         raise argparse.ArgumentTypeError(f"invalid value '{value}': expected a non-negative integer")
     return int(value)
@@ -140,6 +148,67 @@ def dispatch(args, cfg, json_mode: bool, show_saved: bool, env):
                        raw=args.raw or env.get("CTXCTL_EXEC_RAW", "") not in ("", "0"))
 
 
+_GLOBAL_SWITCHES = {"--json": "json", "--no-saved": "no_saved", "--no-color": "no_color",
+                    "--exact-tokens": "exact_tokens"}
+_GLOBAL_VALUES = {"--config": "config", "--format": "format", "--output": "output"}
+_FAST = {  # command → (switches, options taking a value)
+    "outline": ({"--no-doc": "no_doc", "--no-lines": "no_lines"}, {}),
+    "symbol": ({"--signature": "signature", "--compact": "compact"},
+               {"--name": "name", "--kind": "kind", "--lines": "lines"}),
+    "read": ({}, {"--lines": "lines"}),
+    "deps": ({}, {}),
+}
+
+
+class _Args:
+    """The parsed command line (the attributes argparse would set)."""
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+
+def fast_args(argv) -> _Args | None:
+    """The four file commands' plain command lines parsed without argparse, whose import
+    (``re``, ``gettext``, ``shutil``…) costs a cold call more than its parse; ``None`` for
+    anything else — help, exec, mcp, a usage error, an unusual spelling — which argparse then
+    handles (and words) exactly as before."""
+    if not argv or argv[0] not in _FAST:
+        return None
+    command = argv[0]
+    switches, options = _FAST[command]
+    values = {"command": command, "config": None, "format": None, "output": None, "json": False,
+              "no_saved": False, "no_color": False, "exact_tokens": False}
+    values.update({name: False for name in switches.values()})
+    values.update({name: None for name in options.values()})
+    positional = []
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg in _GLOBAL_SWITCHES or arg in switches:
+            values[_GLOBAL_SWITCHES.get(arg) or switches[arg]] = True
+        elif arg in _GLOBAL_VALUES or arg in options:
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                return None
+            values[_GLOBAL_VALUES.get(arg) or options[arg]] = argv[i + 1]
+            i += 1
+        elif arg.startswith("-"):
+            return None
+        else:
+            positional.append(arg)
+        i += 1
+    if len(positional) != 1 or values["format"] not in (None, "text", "json"):
+        return None
+    values["file"] = positional[0]
+    if command == "symbol":
+        if values["name"] is None or (values["compact"] and (values["signature"] or values["lines"])):
+            return None
+        if values["kind"] is not None:
+            values["kind"] = KIND_ALIASES.get(values["kind"], values["kind"])
+            if values["kind"] not in KIND_CHOICES:
+                return None
+    return _Args(**values)
+
+
 def main(argv=None, stdin=None, stdout=None, stderr=None, cwd=None, env=None) -> int:
     """Entry point: parse ``argv``, run the command, print, and return the exit code."""
     stdin = stdin or sys.stdin
@@ -147,16 +216,18 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, cwd=None, env=None) ->
     stderr = stderr or sys.stderr
     env = os.environ if env is None else env
     cwd = cwd or os.getcwd()
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    for name in ("config", "format", "output"):
-        if not hasattr(args, name):
-            setattr(args, name, None)
-    for name in ("json", "no_saved", "no_color", "exact_tokens"):
-        if not hasattr(args, name):
-            setattr(args, name, False)
-    if args.command == "symbol" and args.compact and (args.signature or args.lines):
-        parser.error("argument --compact: not allowed with argument --signature or --lines")
+    args = fast_args(sys.argv[1:] if argv is None else list(argv))
+    if args is None:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        for name in ("config", "format", "output"):
+            if not hasattr(args, name):
+                setattr(args, name, None)
+        for name in ("json", "no_saved", "no_color", "exact_tokens"):
+            if not hasattr(args, name):
+                setattr(args, name, False)
+        if args.command == "symbol" and args.compact and (args.signature or args.lines):
+            parser.error("argument --compact: not allowed with argument --signature or --lines")
     json_mode = bool(args.json) or args.format == "json"
 
     def warn(message):

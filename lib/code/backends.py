@@ -37,7 +37,12 @@ class Backend(Record):
     """A language backend: see the module docstring."""
 
     FIELDS = (("name", ""), ("visit", None), ("comments", frozenset()), ("comment_prefix", "//"), ("imports", None),
-              ("doc_above", True))
+              ("doc_above", True), ("definitions", frozenset()), ("stops", frozenset()))
+    # ``definitions``: every node type ``visit`` can return a Spec for — a tree-sitter query
+    # finds them in C (lib.code.symbols.walk_specs) instead of a Python walk over every node;
+    # ``stops``: node types whose inside ``visit`` does not descend into (a symbol under one of
+    # them is not listed: a Go function's local types, a C function's locals, Java/C# fields'
+    # initialisers)
 
 
 def text(node, data: bytes) -> str:
@@ -619,20 +624,41 @@ def _markdown(node, data, parent):
     return [], True
 
 
+_C_DEFS = frozenset({"preproc_def", "preproc_function_def", "function_definition", "declaration", "field_declaration",
+                     "type_definition", "struct_specifier", "union_specifier", "enum_specifier"})
+_C_STOPS = frozenset({"preproc_def", "preproc_function_def", "function_definition", "compound_statement"})
+_TS_DEFS = frozenset(_TS_KINDS) | {"lexical_declaration", "variable_declaration"}
+
 BACKENDS = {
-    "python": Backend("python", _python, frozenset({"comment"}), "#", _python_imports, doc_above=True),
-    "rust": Backend("rust", _rust, frozenset({"line_comment", "block_comment"}), "//", _rust_imports),
-    "typescript": Backend("typescript", _ts, frozenset({"comment"}), "//", _ts_imports),
-    "javascript": Backend("javascript", _ts, frozenset({"comment"}), "//", _ts_imports),
-    "go": Backend("go", _go, frozenset({"comment"}), "//", _go_imports),
-    "java": Backend("java", _java, frozenset({"line_comment", "block_comment"}), "//", _java_imports),
-    "c": Backend("c", _c, frozenset({"comment"}), "//", lambda r, d: _c_imports(r, d, cpp=False)),
-    "cpp": Backend("cpp", _cpp, frozenset({"comment"}), "//", lambda r, d: _c_imports(r, d, cpp=True)),
-    "csharp": Backend("csharp", _csharp, frozenset({"comment"}), "//", _csharp_imports),
-    "ruby": Backend("ruby", _ruby, frozenset({"comment"}), "#", _ruby_imports),
-    "lua": Backend("lua", _lua, frozenset({"comment"}), "--", _lua_imports),
-    "html": Backend("html", _html, frozenset({"comment"}), "<!--", None, doc_above=False),
-    "css": Backend("css", _css, frozenset({"comment"}), "/*", None, doc_above=False),
-    "markdown": Backend("markdown", _markdown, frozenset(), "", None, doc_above=False),
+    "python": Backend("python", _python, frozenset({"comment"}), "#", _python_imports, doc_above=True,
+                      definitions=frozenset({"function_definition", "class_definition"})),
+    "rust": Backend("rust", _rust, frozenset({"line_comment", "block_comment"}), "//", _rust_imports,
+                    definitions=frozenset(_RUST_KINDS)),
+    "typescript": Backend("typescript", _ts, frozenset({"comment"}), "//", _ts_imports, definitions=_TS_DEFS),
+    "javascript": Backend("javascript", _ts, frozenset({"comment"}), "//", _ts_imports, definitions=_TS_DEFS),
+    "go": Backend("go", _go, frozenset({"comment"}), "//", _go_imports,
+                  definitions=frozenset({"function_declaration", "method_declaration", "type_spec", "type_alias",
+                                         "const_spec", "var_spec"}),
+                  stops=frozenset({"function_declaration", "method_declaration", "const_spec", "var_spec", "block",
+                                   "func_literal"})),
+    "java": Backend("java", _java, frozenset({"line_comment", "block_comment"}), "//", _java_imports,
+                    definitions=frozenset(_JAVA_KINDS) | {"field_declaration"}, stops=frozenset({"field_declaration"})),
+    "c": Backend("c", _c, frozenset({"comment"}), "//", lambda r, d: _c_imports(r, d, cpp=False),
+                 definitions=_C_DEFS, stops=_C_STOPS),
+    "cpp": Backend("cpp", _cpp, frozenset({"comment"}), "//", lambda r, d: _c_imports(r, d, cpp=True),
+                   definitions=_C_DEFS | {"class_specifier", "namespace_definition"}, stops=_C_STOPS),
+    "csharp": Backend("csharp", _csharp, frozenset({"comment"}), "//", _csharp_imports,
+                      definitions=frozenset(_CS_KINDS) | {"field_declaration", "event_field_declaration"},
+                      stops=frozenset({"field_declaration", "event_field_declaration"})),
+    "ruby": Backend("ruby", _ruby, frozenset({"comment"}), "#", _ruby_imports,
+                    definitions=frozenset({"method", "singleton_method", "class", "module"})),
+    "lua": Backend("lua", _lua, frozenset({"comment"}), "--", _lua_imports,
+                   definitions=frozenset({"function_declaration", "variable_declaration"})),
+    "html": Backend("html", _html, frozenset({"comment"}), "<!--", None, doc_above=False,
+                    definitions=frozenset({"element", "script_element", "style_element"})),
+    "css": Backend("css", _css, frozenset({"comment"}), "/*", None, doc_above=False,
+                   definitions=frozenset({"rule_set"})),
+    "markdown": Backend("markdown", _markdown, frozenset(), "", None, doc_above=False,
+                        definitions=frozenset({"section"})),
 }
 """Backend name → :class:`Backend`."""

@@ -327,8 +327,52 @@ def doc_above(node, data: bytes, comment_types) -> str | None:
     return text or None
 
 
+_queries = {}
+
+
+def definition_nodes(parsed: Parsed, backend) -> list:
+    """Every node of a type in ``backend.definitions``, in source pre-order, found by one
+    tree-sitter query run in C (a Python walk over every node costs several times the parse)."""
+    from lib.code import languages
+
+    lang = parsed.tree.language
+    key = (id(lang), backend.name)
+    query = _queries.get(key)
+    if query is None:
+        kinds = sorted(k for k in backend.definitions if lang.id_for_node_kind(k, True))
+        query = _queries[key] = languages.binding().Query(lang, "[" + " ".join(f"({k})" for k in kinds) + "] @d")
+    nodes = languages.binding().QueryCursor(query).captures(parsed.tree.root_node).get("d", [])
+    nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
+    return nodes
+
+
 def walk_specs(parsed: Parsed):
-    """Yield every :class:`~lib.code.backends.Spec` of the tree in source pre-order."""
+    """Yield every :class:`~lib.code.backends.Spec` of the tree in source pre-order.
+
+    The candidates come from :func:`definition_nodes`; one under a ``backend.stops`` node is
+    skipped, exactly as a walk that does not descend there would skip it. Deep nesting costs
+    nothing in Python: only the candidates' ancestors are looked at."""
+    backend = _backends.BACKENDS[parsed.language]
+    visit, data, stops = backend.visit, parsed.data, backend.stops
+    for node in definition_nodes(parsed, backend):
+        parent = node.parent
+        if stops:
+            up = parent
+            while up is not None and up.type not in stops:
+                up = up.parent
+            if up is not None:
+                continue
+        specs, _ = visit(node, data, parent)
+        for spec in specs:
+            if spec.name:
+                if "\n" in spec.name:  # a C++ specialisation's name may span lines
+                    spec.name = " ".join(spec.name.split())
+                yield spec
+
+
+def walk_specs_python(parsed: Parsed):
+    """:func:`walk_specs` as an explicit-stack walk in Python (kept to cross-check the query
+    walk in tests)."""
     backend = _backends.BACKENDS[parsed.language]
     visit, data = backend.visit, parsed.data
     # parents travel on the stack: tree-sitter's Node.parent walks down from the root, which

@@ -158,3 +158,16 @@ def test_a_pathological_decorator_is_capped_but_parameters_are_not():
     sig = next(iter(symbols.extract(languages.parse("a.py", src.encode())))).signature
     assert sig.endswith("… def test_x(a, b, c=1, d=2)")
     assert len(sig.split("…")[0]) == symbols.DECORATOR_CAP - 1
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(REAL)) + ["../sample.py", "../sample.go", "../sample.rs",
+                                                           "../sample.md", "../sample.html", "../sample.css"])
+def test_query_walk_finds_what_the_python_walk_finds(name):
+    """The C query walk (lib.code.symbols.walk_specs) lists exactly the definitions of a full
+    Python walk that honours each backend's stops, in the same order."""
+    path = os.path.join(REAL, name)
+    with open(path, "rb") as fh:
+        parsed = languages.parse(path, fh.read())
+    fast = [(s.name, s.kind, s.node.start_byte) for s in symbols.walk_specs(parsed)]
+    slow = [(s.name, s.kind, s.node.start_byte) for s in symbols.walk_specs_python(parsed)]
+    assert fast == slow and fast
