@@ -243,11 +243,22 @@ def _string_value(node, data) -> str | None:
     return None
 
 
+_TS_IMPORT_QUERY = "[(import_statement) (export_statement) (call_expression function: [(identifier) (import)])] @n"
+"""The only nodes a TypeScript/JavaScript import can be: a query finds them in C."""
+
+
 def _ts_imports(root, data):
+    from lib.code import languages
+
+    binding = languages.binding()
+    lang = languages.language_of(root)
+    query = _query_cache.get(("ts-imports", id(lang)))
+    if query is None:
+        query = _query_cache[("ts-imports", id(lang))] = binding.Query(lang, _TS_IMPORT_QUERY)
+    nodes = binding.QueryCursor(query).captures(root).get("n", [])
+    nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
     out = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
+    for node in nodes:
         t = node.type
         if t in ("import_statement", "export_statement"):
             src = node.child_by_field_name("source")
@@ -259,17 +270,18 @@ def _ts_imports(root, data):
                 src = req.child_by_field_name("source") or next((c for c in req.children if c.type == "string"), None)
                 if src is not None:
                     out.append((_string_value(src, data), node.start_point[0] + 1))
-                continue
-        if t == "call_expression":
-            fn = node.child_by_field_name("function")
-            args = node.child_by_field_name("arguments")
-            if fn is not None and fn.type in ("identifier", "import") and text(fn, data) in ("require", "import") and args is not None:
-                first = next((c for c in args.children if c.is_named), None)
-                value = _string_value(first, data) if first is not None else None
-                if value is not None and first.type == "string":
-                    out.append((value, node.start_point[0] + 1))
-        stack.extend(reversed(node.children))
+            continue
+        fn = node.child_by_field_name("function")
+        args = node.child_by_field_name("arguments")
+        if fn is not None and text(fn, data) in ("require", "import") and args is not None:
+            first = next((c for c in args.children if c.is_named), None)
+            value = _string_value(first, data) if first is not None else None
+            if value is not None and first.type == "string":
+                out.append((value, node.start_point[0] + 1))
     return [o for o in out if o[0] is not None]
+
+
+_query_cache = {}
 
 
 # -- Go ----------------------------------------------------------------------------------------

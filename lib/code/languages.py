@@ -150,6 +150,15 @@ def language(grammar: str):
     return binding().Language(module.language())
 
 
+_tree_languages = {}
+
+
+def language_of(root):
+    """The ``Language`` of the tree whose root node is ``root`` (a Node does not expose it; the
+    trees this module parsed are remembered by root node id)."""
+    return _tree_languages[root.id]
+
+
 def parser(grammar: str):
     """A cached tree-sitter parser for a grammar name of tree-sitter-language-pack."""
     p = _parsers.get(grammar)
@@ -181,6 +190,9 @@ def count_errors(tree) -> tuple:
 
 def _parse(grammar: str, data: bytes):
     tree = parser(grammar).parse(data)
+    if len(_tree_languages) > 64:  # a long-lived MCP server parses without end: stay bounded
+        _tree_languages.clear()
+    _tree_languages[tree.root_node.id] = tree.language
     errors, size = count_errors(tree)
     return tree, errors, size
 

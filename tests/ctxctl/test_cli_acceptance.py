@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 
 def test_outline_text_lists_symbols_with_aligned_kinds_and_metrics(ctxctl, fixture):
     path = fixture("sample.rs")
@@ -203,3 +205,27 @@ def test_docs_cover_every_command_and_the_mcp_tool_list():
     for tool in mcp.tool_list():
         assert f"`{tool['name']}`" in doc, tool["name"]
     assert "reads the real docstring" in doc
+
+
+@pytest.mark.parametrize("argv", [
+    ["outline", "sample.rs", "--json", "--no-saved"],
+    ["symbol", "sample.rs", "--name", "add", "--kind", "fn", "--signature"],
+    ["read", "sample.rs", "--lines", "1-3", "--no-saved"],
+    ["deps", "sample.rs", "--format", "json"],
+])
+def test_the_fast_command_line_parser_agrees_with_argparse(argv):
+    """ctxctl.fast_args (the file commands without argparse) yields what argparse yields."""
+    import ctxctl as cli
+
+    fast = vars(cli.fast_args(argv))
+    slow = vars(cli.build_parser().parse_args(argv))
+    assert {k: v for k, v in fast.items() if k in slow} == slow
+
+
+@pytest.mark.parametrize("argv", [["outline"], ["outline", "a.rs", "--bogus"], ["symbol", "a.rs"],
+                                  ["symbol", "a.rs", "--name", "x", "--compact", "--lines", "1"],
+                                  ["outline", "-h"], ["exec", "true"], ["symbol", "a.rs", "--name", "x", "--kind", "nope"]])
+def test_the_fast_parser_leaves_everything_unusual_to_argparse(argv):
+    import ctxctl as cli
+
+    assert cli.fast_args(argv) is None
