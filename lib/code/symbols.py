@@ -346,13 +346,20 @@ def definition_nodes(parsed: Parsed, backend) -> list:
     return nodes
 
 
-def walk_specs(parsed: Parsed):
+def walk_specs(parsed: Parsed, use_query: bool | None = None):
     """Yield every :class:`~lib.code.backends.Spec` of the tree in source pre-order.
 
     The candidates come from :func:`definition_nodes`; one under a ``backend.stops`` node is
     skipped, exactly as a walk that does not descend there would skip it. Deep nesting costs
-    nothing in Python: only the candidates' ancestors are looked at."""
+    nothing in Python: only the candidates' ancestors are looked at. ``use_query`` ``None``
+    chooses by ``Backend.query_min_bytes``; ``True``/``False`` force one walk."""
     backend = _backends.BACKENDS[parsed.language]
+    if use_query is None:
+        use_query = (len(parsed.data) >= backend.query_min_bytes
+                     or (id(parsed.tree.language), backend.name) in _queries)
+    if not use_query:
+        yield from walk_specs_python(parsed)  # a small file: the walk costs less than compiling the query
+        return
     visit, data, stops = backend.visit, parsed.data, backend.stops
     for node in definition_nodes(parsed, backend):
         parent = node.parent
@@ -371,8 +378,9 @@ def walk_specs(parsed: Parsed):
 
 
 def walk_specs_python(parsed: Parsed):
-    """:func:`walk_specs` as an explicit-stack walk in Python (kept to cross-check the query
-    walk in tests)."""
+    """:func:`walk_specs` as an explicit-stack walk in Python: used for small files of grammars
+    whose query is slow to compile (``Backend.query_min_bytes``), and to cross-check the query
+    walk in tests."""
     backend = _backends.BACKENDS[parsed.language]
     visit, data = backend.visit, parsed.data
     # parents travel on the stack: tree-sitter's Node.parent walks down from the root, which

@@ -168,6 +168,6 @@ def test_query_walk_finds_what_the_python_walk_finds(name):
     path = os.path.join(REAL, name)
     with open(path, "rb") as fh:
         parsed = languages.parse(path, fh.read())
-    fast = [(s.name, s.kind, s.node.start_byte) for s in symbols.walk_specs(parsed)]
+    fast = [(s.name, s.kind, s.node.start_byte) for s in symbols.walk_specs(parsed, use_query=True)]
     slow = [(s.name, s.kind, s.node.start_byte) for s in symbols.walk_specs_python(parsed)]
     assert fast == slow and fast
