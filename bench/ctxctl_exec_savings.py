@@ -5,7 +5,7 @@ real commands of this machine, with oversized outputs kept out of the headline (
 Each command runs once through :func:`lib.code.execute.run` (exact cl100k_base counts) and
 once raw; the report gives, per command, the exit code (always the child's), raw lines and
 bytes, tokens before/after, saved%, and how many of the raw output's diagnostic lines (a line
-naming a ``file:line`` location, or a ``FAIL``/``error``/``Traceback`` line) survived. The
+naming a ``file:line`` location, or a ``FAIL``/``FAILED``/``error``/``Traceback``/``panicked``/``not ok`` line) survived. The
 headline is the median per-command saved% and the token-weighted total over the commands whose
 raw output is under :data:`OVERSIZED_TOKENS`; the oversized ones (a ``find`` over the venv, a
 full ``git log -p``) save ~100% whatever the folding does and would flatter the headline, so
@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 OVERSIZED_TOKENS = 50_000
 """Raw outputs above this many tokens are reported apart from the headline."""
-DIAGNOSTIC = re.compile(r"\w\.\w{1,5}:\d+|\bFAIL|\berror\b|Traceback|panicked|not ok", re.IGNORECASE)
+DIAGNOSTIC = re.compile(r"\w\.\w{1,5}:\d+|\bFAIL(?:ED)?\b|(?i:\berror\b)|Traceback|panicked|not ok")
 
 
 def workspace() -> str:

@@ -214,6 +214,8 @@ def _ts(node, data, parent):
         outer = parent if exported else node
         return [Spec(name, kind, node, outer, node.child_by_field_name("body"),
                      sig_node=outer)], True
+    if t == "expression_statement" and parent is not None and parent.type in _MODULE_LEVEL:
+        return _ts_assigned_function(node, data), False
     if t in ("lexical_declaration", "variable_declaration") and parent is not None and parent.type in _MODULE_LEVEL:
         outer = parent if exported else node
         specs = []
@@ -231,6 +233,24 @@ def _ts(node, data, parent):
             specs.append(Spec(text(name_node, data), "var", node, outer, body, sig_node=outer, sig_end=fn_body))
         return specs, True
     return [], True
+
+
+_FUNCTION_VALUES = ("arrow_function", "function_expression", "function", "generator_function")
+
+
+def _ts_assigned_function(node, data) -> list:
+    """A module-level ``res.status = function status(code) { … }`` (or ``exports.x = (…) =>``):
+    a function named as written on the left, as Lua's ``function M.f``. Beyond upstream, which
+    lists none of a CommonJS module's methods (Express's response.js outlined to its imports)."""
+    assign = next((c for c in node.children if c.type == "assignment_expression"), None)
+    if assign is None:
+        return []
+    left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+    if left is None or right is None or right.type not in _FUNCTION_VALUES or left.type != "member_expression":
+        return []
+    body = right.child_by_field_name("body")
+    block = body if body is not None and body.type == "statement_block" else None
+    return [Spec(text(left, data), "function", node, node, block, sig_end=body)]
 
 
 def _string_value(node, data) -> str | None:
@@ -642,7 +662,7 @@ def _markdown(node, data, parent):
 _C_DEFS = frozenset({"preproc_def", "preproc_function_def", "function_definition", "declaration", "field_declaration",
                      "type_definition", "struct_specifier", "union_specifier", "enum_specifier"})
 _C_STOPS = frozenset({"preproc_def", "preproc_function_def", "function_definition", "compound_statement"})
-_TS_DEFS = frozenset(_TS_KINDS) | {"lexical_declaration", "variable_declaration"}
+_TS_DEFS = frozenset(_TS_KINDS) | {"lexical_declaration", "variable_declaration", "expression_statement"}
 
 BACKENDS = {
     "python": Backend("python", _python, frozenset({"comment"}), "#", _python_imports, doc_above=True,

@@ -171,3 +171,17 @@ def test_query_walk_finds_what_the_python_walk_finds(name):
     fast = [(s.name, s.kind, s.node.start_byte) for s in symbols.walk_specs(parsed, use_query=True)]
     slow = [(s.name, s.kind, s.node.start_byte) for s in symbols.walk_specs_python(parsed)]
     assert fast == slow and fast
+
+
+def test_javascript_methods_assigned_to_an_object_are_listed():
+    """Express's response.js defines every method as `res.x = function x(…) {…}`; upstream's
+    outline of it showed only its imports."""
+    path = os.path.join(REAL, "express_response.js")
+    with open(path, "rb") as fh:
+        syms = symbols.extract(languages.parse(path, fh.read()))
+    by = {s.name: s for s in syms}
+    assert by["res.status"].kind == "function" and by["res.status"].signature == "res.status = function status(code)"
+    assert by["res.links"].signature == "res.links = function(links)"
+    assert by["res.sendFile"].signature == "res.sendFile = function sendFile(path, options, callback)"
+    assert "module.exports" not in by  # `module.exports = res` assigns no function
+    assert sum(1 for s in syms if s.name.startswith("res.")) >= 25
