@@ -242,15 +242,17 @@ def _ts_assigned_function(node, data) -> list:
     """A module-level ``res.status = function status(code) { … }`` (or ``exports.x = (…) =>``):
     a function named as written on the left, as Lua's ``function M.f``. Beyond upstream, which
     lists none of a CommonJS module's methods (Express's response.js outlined to its imports)."""
-    assign = next((c for c in node.children if c.type == "assignment_expression"), None)
-    if assign is None:
+    lefts = []
+    value = next((c for c in node.children if c.type == "assignment_expression"), None)
+    while value is not None and value.type == "assignment_expression":  # `res.set = res.header = function …`
+        lefts.append(value.child_by_field_name("left"))
+        value = value.child_by_field_name("right")
+    if value is None or value.type not in _FUNCTION_VALUES:
         return []
-    left, right = assign.child_by_field_name("left"), assign.child_by_field_name("right")
-    if left is None or right is None or right.type not in _FUNCTION_VALUES or left.type != "member_expression":
-        return []
-    body = right.child_by_field_name("body")
+    body = value.child_by_field_name("body")
     block = body if body is not None and body.type == "statement_block" else None
-    return [Spec(text(left, data), "function", node, node, block, sig_end=body)]
+    return [Spec(text(left, data), "function", node, node, block, sig_end=body)
+            for left in lefts if left is not None and left.type == "member_expression"]
 
 
 def _string_value(node, data) -> str | None:
