@@ -24,7 +24,11 @@ recompile ctxctl's modules, which is not how it runs.
 definition names ctags finds that ctxctl misses and the reverse (ctags' import, include,
 parameter and local-variable kinds left out: ctxctl lists imports under ``deps``).
 
-Usage: ``.venv/bin/python bench/ctxctl_speed.py [--rounds N] [--agreement] [--json]``.
+``--mcp`` measures instead the per-call latency of one long-lived ``ctxctl.py mcp`` process
+(the way an MCP client runs it): each file's first call (its grammar and query not yet loaded)
+and the median of the following rounds, per verb.
+
+Usage: ``.venv/bin/python bench/ctxctl_speed.py [--rounds N] [--agreement] [--mcp] [--json]``.
 Nothing here asserts; the numbers are for docs/ctxctl.md and for regressions.
 """
 from __future__ import annotations
@@ -167,11 +171,50 @@ def agreement(ctags: str, files: list) -> dict:
     return per
 
 
+def mcp_latency(files: list, rounds: int) -> list:
+    """Per file and verb: ``(first call ms, median of later calls ms)`` over one MCP process."""
+    proc = subprocess.Popen([sys.executable, CTXCTL, "mcp"], cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    ids = iter(range(1, 1 << 30))
+
+    def ask(method, params):
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params})
+                          + "\n").encode())
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+
+    ask("initialize", {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "bench"}})
+    time.sleep(1.0)  # the tokenizer preload finishes (it runs on a thread at start-up)
+    out = []
+    try:
+        for language, path in files:
+            rel = os.path.relpath(path, ROOT)
+            target = middle_symbol(path)
+            for verb in VERBS:
+                args = {"file": rel}
+                if verb == "symbol":
+                    if target is None:
+                        continue
+                    args["name"] = target
+                times = []
+                for _ in range(rounds + 1):
+                    start = time.perf_counter()
+                    ask("tools/call", {"name": f"ctxctl_{verb}", "arguments": args})
+                    times.append((time.perf_counter() - start) * 1000)
+                out.append({"language": language, "file": os.path.basename(path), "verb": verb,
+                            "first_ms": round(times[0], 1), "warm_ms": round(statistics.median(times[1:]), 1)})
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--agreement", action="store_true", help="also compare outlines with ctags")
     ap.add_argument("--agreement-only", action="store_true", help="only the ctags comparison (no timing)")
+    ap.add_argument("--mcp", action="store_true", help="per-call latency of one ctxctl mcp process instead")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     py = sys.executable
@@ -182,6 +225,17 @@ def main(argv=None) -> int:
     files = corpus()
     if args.agreement_only:
         print(json.dumps(agreement(ctags, files), indent=2))
+        return 0
+    if args.mcp:
+        rows = mcp_latency(files, args.rounds)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+            return 0
+        for r in rows:
+            print(f"  {r['language']:<10} {r['file'][:34]:<34} {r['verb']:<7} first {r['first_ms']:>6.1f} ms"
+                  f"  warm {r['warm_ms']:>6.1f} ms")
+        print(f"  median warm call {statistics.median(r['warm_ms'] for r in rows):.1f} ms, "
+              f"median first call {statistics.median(r['first_ms'] for r in rows):.1f} ms")
         return 0
     jobs = []
     for language, path in files:
