@@ -421,6 +421,13 @@ def _declarator_name(decl, data):
     return None, is_function
 
 
+def _macro_like(name: str) -> bool:
+    """An ALL_CAPS identifier (a macro by convention): a "function" with no return type and
+    such a name is a macro invocation, not a definition (constructors are never ALL_CAPS)."""
+    return len(name) > 1 and name.replace("_", "").isalnum() and name.upper() == name and not name.isdigit() \
+        and any(c.isalpha() for c in name)
+
+
 def _c_family(node, data, parent, cpp: bool):
     t = node.type
     if t in ("preproc_def", "preproc_function_def"):
@@ -428,8 +435,8 @@ def _c_family(node, data, parent, cpp: bool):
     if t == "function_definition":
         name, _ = _declarator_name(node.child_by_field_name("declarator"), data)
         outer = parent if parent is not None and parent.type == "template_declaration" else node
-        if name is None:
-            return [], False
+        if name is None or (node.child_by_field_name("type") is None and _macro_like(name)):
+            return [], False  # `FMT_CATCH(...) {}`: a macro invocation the parser took for a definition
         return [Spec(name, "function", node, outer, node.child_by_field_name("body"), sig_node=outer)], False
     if t in ("declaration", "field_declaration"):
         specs = []

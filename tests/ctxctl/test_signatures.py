@@ -130,6 +130,9 @@ def test_cpp_trailing_specifiers_and_multi_line_parameters():
     assert signature_of(path, "vwindows_error") == (
         "std::system_error vwindows_error(int err_code, string_view format_str, format_args args)")
     assert signature_of(path, "utf8_system_category") == "class utf8_system_category final : public std::error_category"
+    with open(path, "rb") as fh:
+        names = [s.name for s in symbols.extract(languages.parse(path, fh.read()))]
+    assert "FMT_CATCH" not in names  # `FMT_CATCH(...) {}` is a macro call, not a function
 
 
 def test_ruby_keyword_defaults_over_two_lines():
