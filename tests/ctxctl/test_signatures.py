@@ -149,6 +149,8 @@ def test_lua_function_header():
     ("class A:\n    @staticmethod\n    @cache(\n        size=3,\n    )\n    def f(a,  # first\n          b: int = 2,\n    ) -> int:\n        pass\n",
      "f", "@staticmethod @cache(size=3) def f(a, b: int = 2) -> int"),
     ("def g(x): return x\n", "g", "def g(x)"),
+    ("@dataclass(frozen=True)\nclass P(Base,\n        metaclass=M):\n    x: int\n", "P",
+     "@dataclass(frozen=True) class P(Base, metaclass=M)"),
 ])
 def test_python_header_rules(source, name, expected):
     parsed = languages.parse("a.py", source.encode())
@@ -191,3 +193,15 @@ def test_javascript_methods_assigned_to_an_object_are_listed():
         written = {line.split(" =")[0] for line in fh if line.startswith("res.") and " =" in line}
     assert {"res.set", "res.header", "res.contentType", "res.type"} <= written and len(written) == 22
     assert {s.name for s in syms if s.name.startswith("res.")} == written  # chained `a = b = function` too
+
+
+@pytest.mark.parametrize("path, source, name, expected", [
+    ("a.ts", 'class A {\n  @HostListener("click", ["$event"])\n  onClick(e: Event): void {}\n}\n', "onClick",
+     '@HostListener("click", ["$event"]) onClick(e: Event): void'),
+    ("a.rs", '#[derive(Debug, Clone)]\n#[serde(rename_all = "camelCase")]\npub struct Config {\n    a: u8,\n}\n', "Config",
+     '#[derive(Debug, Clone)] #[serde(rename_all = "camelCase")] pub struct Config'),
+])
+def test_decorators_outside_the_definition_node(path, source, name, expected):
+    """TypeScript method decorators and Rust attributes are siblings before the definition."""
+    parsed = languages.parse(path, source.encode())
+    assert next(s for s in symbols.extract(parsed) if s.name == name).signature == expected
