@@ -186,8 +186,11 @@ def mcp_latency(files: list, rounds: int) -> list:
     ask("initialize", {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "bench"}})
     time.sleep(1.0)  # the tokenizer preload finishes (it runs on a thread at start-up)
     out = []
+    root = os.path.realpath(ROOT)
     try:
         for language, path in files:
+            if not os.path.realpath(path).startswith(root + os.sep):
+                continue  # the venv's files are outside the workspace the server is pinned to
             rel = os.path.relpath(path, ROOT)
             target = middle_symbol(path)
             for verb in VERBS:
