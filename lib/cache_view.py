@@ -24,7 +24,6 @@ Standard library only.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -116,6 +115,8 @@ def read_json(path: str, max_bytes: int = MAX_CACHE_BYTES) -> tuple[object, str,
     if len(raw) > max_bytes:
         return None, UNREADABLE, f"larger than {max_bytes} bytes"
     try:
+        import json  # here, not at the top: the hook imports this module for its time rules only
+
         data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
         return None, UNREADABLE, "not UTF-8"
@@ -249,6 +250,8 @@ def spooled_records(path: str, agent_id: str, kinds: tuple, max_bytes: int = SPO
         if not line.strip():
             continue
         try:
+            import json
+
             rec = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
         except (ValueError, RecursionError):
             continue

@@ -75,13 +75,19 @@ class LivePlane:
                 data = json.loads(fh.read())
         except FileNotFoundError:
             return base
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             self.log("live_state_unreadable", error=str(exc)[:200], detail="starting from an empty live state")
             return base
         if isinstance(data, dict):
             for k, v in base.items():
-                if isinstance(data.get(k), type(v)) or (v is None and isinstance(data.get(k), (int, float))):
+                if k in data and (isinstance(data[k], type(v)) or (v is None and isinstance(data[k], (int, float)))):
                     base[k] = data[k]
+        # entries are objects (anything else is a state file damaged by hand or by a bug: dropped)
+        for k in ("sessions", "agents", "held", "requests"):
+            base[k] = {ek: ev for ek, ev in base[k].items() if isinstance(ev, dict)}
+        base["lost"] = [e for e in base["lost"] if isinstance(e, dict)]
+        if base["stale_since"] is not None and live.epoch_secs(base["stale_since"]) is None:
+            base["stale_since"] = None
         return base
 
     def _save(self) -> None:
@@ -144,13 +150,12 @@ class LivePlane:
         ``refused`` = the reason, so the hook warns about nothing and ``ctxlake status`` says why.
         Logged once per pass (``live_plane_refused``)."""
         from lib import spool
-        from lib.paths import safe_segment
         from lib.spool import atomic_write
 
         summary["live_refused"] = reason
         self.log("live_plane_refused", reason=reason, detail=str(live.Unsafe(reason)))
-        state = os.path.join(self.cfg.paths.state_dir, "consumers", f"leases-{safe_segment(self.fleet)}.json")
-        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet), state)
+        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet),
+                                                self.cfg.paths.mcp_consumer_state(self.fleet, "leases"))
         now = self.clock()
         for rec in records:
             rid, agent = rec.get("record_id"), rec.get("agent_id")
@@ -183,10 +188,9 @@ class LivePlane:
         (:meth:`_retried`).
         """
         from lib import spool
-        from lib.paths import safe_segment
 
-        state = os.path.join(self.cfg.paths.state_dir, "consumers", f"leases-{safe_segment(self.fleet)}.json")
-        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet), state)
+        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet),
+                                                self.cfg.paths.mcp_consumer_state(self.fleet, "leases"))
         mine = [r for r in records if r.get("kind") in LEASE_KINDS]
         if mine and self.lease_view_time is None:  # first pass of this process: a view for the directory check
             self.lease_view, self.lease_view_time = live.list_leases(store, self.fleet, cache=self.lease_cache, log=self.log)
@@ -468,7 +472,7 @@ class LivePlane:
                     data = json.loads(fh.read())
                 if not isinstance(data, dict):
                     raise ValueError("not an object")
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 data = dict(empty, refreshed_at=None, store_time=None)
             data.update(stale_since=self.state["stale_since"], error=error)
             if "leases" in empty:
