@@ -86,6 +86,17 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _pointer(store, pkey: str) -> dict:
+    """The snapshot pointer's JSON object, or ``{}`` when it is absent or unreadable."""
+    from lib.store import NotFound
+
+    try:
+        current = json.loads(store.get(pkey).data)
+    except (NotFound, ValueError):
+        return {}
+    return current if isinstance(current, dict) else {}
+
+
 def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: str, claim_count: int,
             session_count: int, log=lambda *a, **k: None) -> dict:
     """Publish ``data``: blob first (create-only; already there is fine), then CAS the pointer.
@@ -99,11 +110,15 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
 
     sha = sha256(data)
     blob = lake.snapshot_blob_key(fleet_id, sha)
+    pkey = lake.snapshot_pointer_key(fleet_id)
+    named = _pointer(store, pkey)
+    if named.get("sha256") == sha and int(named.get("maint_epoch") or 0) <= maint_epoch:
+        # an idle pass: nothing to write, so no create-only put of the blob "loses a race"
+        return {"published": False, "sha256": sha, "reason": "already current"}
     try:
         store.put(blob, data, CREATE)
     except PreconditionFailed:
         pass
-    pkey = lake.snapshot_pointer_key(fleet_id)
     pointer = {"sha256": sha, "built_at": built_at, "maint_epoch": maint_epoch, "claim_count": claim_count,
                "session_count": session_count, "key": blob}
     for _ in range(8):

@@ -148,6 +148,7 @@ def test_cli_install_on_a_settings_file_without_hooks_writes_them(tmp_path, monk
     (user / ".claude").mkdir(parents=True)
     (user / ".claude" / "settings.json").write_text(text)
     monkeypatch.setenv("HOME", str(user))
+    monkeypatch.setenv("CTXLAKE_FLEET_ID", "team-a")
     out = io.StringIO()
     assert ctxlake.main(["install", "claude_code"], stdout=out) == 0
     assert f"update         {user}/.claude/settings.json" in out.getvalue()
