@@ -228,8 +228,7 @@ def _status(cfg) -> dict:
           "briefing": {"chars": len(brief.get("text") or ""), "rendered_at": brief.get("rendered_at")}
           if isinstance(brief, dict) else None,
           "spool_backlog": backlog, "agents": _roster_agents(roster),
-          "leases": [x for x in leases.get("leases") or [] if isinstance(x, dict)]
-          if isinstance(leases, dict) and isinstance(leases.get("leases"), list) else [],
+          "leases": _held_leases(leases), "leases_refused": leases.get("refused") if isinstance(leases, dict) else None,
           "hooks": hooks, "hook_log": _hook_log(p.hook_errors)}
     st["hook_errors"] = st["hook_log"]["errors"]
     st["next"] = _next_step(st)
@@ -254,6 +253,13 @@ def _next_step(st: dict) -> str:
     if st["spool_backlog"]["files"] and st["spool_backlog"]["bytes"]:
         return "ctxlake sync --once   (ships the spool; the daemon does it every few seconds)"
     return "nothing: capture is wired and the cache is current"
+
+
+def _held_leases(view) -> list[dict]:
+    """Unexpired leases of the cached view by the store clock (:func:`lib.live.view_leases`)."""
+    from lib import live
+
+    return live.view_leases(view) if isinstance(view, dict) else []
 
 
 def cmd_status(args, cfg, out) -> int:
@@ -300,7 +306,8 @@ def cmd_status(args, cfg, out) -> int:
         age = "age ?" if a["age_secs"] is None else f"seen {_secs(a['age_secs'])} ago"
         where = f" {a['repo']}" + (f"@{a['branch']}" if a.get("branch") else "") if a.get("repo") else ""
         w(f"  - {a['agent_id']} ({a['runtime']}){where}, {age}" + (f': "{a["task"]}"' if a["task"] else "") + "\n")
-    w(f"leases     {len(st['leases'])}\n")
+    w(f"leases     {len(st['leases'])}" + (f" (refused: the store does not honour conditional writes: "
+                                          f"{st['leases_refused']}; run ctxlake doctor)" if st["leases_refused"] else "") + "\n")
     for lease in st["leases"]:
         w(f"  - {lease.get('path') or lease.get('resource')} held by {lease.get('holder')} ({lease.get('reason')})\n")
     hl = st["hook_log"]
@@ -638,6 +645,8 @@ def cmd_lease(args, cfg, out) -> int:
                                  ttl=args.ttl or cfg.leases.ttl_secs, view=view, view_time=now)
         except live.Refused as exc:
             raise Failure("refused", f"lease claim: {exc}") from None
+        except live.Unsafe as exc:
+            raise Failure("refused", f"lease claim: {exc}") from None
         for r in records:
             out.write(f"claimed {r['path']} in {r['repo']} as {holder} until "
                       f"{time.strftime('%H:%M:%SZ', time.gmtime(r['expires_at']))} (epoch {r['epoch']})\n")
@@ -645,7 +654,10 @@ def cmd_lease(args, cfg, out) -> int:
         return 0
     keys = ([live.lease_key(cfg.fleet_id, live.resource_key(r["repo"], r["path"])) for r in resources] if resources
             else [r["key"] for r in view if r.get("holder") == holder])
-    freed = sum(live.release(store, k, holder=holder) for k in keys)
+    try:
+        freed = sum(live.release(store, k, holder=holder) for k in keys)
+    except live.Unsafe as exc:
+        raise Failure("refused", f"lease release: {exc}") from None
     out.write(f"released {freed} lease(s) held by {holder}\n")
     return 0
 
