@@ -263,9 +263,10 @@ def _held_leases(view) -> list[dict]:
 
 
 def cmd_status(args, cfg, out) -> int:
-    """One screen on this host: config, fleet, store, installed hooks and whether they agree with
-    the config, the last sync and its error, what the cache holds, spool, agents, leases, hook
-    errors and the next step.
+    """Show this host on one screen, with the next step.
+
+    Config, fleet, store; the installed hooks and whether they agree with the config; the last
+    sync and the cause of its error; what the cache holds; spool, agents, leases, hook errors.
 
     Example: ``ctxlake status --json``
     """
@@ -324,8 +325,9 @@ def _fmt_duration(ms) -> str:
 
 
 def cmd_sessions(args, cfg, out) -> int:
-    """One line per sealed session from the cached snapshot: agent, repo, duration, commands
-    ok/failed, files touched, one-line summary.
+    """List sealed sessions from the cached snapshot, one line each.
+
+    Columns: start time, agent, repo, length, shell commands ok/failed, files touched, summary.
 
     Example: ``ctxlake sessions --limit 20``
     """
@@ -537,8 +539,9 @@ def cmd_query(args, cfg, out) -> int:
 
 
 def cmd_demo(args, cfg, out) -> int:
-    """The main job end to end on the embedded ``file://`` store, in a fresh temporary home, on
-    the real fixtures: import transcripts, replay hook payloads as two agents, sync, maint,
+    """Run the whole pipeline on real fixtures in a temporary home (embedded file:// store).
+
+    On the real fixtures: import transcripts, replay hook payloads as two agents, sync, maint,
     sync, then print status, sessions, the briefing a new SessionStart gets, and a DuckDB query.
 
     Example: ``ctxlake demo``

@@ -270,21 +270,25 @@ def targets(runtime: str, home: str, project: str | None = None, environ=None) -
 @dataclass(frozen=True)
 class JsonStyle:
     """How a JSON file was written, so a rewrite changes only what it must: ``indent`` (spaces,
-    or a tab string), ``ascii`` (non-ASCII escaped as ``\\uXXXX``), ``newline`` (trailing)."""
+    a tab string, or ``None`` for a one-line document), ``ascii`` (non-ASCII escaped as ``\\uXXXX``), ``newline`` (trailing)."""
 
-    indent: int | str = 2
+    indent: int | str | None = 2
     ascii: bool = False
     newline: bool = True
 
     @classmethod
     def of(cls, text: str | None) -> "JsonStyle":
+        """The style of ``text``; a document written on one line stays on one line (``indent``
+        ``None``), so install does not expand a hand-written compact file."""
         if not text or not text.strip():
             return cls()
-        indent: int | str = 2
+        indent: int | str | None = 2
         m = re.search(r"\n([ \t]+)\S", text)
         if m:
             ws = m.group(1)
             indent = ws if "\t" in ws else len(ws)
+        elif "\n" not in text.strip():
+            indent = None
         return cls(indent=indent, ascii=text.isascii() and "\\u" in text, newline=text.endswith("\n"))
 
     def dumps(self, doc) -> str:
@@ -587,6 +591,67 @@ def _render_hermes(path: str, text: str | None, doc: dict, blocks: dict) -> str:
     return new_text
 
 
+def _splice_hermes_hooks(path: str, text: str | None, doc: dict, hooks: dict | None, wanted: dict) -> str | None:
+    """``text`` with ours appended to the existing block-style ``hooks:`` mapping line by line
+    (each event's list gets its entries after the user's; a missing event is added at the end of
+    the block), every user line kept byte for byte; ``None`` when the block is absent, not in
+    block style, or the result does not re-parse to ``wanted`` (then the block is re-rendered)."""
+    if not text or not hooks:
+        return None
+    yaml = _yaml()
+    lines = text.splitlines(keepends=True)
+    try:
+        span = _top_block(lines, "hooks")
+    except ValueError:
+        return None
+    if span is None or lines[span[0]].split(":", 1)[1].split("#", 1)[0].strip():
+        return None  # absent, or ``hooks: {...}`` in flow style
+    start, end = span
+    eol = "\r\n" if "\r\n" in text else "\n"
+    body = [i for i in range(start + 1, end) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
+    if not body:
+        return None
+    indent = len(lines[body[0]]) - len(lines[body[0]].lstrip())
+    inserts: dict[int, list[str]] = {}
+    tail: list[str] = []
+    for event, entries in wanted.items():
+        added = entries[len(hooks.get(event) or []):]
+        if not added:
+            continue
+        key = [i for i in body if len(lines[i]) - len(lines[i].lstrip()) == indent
+               and _top_key(re.escape(event)).match(lines[i][indent:])]
+        dumped = yaml.safe_dump(added, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16)
+        if not key:
+            tail += [" " * indent + f"{event}:" + eol] + [" " * (indent + 2) + ln + eol for ln in dumped.splitlines()]
+            continue
+        k = key[0]
+        if lines[k].split(":", 1)[1].split("#", 1)[0].strip():
+            return None  # ``event: [...]``: flow style, re-render
+        items = [i for i in body if i > k and (len(lines[i]) - len(lines[i].lstrip()) > indent)]
+        nxt = next((i for i in body if i > k and len(lines[i]) - len(lines[i].lstrip()) <= indent), end)
+        items = [i for i in items if i < nxt]
+        if not items:
+            return None
+        item_indent = len(lines[items[0]]) - len(lines[items[0]].lstrip())
+        inserts[items[-1] + 1] = [" " * item_indent + ln + eol for ln in dumped.splitlines()]
+    out = []
+    for i, ln in enumerate(lines):
+        if i == end:
+            out += tail
+        out += inserts.get(i, [])
+        if i == end - 1 and not ln.endswith(("\n", "\r")):
+            ln += eol
+        out.append(ln)
+    if end == len(lines):
+        out += inserts.get(end, []) + tail
+    new_text = "".join(out)
+    try:
+        reparsed = _load_yaml(path, new_text)
+    except MalformedFile:
+        return None
+    return new_text if reparsed == dict(doc, hooks=wanted) else None
+
+
 def _outside_blocks(text: str) -> str:
     """``text`` without the blocks install edits (what must be unchanged for a ``.bak`` restore)."""
     lines = text.splitlines(keepends=True)
@@ -686,13 +751,18 @@ def plan_install(target: Target, ident: Identity, environ=None) -> Change:
             wanted[e] = list(entries or []) + [_hermes_entry(ident, e)]
         entry = hermes_mcp_entry(ident, environ)
         blocks = {}
+        text = before
         if hooks is None or not _same_hermes(hooks, wanted, ident):
-            blocks["hooks"] = wanted
+            spliced = _splice_hermes_hooks(path, before, doc, hooks, wanted) if hooks == base else None
+            if spliced is None:
+                blocks["hooks"] = wanted
+            else:  # the user's own entries keep their quotes, flow lists and comments
+                text, doc = spliced, dict(doc, hooks=wanted)
         if servers is None or servers.get(MCP_NAME) != entry:
             blocks["mcp_servers"] = dict(servers or {}, **{MCP_NAME: entry})
-        if not blocks:
+        if not blocks and text == before:
             return Change(target, before, before)
-        return Change(target, before, _render_hermes(path, before, doc, blocks),
+        return Change(target, before, _render_hermes(path, text, doc, blocks) if blocks else text,
                       ["Hermes asks once per new hook for consent: run `hermes` interactively once, "
                        "or pass --accept-hooks / set hooks_auto_accept"])
     doc = _load_json(path, before)

@@ -248,3 +248,22 @@ def test_status_tells_uncaptured_event_kinds_from_hook_errors(inited):
         fh.write(json.dumps({"step": "spool", "error": "dropped 1 event (tool_call): disk full"}) + "\n")
     line = next(ln for ln in inited.run("status").stdout.splitlines() if ln.startswith("hook errors"))
     assert line.startswith("hook errors 1, last: dropped 1 event (tool_call): disk full")
+
+
+def test_help_lists_every_verb_in_one_plain_sentence(box):
+    import ctxlake
+
+    text = box.run("--help").stdout
+    assert "``" not in text and "usage: ctxlake" in text
+    for fn in (ctxlake.cmd_init, ctxlake.cmd_status, ctxlake.cmd_sessions, ctxlake.cmd_demo, ctxlake.cmd_query):
+        first = " ".join(fn.__doc__.split("\n\n")[0].split()).replace("``", "")
+        assert first.startswith(ctxlake._help(fn)) and first[len(ctxlake._help(fn))] == "."  # a whole sentence
+
+
+def test_sessions_has_a_header_and_the_start_time(inited):
+    transcript = os.path.join(ROOT, "tests", "fixtures", "claude-transcripts", "spotter__short.jsonl")
+    for argv in (("import", "claude-code", "--path", transcript), ("sync", "--once"), ("maint", "--once"), ("sync", "--once")):
+        assert inited.run(*argv).returncode == 0
+    header, row = inited.run("sessions").stdout.splitlines()[:2]
+    assert header.split()[:4] == ["started", "(UTC)", "agent", "repo"]
+    assert row.startswith("2026-02-10 21:11")  # the session's first event, not its end
