@@ -225,6 +225,7 @@ def _status(cfg) -> dict:
           "summarize_mode": cfg.summarize_mode, "last_sync": sync.get("last_run_at"),
           "last_sync_errors": sync.get("errors"), "last_error": sync.get("last_error"),
           "last_ok_sync": sync.get("last_ok_at"), "snapshot_sha": sync.get("snapshot_sha"), "snapshot": snap,
+          "synced_store": sync.get("store"),
           "briefing": {"chars": len(brief.get("text") or ""), "rendered_at": brief.get("rendered_at")}
           if isinstance(brief, dict) else None,
           "spool_backlog": backlog, "agents": _roster_agents(roster),
@@ -239,6 +240,8 @@ def _next_step(st: dict) -> str:
     """The one command that moves this host forward, judged from :func:`_status`."""
     if not st["configured"]:
         return "ctxlake init --store file://~/.ctxlake/lake --fleet NAME   (or s3://bucket/prefix)"
+    if st["synced_store"] not in (None, st["store"]):
+        return "ctxlake sync --once   (the cache still holds what syncd pulled from the previous store)"
     if st["last_sync_errors"]:
         return "fix the last error above, then: ctxlake sync --once   (ctxlake doctor tests the store)"
     if not st["hooks"]:
@@ -283,7 +286,10 @@ def cmd_status(args, cfg, out) -> int:
     for h in st["hooks"]:
         w(f"hooks      {h['file']}: fleet {h['fleet_id']}, agent {h['agent_id']}"
           + ("" if h["agrees"] else f"  MISMATCH: the config says fleet {st['fleet_id']}") + "\n")
-    if not st["last_sync"]:
+    if st["synced_store"] not in (None, st["store"]):
+        w(f"last sync  never against this store; the last pass ({_age(st['last_sync'])}) was against "
+          f"{st['synced_store']}, and the cache below still holds what it pulled\n")
+    elif not st["last_sync"]:
         w("last sync  never\n")
     elif st["last_sync_errors"]:
         w(f"last sync  {_age(st['last_sync'])}, FAILED ({st['last_sync_errors']} error(s)): {st['last_error'] or '?'}\n"
@@ -647,7 +653,7 @@ def cmd_lease(args, cfg, out) -> int:
             records = live.claim(store, cfg.fleet_id, resources, holder=holder, reason=args.reason or "",
                                  ttl=args.ttl or cfg.leases.ttl_secs, view=view, view_time=now)
         except live.Refused as exc:
-            raise Failure("refused", f"lease claim: {exc}") from None
+            raise Failure("refused", f"lease claim: {str(exc).removeprefix('ctxlake: ')}") from None
         except live.Unsafe as exc:
             raise Failure("refused", f"lease claim: {exc}") from None
         for r in records:

@@ -100,7 +100,8 @@ def _carry_over(summary: dict, status_path: str) -> None:
     """Complete a pass ``summary`` for ``ctxlake status``: ``last_error`` (the first cause of this
     pass's errors, one line, or ``None``), ``last_ok_at`` (the last pass without errors) and,
     when this pass did not refresh the cache, the ``snapshot_sha`` the cache still holds (a
-    failed pass leaves the cached snapshot and briefing intact, DESIGN.md §9)."""
+    failed pass leaves the cached snapshot and briefing intact, DESIGN.md §9); nothing is carried
+    over from a pass against another store (``ctxlake init --force`` moved the fleet)."""
     causes = [summary.get("cache_error"), (summary.get("live") or {}).get("live_error")]
     causes += [f"{where}: {why}" for where, why in summary.get("error_detail") or []]
     cause = next((c for c in causes if c), None)
@@ -113,6 +114,8 @@ def _carry_over(summary: dict, status_path: str) -> None:
         previous = {}
     if not isinstance(previous, dict):
         previous = {}
+    if previous.get("store") not in (None, summary.get("store")):
+        previous = {}  # another store's passes say nothing about this one
     summary["last_ok_at"] = summary["last_run_at"] if not summary["errors"] else previous.get("last_ok_at")
     if not summary.get("snapshot_sha") and previous.get("snapshot_sha"):
         summary["snapshot_sha"] = previous["snapshot_sha"]
@@ -162,6 +165,7 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
             summary["cache_error"] = f"{type(exc).__name__}: {exc}"[:300]
             log("cache_refresh_failed", error=summary["cache_error"])
     summary["last_run_at"] = format_time()
+    summary["store"] = store.url
     status_path = cfg.paths.sync_status(cfg.fleet_id)
     _carry_over(summary, status_path)
     try:

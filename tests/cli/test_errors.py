@@ -267,3 +267,27 @@ def test_sessions_has_a_header_and_the_start_time(inited):
     header, row = inited.run("sessions").stdout.splitlines()[:2]
     assert header.split()[:4] == ["started", "(UTC)", "agent", "repo"]
     assert row.startswith("2026-02-10 21:11")  # the session's first event, not its end
+
+
+def test_status_after_moving_the_fleet_to_another_store_does_not_show_the_old_cache_as_current(inited):
+    transcript = os.path.join(ROOT, "tests", "fixtures", "claude-transcripts", "spotter__short.jsonl")
+    for argv in (("import", "claude-code", "--path", transcript), ("sync", "--once"), ("maint", "--once"), ("sync", "--once")):
+        assert inited.run(*argv).returncode == 0
+    old = "file://" + os.path.join(inited.tmp, "lake")
+    assert inited.run("init", "--store", "file://" + os.path.join(inited.tmp, "lake2"), "--fleet", "team-a",
+                      "--force").returncode == 0
+    text = inited.run("status").stdout
+    assert f"last sync  never against this store; the last pass" in text and old in text
+    assert "next       ctxlake sync --once" in text
+    r = inited.run("sync", "--once")
+    assert r.returncode == 0 and "snapshot" not in r.stdout  # nothing carried over from the old store
+    assert "never against this store" not in inited.run("status").stdout
+
+
+def test_a_held_lease_is_named_once(inited):
+    repo = os.path.join(inited.tmp, "repo2")
+    subprocess.run(["git", "init", "-q", repo], check=True)
+    subprocess.run(["git", "-C", repo, "remote", "add", "origin", "https://example.com/acme/app.git"], check=True)
+    assert inited.run("lease", "claim", "src/", "--holder", "bob", cwd=repo).returncode == 0
+    line = assert_one_line_failure(inited.run("lease", "claim", "src/", cwd=repo), "refused", "held by bob")
+    assert line.count("ctxlake") == 2 and line.startswith("ctxlake: lease claim: src/")  # prefix + the advisory note
