@@ -100,6 +100,11 @@ def test_bad_command_lines_are_one_line_usage_errors(inited, argv, needle):
     assert_one_line_failure(inited.run(*argv), "usage", needle)
 
 
+def test_sync_accepts_the_documented_foreground_spelling(inited):
+    r = inited.run("sync", "--foreground", "--once")
+    assert r.returncode == 0 and "sync: shipped" in r.stdout, r.stderr
+
+
 def test_lease_outside_a_git_repository_is_a_usage_error(inited):
     os.makedirs(os.path.join(inited.tmp, "plain"))
     assert_one_line_failure(inited.run("lease", "claim", "a.py", cwd=os.path.join(inited.tmp, "plain")), "usage",

@@ -204,3 +204,25 @@ def test_hermes_install_keeps_the_users_hook_entries_as_written(tmp_path, monkey
     for c in install.plan("uninstall", ["hermes"], IDENT, home):
         install.apply(c)
     assert open(path).read() == text
+
+
+def test_uninstall_leaves_no_backup_and_no_folder_install_created(tmp_path, monkeypatch):
+    import io
+
+    import ctxlake
+
+    home = tmp_path / "user"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text('{"model": "opus"}\n')
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CTXLAKE_FLEET_ID", "team-a")
+    out = io.StringIO()
+    assert ctxlake.main(["install", "claude_code"], stdout=out) == 0
+    assert ctxlake.main(["install", "cursor"], stdout=out) == 0  # creates ~/.cursor
+    out = io.StringIO()
+    assert ctxlake.main(["uninstall", "--all"], stdout=out) == 0
+    assert "backup" not in out.getvalue()  # uninstall writes none, so it reports none
+    assert "restored from its .bak" in out.getvalue()
+    left = sorted(str(p.relative_to(home)) for p in home.rglob("*"))
+    assert left == [".claude", ".claude/settings.json"], left
+    assert (home / ".claude" / "settings.json").read_text() == '{"model": "opus"}\n'
