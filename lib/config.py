@@ -32,10 +32,10 @@ SUMMARIZE_KEYS = ("mode",)
 def _unknown(path: str, where: str, keys, known) -> None:
     """:raises ConfigError: naming the first key of ``keys`` not in ``known``, with the closest
     known spelling (``poll_sec`` → ``poll_secs``)."""
-    import difflib
-
     for key in keys:
         if key not in known:
+            import difflib  # only on the error path: the hook loads the config on every event
+
             near = difflib.get_close_matches(key, known, n=1)
             hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(known)}"
             raise ConfigError(f"{path}: unknown key {where}{key!r} ({hint}); fix or remove it")
