@@ -88,6 +88,8 @@ def run(prog: str, fn, argv: list[str], stderr=None) -> int:
     ``SystemExit`` (argparse) passes through unchanged."""
     err = stderr or sys.stderr
     debug, argv = debug_requested(argv)
+    if debug:  # nested entry points (ctxlake maint → maint.main) see it too
+        os.environ["CTXLAKE_DEBUG"] = "1"
     try:
         return fn(argv)
     except SystemExit:

@@ -114,6 +114,9 @@ def test_lease_outside_a_git_repository_is_a_usage_error(inited):
 def test_debug_adds_the_traceback(inited):
     r = inited.run("--debug", "init", "--store", "/tmp/lake", "--fleet", "t")
     assert r.returncode == EXIT_CODES["usage"] and "Traceback" in r.stderr and "file:///tmp/lake" in r.stderr
+    inited.write_config('fleet_id = "team-a"\n[sync]\npoll_sec = 2\n')
+    r = inited.run("--debug", "maint", "--once")  # reaches the daemons ctxlake dispatches to
+    assert r.returncode == EXIT_CODES["config"] and "Traceback" in r.stderr and "poll_secs" in r.stderr
 
 
 @pytest.mark.parametrize("toml,needle", [
