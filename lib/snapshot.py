@@ -157,11 +157,15 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
 
     sha = sha256(data)
     blob = lake.snapshot_blob_key(fleet_id, sha)
+    pkey = lake.snapshot_pointer_key(fleet_id)
+    named = _named_pointer(store, pkey)
+    if named.get("sha256") == sha and int(named.get("maint_epoch") or 0) <= maint_epoch:
+        # an idle pass: nothing to write, so no create-only put of the blob "loses a race"
+        return {"published": False, "sha256": sha, "reason": "already current"}
     try:
         store.put(blob, data, CREATE)
     except PreconditionFailed:
         pass
-    pkey = lake.snapshot_pointer_key(fleet_id)
     pointer = {"sha256": sha, "built_at": built_at, "maint_epoch": maint_epoch, "claim_count": claim_count,
                "session_count": session_count, "key": blob}
     for _ in range(8):
@@ -260,6 +264,16 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
     atomic_write(cache_path, data, mode=0o644)
     remember()
     return {"changed": True, "sha256": sha, "pointer": pointer}
+
+
+def _named_pointer(store, pkey: str) -> dict:
+    """The snapshot pointer at ``pkey`` (:func:`_pointer`), or ``{}`` when absent or unreadable."""
+    from lib.store import NotFound
+
+    try:
+        return _pointer(store.get(pkey).data, pkey)
+    except (NotFound, ValueError):
+        return {}
 
 
 def _pointer(data: bytes, key: str) -> dict:
