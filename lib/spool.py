@@ -2,7 +2,10 @@
 
 Write side (hook, MCP server, import): :func:`append` writes one record as one ``write`` on an
 ``O_APPEND`` descriptor, so concurrent writers never interleave lines; files rotate at 32 MiB
-and a runtime directory stops accepting at 512 MiB (:class:`SpoolFull`).
+and a runtime directory stops accepting at 512 MiB (:class:`SpoolFull`). Appends (shared
+``flock``), rotations and deletions after shipping (exclusive ``flock``, :func:`rotate`,
+:func:`unlink_if_consumed`) are safe against each other by construction: no line is ever
+written to a file that is being, or has been, deleted, and no rotation replaces another's file.
 
 Read side (syncd): :func:`read_complete_lines` returns whole lines after a byte offset; offsets
 live in :class:`Watermark` files keyed by file identity ``dev:inode`` (not name, so rotation
@@ -51,9 +54,16 @@ def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: in
     """Append one complete line (must end with ``\\n``) to ``path``; return bytes written.
 
     Creates the directory (mode 0700) when missing. Rotates ``path`` to ``path.<n>`` first when
-    it has reached ``rotate_bytes``. :raises SpoolFull: the directory holds ``cap_bytes``
-    already. :raises OSError: the disk refused the write (full, read-only, permissions).
+    it has reached ``rotate_bytes``. The write happens under a shared ``flock`` on the file, and
+    a file found unlinked once the lock is held (syncd deleted it after shipping, or a rotation
+    raced) is never written: the line goes to a fresh file at ``path``. With
+    :func:`unlink_if_consumed` (exclusive lock) this makes "append" and "delete after shipping"
+    safe against each other by construction. :raises SpoolFull: the directory holds
+    ``cap_bytes`` already. :raises OSError: the disk refused the write (full, read-only,
+    permissions).
     """
+    import fcntl
+
     if not line.endswith("\n") or "\n" in line[:-1]:
         raise ValueError("a spool record is exactly one line ending in a newline")
     data = line.encode("utf-8", "surrogatepass")
@@ -63,33 +73,95 @@ def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: in
         raise SpoolFull(f"spool directory {directory} is at its cap of {cap_bytes} bytes")
     try:
         if os.stat(path).st_size >= rotate_bytes:
-            rotate(path)
+            rotate(path, rotate_bytes)
     except FileNotFoundError:
         pass
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        n = os.write(fd, data)
-        if n != len(data):  # a short write on a full disk: never leave half a line silently
-            raise OSError(f"short write to {path}: {n} of {len(data)} bytes")
-    finally:
-        os.close(fd)
-    return n
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if os.fstat(fd).st_nlink == 0:
+                continue  # deleted between our open and our lock: write to the new file instead
+            n = os.write(fd, data)
+            if n != len(data):  # a short write on a full disk: never leave half a line silently
+                raise OSError(f"short write to {path}: {n} of {len(data)} bytes")
+            return n
+        finally:
+            os.close(fd)
 
 
-def rotate(path: str) -> str | None:
-    """Rename ``path`` to ``path.<n>`` with the next free ``n``; return the new name."""
-    n = 1
-    directory, base = os.path.split(path)
-    existing = [int(m.group("n")) for name in os.listdir(directory)
-                if (m := _ROTATED.match(name)) and m.group("base") == base]
-    if existing:
-        n = max(existing) + 1
-    target = f"{path}.{n}"
+def rotate(path: str, min_bytes: int = 0) -> str | None:
+    """Move ``path`` to ``path.<n>`` with the next free ``n``; return the new name, or ``None``
+    when there was nothing to rotate (gone, another process rotated it first, or smaller than
+    ``min_bytes`` by now).
+
+    Safe with any number of concurrent rotators and appenders: it holds an exclusive ``flock``
+    on the file (appenders hold a shared one while they write), re-checks that ``path`` still
+    names that file, and claims ``path.<n>`` with ``link`` (which never replaces an existing
+    name: on a collision it tries ``n + 1``), then unlinks ``path``.
+    """
+    import fcntl
+
     try:
-        os.rename(path, target)
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
-    return target
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        st = os.fstat(fd)
+        try:
+            cur = os.stat(path)
+        except FileNotFoundError:
+            return None
+        if st.st_nlink == 0 or (cur.st_dev, cur.st_ino) != (st.st_dev, st.st_ino) or st.st_size < min_bytes:
+            return None
+        directory, base = os.path.split(path)
+        existing = [int(m.group("n")) for name in os.listdir(directory)
+                    if (m := _ROTATED.match(name)) and m.group("base") == base]
+        n = max(existing, default=0) + 1
+        while True:
+            target = f"{path}.{n}"
+            try:
+                os.link(path, target)
+                break
+            except FileExistsError:
+                n += 1
+        os.unlink(path)
+        return target
+    finally:
+        os.close(fd)
+
+
+def unlink_if_consumed(path: str, offsets: dict) -> str | None:
+    """Delete ``path`` if it holds no byte past its shipped offset (``offsets``: file identity
+    ``dev:inode`` → offset, as in :class:`Watermark`); return the identity it had when it was
+    deleted (or ``""`` when it was already gone), ``None`` when it stays.
+
+    Holds an exclusive ``flock`` across the identity check, the size check and the unlink, so
+    an appender (shared lock) either wrote before — then the size shows it and the file stays —
+    or finds the file unlinked and writes to a new one (:func:`append`); and a file rotated away
+    and replaced at ``path`` meanwhile is judged by its own offset, never another file's.
+    """
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return ""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        st = os.fstat(fd)
+        ident = f"{st.st_dev}:{st.st_ino}"
+        try:
+            cur = os.stat(path)
+        except FileNotFoundError:
+            return None  # renamed (rotated) meanwhile: judged under its new name next pass
+        if (cur.st_dev, cur.st_ino) != (st.st_dev, st.st_ino) or st.st_size > int(offsets.get(ident, 0)):
+            return None
+        os.unlink(path)
+        return ident
+    finally:
+        os.close(fd)
 
 
 def session_files(directory: str) -> dict[str, dict]:
@@ -130,9 +202,10 @@ def file_identity(path: str) -> str | None:
     return f"{st.st_dev}:{st.st_ino}"
 
 
-def read_complete_lines(path: str, offset: int, max_lines: int | None = None,
+def read_complete_lines(path, offset: int, max_lines: int | None = None,
                         max_bytes: int = 64 << 20) -> tuple[list[bytes], int]:
-    """Read whole lines of ``path`` starting at byte ``offset``.
+    """Read whole lines of ``path`` (a file name, or a file opened ``rb``) starting at byte
+    ``offset``.
 
     Returns ``(lines_without_newline, end_offset)``: a trailing line without its newline (a
     writer mid-``write`` or a crash) is not returned and ``end_offset`` stops before it. Reads
@@ -140,7 +213,8 @@ def read_complete_lines(path: str, offset: int, max_lines: int | None = None,
     """
     lines: list[bytes] = []
     end = offset
-    with open(path, "rb") as fh:
+    fh = open(path, "rb") if isinstance(path, str) else path
+    try:
         fh.seek(offset)
         budget = max_bytes
         while budget > 0 and (max_lines is None or len(lines) < max_lines):
@@ -150,6 +224,9 @@ def read_complete_lines(path: str, offset: int, max_lines: int | None = None,
             lines.append(raw[:-1])
             end += len(raw)
             budget -= len(raw)
+    finally:
+        if isinstance(path, str):
+            fh.close()
     return lines, end
 
 
