@@ -89,9 +89,49 @@ def to_table(envs: list[dict], raw: list[str] | None = None):
     for f in sch:
         if f.name == "emitted_at":
             arrays.append(pa.array(cols[f.name], type=pa.string()).cast(f.type))
-        else:
+            continue
+        try:
             arrays.append(pa.array(cols[f.name], type=f.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeEncodeError, OverflowError, TypeError, ValueError):
+            arrays.append(pa.array([holdable(v, f.type) for v in cols[f.name]], type=f.type))
     return pa.Table.from_arrays(arrays, schema=sch)
+
+
+_SURROGATE = None
+_LIMITS = {"int32": 1 << 31, "int64": 1 << 63}
+
+
+def holdable(value, typ):
+    """``value`` made holdable by a column of Arrow type ``typ`` (issue #16: a poison pill must
+    not wedge a session): lone surrogates in text become U+FFFD; an integer out of the column's
+    range, a NaN/infinite number or a non-number becomes null; a float that is integral becomes
+    that integer. The envelope's own JSON (``envelope_json``) keeps the original numbers."""
+    global _SURROGATE
+    import math
+
+    import pyarrow as pa
+
+    if value is None:
+        return None
+    if pa.types.is_list(typ):
+        return [holdable(v, typ.value_type) for v in value] if isinstance(value, list) else None
+    if pa.types.is_string(typ):
+        text = value if isinstance(value, str) else str(value)
+        if _SURROGATE is None:
+            import re
+
+            _SURROGATE = re.compile("[\ud800-\udfff]")
+        return _SURROGATE.sub("\ufffd", text)
+    if pa.types.is_boolean(typ):
+        return bool(value)
+    if pa.types.is_floating(typ):
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+    if pa.types.is_integer(typ):
+        if isinstance(value, float) and math.isfinite(value) and value == int(value):
+            value = int(value)
+        limit = _LIMITS.get(str(typ), 1 << 63)
+        return value if isinstance(value, int) and not isinstance(value, bool) and -limit <= value < limit else None
+    return value
 
 
 _JSON_SCHEMA = None

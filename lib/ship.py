@@ -45,14 +45,30 @@ class ShipStats:
         return {k: v for k, v in vars(self).items()}
 
 
+def _no_surrogates(value):
+    """``value`` (decoded JSON) with every lone surrogate in its strings and keys replaced by U+FFFD."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [_no_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
+    return value
+
+
 def _validate(records: list[dict], fleet_hint: str | None) -> tuple[list[dict], list[int], int]:
-    from lib.envelope import check
+    from lib.envelope import check, parse_time
 
     good, idx, bad = [], [], 0
     for i, r in enumerate(records):
         try:
             check(r)
-        except ValueError:
+            parse_time(r["emitted_at"])  # the partition key: a line without a real time cannot be placed
+        except (ValueError, OverflowError):
             bad += 1
             continue
         good.append(r)
@@ -81,6 +97,9 @@ def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, dict | None, i
     dropped += bad
     if not good:
         return None, None, 0, dropped
+    # a lone surrogate (a runtime that cut a string mid-emoji) becomes U+FFFD; lake.to_table makes
+    # every typed value holdable (numbers out of range → null, kept as they were in envelope_json)
+    good = [_no_surrogates(r) for r in good]
     raw = [json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() for r in good]
     try:
         table = lake.table_from_lines(raw)
