@@ -30,7 +30,8 @@ class LeaseRenewer:
     """Renews the maintenance lease (:func:`lib.live.renew`) when ``tick()`` is called ``ttl/5``
     seconds or more after the last renewal. Cadence only uses the monotonic clock; expiry is
     judged by the store. :raises lib.live.Lost: from ``tick()`` when the lease lapsed or was taken
-    (the pass must stop: another maint may be working with a higher epoch)."""
+    (the pass must stop: another maint may be working with a higher epoch). :raises
+    lib.live.Unsafe: the periodic probe found the store ignoring conditional writes (stop too)."""
 
     def __init__(self, store, key, holder, ttl, log):
         self.store, self.key, self.holder, self.ttl, self.log = store, key, holder, ttl, log
@@ -123,6 +124,9 @@ def run_once(cfg, store, log, now=time.time) -> dict:
     except live.Refused as exc:
         log("maint_skipped", holder=exc.holder, expires_at=exc.expires_at)
         return {"ran": False, "held_by": exc.holder, "expires_at": exc.expires_at, "message": str(exc)}
+    except live.Unsafe as exc:  # no maintenance lease on a store that ignores conditional writes
+        log("maint_refused", reason=exc.reason, detail=str(exc))
+        return {"ran": False, "refused": exc.reason, "message": str(exc)}
     renew = LeaseRenewer(store, key, holder, ttl, log)
     renew.epoch = lease["epoch"]
     summary = {"ran": True, "maint_epoch": lease["epoch"], "partitions": 0, "compacted": 0, "rows_out": 0,
@@ -231,18 +235,22 @@ def run_once(cfg, store, log, now=time.time) -> dict:
         summary["snapshot"] = snapshot.publish(store, cfg.fleet_id, data, maint_epoch=lease["epoch"],
                                                built_at=format_time(now()), claim_count=len(claims),
                                                session_count=len(digests), log=log)
-    except (live.Lost, snapshot.StaleEpoch) as exc:
+    except (live.Lost, live.Unsafe, snapshot.StaleEpoch) as exc:
         # Fenced off: another maint took the lease (it lapsed while we worked) and may already
         # have published with a higher epoch. Stop without touching the pointer.
         log("maint_fenced_lost", epoch=lease["epoch"], error=str(exc)[:300])
         summary.update(fenced=True, message=f"maintenance lease lost while working (epoch {lease['epoch']}): {exc}")
     finally:
-        live.release(store, key, holder=holder)
+        try:
+            live.release(store, key, holder=holder)
+        except live.Unsafe as exc:  # turned unsafe mid-pass (periodic probe): the lease expires by TTL
+            log("maint_refused", reason=exc.reason, detail="maintenance lease left to expire: " + str(exc))
     return summary
 
 
 def main(argv=None, stdout=None) -> int:
-    """``maint.py --once [--json]``: one maintenance pass. Exit 0 also when another run holds the lease."""
+    """``maint.py --once [--json]``: one maintenance pass. Exit 0 also when another run holds the
+    lease; exit 1 when the store does not honour conditional writes (no maintenance lease there)."""
     from lib import config, logs
     from lib.store import open_store
 
@@ -258,6 +266,8 @@ def main(argv=None, stdout=None) -> int:
     summary = run_once(cfg, store, log)
     if args.json:
         out.write(json.dumps(summary, sort_keys=True) + "\n")
+    elif summary.get("refused"):
+        out.write(f"maint: refused: {summary['message']}\n")
     elif not summary["ran"]:
         out.write(f"maintenance skipped: {summary['message']}\n")
     elif summary.get("fenced"):
@@ -268,7 +278,7 @@ def main(argv=None, stdout=None) -> int:
                   f"({summary['rows_out']} rows), {summary['digested']} new digest(s), "
                   f"snapshot {str(snap.get('sha256'))[:12]} ({snap.get('reason')}), "
                   f"{summary['sessions']} session(s), epoch {summary['maint_epoch']}\n")
-    return 0
+    return 1 if summary.get("refused") else 0
 
 
 if __name__ == "__main__":

@@ -34,14 +34,20 @@ def clean(text: str, max_chars: int = 4000, single_line: bool = False) -> str:
     return text
 
 
+_INF = float("inf")
+
+
 def clean_deep(value, max_chars: int = 4000):
-    """Apply :func:`clean` to every string (keys too) at any depth of a JSON-like value."""
+    """Apply :func:`clean` to every string (keys too) at any depth of a JSON-like value; a float
+    that is not finite (NaN, ±Infinity: not JSON, RFC 8259 §6) becomes ``None``."""
     if isinstance(value, str):
         return clean(value, max_chars)
     if isinstance(value, list):
         return [clean_deep(v, max_chars) for v in value]
     if isinstance(value, dict):
         return {clean(k, 200): clean_deep(v, max_chars) for k, v in value.items()}
+    if isinstance(value, float) and (value != value or value in (_INF, -_INF)):
+        return None
     return value
 
 

@@ -34,6 +34,11 @@ class SpoolFull(OSError):
     """The spool directory reached its cap; the record was not written."""
 
 
+class NotDurable(OSError):
+    """The whole line was written, but the disk did not confirm it (``fdatasync`` failed): the
+    record exists and will be read, it may not survive a power loss."""
+
+
 def dir_bytes(directory: str) -> int:
     """Total size in bytes of the regular files directly inside ``directory`` (0 if absent)."""
     total = 0
@@ -50,17 +55,24 @@ def dir_bytes(directory: str) -> int:
     return total
 
 
-def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: int = ROTATE_BYTES) -> int:
+def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: int = ROTATE_BYTES,
+           sync: bool = False, lock_path: str | None = None) -> int:
     """Append one complete line (must end with ``\\n``) to ``path``; return bytes written.
 
     Creates the directory (mode 0700) when missing. Rotates ``path`` to ``path.<n>`` first when
-    it has reached ``rotate_bytes``. The write happens under a shared ``flock`` on the file, and
-    a file found unlinked once the lock is held (syncd deleted it after shipping, or a rotation
-    raced) is never written: the line goes to a fresh file at ``path``. With
-    :func:`unlink_if_consumed` (exclusive lock) this makes "append" and "delete after shipping"
-    safe against each other by construction. :raises SpoolFull: the directory holds
-    ``cap_bytes`` already. :raises OSError: the disk refused the write (full, read-only,
-    permissions).
+    it has reached ``rotate_bytes``. The write happens under a shared ``flock`` on the file
+    itself, and a file found unlinked once the lock is held (syncd deleted it after shipping, or
+    a rotation raced) is never written: the line goes to a fresh file at ``path``. With
+    :func:`unlink_if_consumed` and :func:`rotate` (exclusive lock) this makes appending,
+    rotating and deleting after shipping safe against each other by construction. With ``sync``
+    the line is on stable storage when this returns (``fdatasync`` of the file, and ``fsync`` of
+    the directory when the file was just created; ``bench/spool_durability.py`` measures the
+    cost). With ``lock_path`` the append also holds a shared ``flock`` on that file, so a
+    reclaimer holding it exclusively (:func:`reclaim_consumed`) never deletes a file a writer is
+    appending to. :raises SpoolFull: the directory holds ``cap_bytes`` already. :raises OSError:
+    the disk refused the write (full, read-only, permissions): no record was written (a partial
+    line is ended with a newline, so readers drop it as one unparseable line). :raises
+    NotDurable: with ``sync``, the line was written but not confirmed on disk.
     """
     import fcntl
 
@@ -69,25 +81,67 @@ def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: in
     data = line.encode("utf-8", "surrogatepass")
     directory = os.path.dirname(path)
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    if dir_bytes(directory) + len(data) > cap_bytes:
-        raise SpoolFull(f"spool directory {directory} is at its cap of {cap_bytes} bytes")
+    lock_fd = _lock(lock_path, shared=True) if lock_path else None
     try:
-        if os.stat(path).st_size >= rotate_bytes:
-            rotate(path, rotate_bytes)
-    except FileNotFoundError:
-        pass
-    while True:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if dir_bytes(directory) + len(data) > cap_bytes:
+            raise SpoolFull(f"spool directory {directory} is at its cap of {cap_bytes} bytes")
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            if os.fstat(fd).st_nlink == 0:
-                continue  # deleted between our open and our lock: write to the new file instead
-            n = os.write(fd, data)
-            if n != len(data):  # a short write on a full disk: never leave half a line silently
-                raise OSError(f"short write to {path}: {n} of {len(data)} bytes")
-            return n
-        finally:
-            os.close(fd)
+            if os.stat(path).st_size >= rotate_bytes:
+                rotate(path, rotate_bytes)
+        except FileNotFoundError:
+            pass
+        while True:
+            created = False
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            except FileNotFoundError:
+                fd, created = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), True
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                if os.fstat(fd).st_nlink == 0:
+                    continue  # deleted between our open and our lock: write to the new file instead
+                n = os.write(fd, data)
+                if n != len(data):  # a short write on a full disk: never leave half a line silently
+                    try:  # end the fragment, so it is one unparseable line and the next record stays whole
+                        os.write(fd, b"\n")
+                    except OSError:
+                        pass
+                    raise OSError(f"short write to {path}: {n} of {len(data)} bytes")
+                if sync:
+                    try:
+                        os.fdatasync(fd)
+                        if created:
+                            _fsync_dir(directory)
+                    except OSError as exc:
+                        raise NotDurable(exc.errno, f"written but not confirmed on disk: {exc.strerror or exc}") from exc
+                return n
+            finally:
+                os.close(fd)
+    finally:
+        if lock_fd is not None:
+            os.close(lock_fd)
+
+
+def _lock(path: str, *, shared: bool) -> int:
+    """An open descriptor of ``path`` (created when missing) holding ``flock`` (shared or
+    exclusive, blocking); closing it releases the lock."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def rotate(path: str, min_bytes: int = 0) -> str | None:
@@ -321,21 +375,31 @@ class Watermark:
         atomic_write(self.path, json.dumps(data, sort_keys=True).encode())
 
 
-def atomic_write(path: str, data: bytes, mode: int = 0o600) -> None:
-    """Replace ``path`` with ``data`` atomically: temp file in the same dir, fsync, rename."""
+def atomic_write(path: str, data: bytes, mode: int = 0o600, *, fsync: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically: temp file in the same dir, fsync (unless
+    ``fsync=False``: atomic but not durable), rename. On any failure (a full disk) the temp
+    file is removed and the old ``path`` is left as it was. :raises OSError: as the disk did."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def backlog(spool_dir: str, state_dir: str | None = None) -> dict:
