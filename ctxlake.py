@@ -196,8 +196,9 @@ def _fmt_duration(ms) -> str:
 
 
 def cmd_sessions(args, cfg, out) -> int:
-    """One line per sealed session from the cached snapshot: agent, repo, duration, commands
-    ok/failed, files touched, one-line summary.
+    """One line per sealed session from the cached snapshot, under a header: start, duration,
+    agent, repo name, commands ok/failed, files written or edited, cost (only where the runtime
+    reported one), the runtime's own title else the first typed prompt.
 
     Example: ``ctxlake sessions --limit 20``
     """
@@ -213,11 +214,18 @@ def cmd_sessions(args, cfg, out) -> int:
     if args.json:
         out.write(json.dumps(rows, sort_keys=True) + "\n")
         return 0
+    from lib.sanitize import clean
+
+    out.write(f"{'STARTED':<16}  {'DURATION':>8}  {'AGENT':<10} {'REPO':<24} {'OK':>4} {'FAIL':>4} {'FILES':>5} "
+              f"{'COST':>7}  TITLE\n")
     for r in rows:
-        repo = r.get("repo") or "-"
-        out.write(f"{r['ended_at'][:16]}  {r['agent_id']:<10} {str(repo)[:28]:<28} {_fmt_duration(r['duration_ms']):>7}  "
-                  f"cmds {r['commands_ok']:>3} ok {r['commands_failed']:>2} failed  files {len(r.get('files_touched') or []):>3}  "
-                  f"{r['summary'][:90]}\n")
+        repo = clean(str(r.get("repo") or "-"), 24, single_line=True)
+        cost = (r.get("usage") or {}).get("cost_usd") if isinstance(r.get("usage"), dict) else None
+        cost_text = f"${cost:.2f}" if isinstance(cost, (int, float)) else "-"
+        title = clean(r.get("title") or r.get("summary") or "", 90, single_line=True)
+        out.write(f"{str(r.get('started_at') or '')[:16]:<16}  {_fmt_duration(r['duration_ms']):>8}  "
+                  f"{clean(str(r['agent_id']), 10, single_line=True):<10} {repo[:24]:<24} {r['commands_ok']:>4} "
+                  f"{r['commands_failed']:>4} {len(r.get('files_touched') or []):>5} {cost_text:>7}  {title}\n")
     return 0
 
 
@@ -388,7 +396,7 @@ def cmd_query(args, cfg, out) -> int:
         return 0
     con = duckdb.connect()
     listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-    con.execute(f"CREATE VIEW events AS SELECT * FROM read_parquet([{listing}])")
+    con.execute(f"CREATE VIEW events AS SELECT * FROM read_parquet([{listing}], union_by_name = true)")
     cur = con.execute(args.sql)
     cols = [d[0] for d in cur.description]
     rows = cur.fetchall()

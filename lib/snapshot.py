@@ -28,7 +28,7 @@ SESSION_COLUMNS = {"session_id": str, "fleet_id": str, "agent_id": str, "runtime
                    "started_at": str, "ended_at": str, "duration_ms": int, "turn_count": int, "event_count": int,
                    "commands_ok": int, "commands_failed": int, "files_touched": str, "commands": str,
                    "tests_run": str, "commits": str, "usage": str, "outcome": str, "friction": str,
-                   "summary": str, "imported": int}
+                   "summary": str, "imported": int, "title": str}
 JSON_COLUMNS = ("files_touched", "commands", "tests_run", "commits", "usage", "friction")
 """Session columns holding JSON text (lists, ``usage`` an object)."""
 
