@@ -150,7 +150,7 @@ def _status(cfg) -> dict:
             "snapshot_sha": sync.get("snapshot_sha"), "snapshot": snap,
             "spool_backlog": backlog, "agents": _roster_agents(roster),
             "leases": _held_leases(leases), "leases_refused": leases.get("refused") if isinstance(leases, dict) else None,
-            "hook_errors": errors}
+            "hook_errors": errors, "spool_disk": spool.disk_free(p.spool_dir)}
 
 
 def _held_leases(view) -> list[dict]:
@@ -187,6 +187,10 @@ def cmd_status(args, cfg, out) -> int:
     for lease in st["leases"]:
         out.write(f"  - {lease.get('path') or lease.get('resource')} held by {lease.get('holder')} ({lease.get('reason')})\n")
     out.write(f"hook errors {st['hook_errors']} line(s) in {cfg.paths.hook_errors}\n" if st["hook_errors"] else "hook errors none\n")
+    disk = st["spool_disk"]
+    if disk["low"]:
+        out.write(f"spool disk  LOW: {disk['free_bytes'] >> 20} MiB free on the spool's filesystem; hooks lose events "
+                  "and cannot log them: free space\n")
     return 0
 
 

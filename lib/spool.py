@@ -30,6 +30,22 @@ CAP_BYTES = 512 << 20
 _ROTATED = re.compile(r"^(?P<base>.+\.ndjson)\.(?P<n>\d+)$")
 
 
+LOW_FREE_BYTES = 64 << 20
+"""Below this much free space on the spool's filesystem, syncd logs ``spool_disk_low`` every pass
+and ``ctxlake status`` says so: a hook on a full disk cannot even write its error log."""
+
+
+def disk_free(directory: str) -> dict:
+    """``{free_bytes, total_bytes, low}`` of the filesystem holding ``directory`` (its nearest
+    existing ancestor); ``low`` when free space is under :data:`LOW_FREE_BYTES`."""
+    d = os.path.abspath(directory)
+    while not os.path.exists(d) and os.path.dirname(d) != d:
+        d = os.path.dirname(d)
+    st = os.statvfs(d)
+    free = st.f_bavail * st.f_frsize
+    return {"free_bytes": free, "total_bytes": st.f_blocks * st.f_frsize, "low": free < LOW_FREE_BYTES}
+
+
 class SpoolFull(OSError):
     """The spool directory reached its cap; the record was not written."""
 

@@ -57,6 +57,9 @@ def _decode_line(raw: bytes, result: ImportResult) -> list:
         result.repaired_lines += 1
     try:
         return [json.loads(text)]
+    except RecursionError:  # nested deeper than the parser goes: the line is skipped and counted
+        result.skipped_lines += 1
+        return []
     except ValueError:
         pass
     out, pos, n = [], 0, len(text)
@@ -67,7 +70,7 @@ def _decode_line(raw: bytes, result: ImportResult) -> list:
             break
         try:
             rec, pos = _DECODER.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):
             result.skipped_lines += 1
             break
         out.append(rec)
