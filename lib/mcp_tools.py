@@ -681,10 +681,8 @@ class Tools:
             raise ToolError("Not queued: reason is blank. Say why you need these paths — other agents read it.")
         ttl = int(a.get("ttl_secs") or self.ctx.cfg.leases.ttl_secs)
         resources = _resources(paths, self.ctx.cwd)
-        key = live.request_key("lease_request", self.ctx.agent_id, self.ctx.session_id, resources, reason=reason, ttl=ttl)
-        rec = self._retry_of(key) or self._queue(
-            "lease_request", {"paths": paths, "resources": resources, "reason": reason, "ttl_secs": ttl,
-                              "cwd": self.ctx.cwd, "request_key": key}, rid, quarantine)
+        rec = self._queue("lease_request", {"paths": paths, "resources": resources, "reason": reason, "ttl_secs": ttl,
+                                            "cwd": self.ctx.cwd}, rid, quarantine)
         view = cache_view.leases(self.ctx.paths.leases(self.ctx.fleet_id), self.ctx.clock())["view"]
         holders = live.conflicts_for_paths(view, self.ctx.agent_id, paths, self.ctx.cwd) if view else []
         answer = self._queued_answer(rec, paths=rec.get("paths", paths), ttl_secs=ttl, note=(
@@ -695,7 +693,6 @@ class Tools:
 
     def fleet_release(self, args: dict) -> dict:
         """Queue a release of the given paths, or of every lease this agent holds."""
-        from lib import live
         from lib.ulid import new_ulid
 
         rid = new_ulid()
@@ -705,27 +702,9 @@ class Tools:
             fields = {"paths": paths, "resources": _resources(paths, self.ctx.cwd), "cwd": self.ctx.cwd}
         else:
             fields = {"all": True}
-        fields["request_key"] = live.request_key("lease_release", self.ctx.agent_id, self.ctx.session_id,
-                                                 fields.get("resources"), everything=bool(fields.get("all")))
-        rec = self._retry_of(fields["request_key"]) or self._queue("lease_release", fields, rid, quarantine)
+        rec = self._queue("lease_release", fields, rid, quarantine)
         return self._queued_answer(rec, paths=rec.get("paths", "all you hold"), note=(
             "Queued: ctxlake sync releases these leases at the store; until it runs, other agents still see them held."))
-
-    def _retry_of(self, key: str) -> dict | None:
-        """The record this agent already queued for the same lease request (:func:`lib.live.request_key`)
-        within :data:`lib.live.RETRY_SECS` — still in the MCP spool, or applied and reported in
-        ``leases.json`` — so a retried call queues nothing and is answered as the first; else ``None``."""
-        from lib import cache_view, live
-
-        ctx = self.ctx
-        now = ctx.clock()
-        spooled = cache_view.spooled_records(ctx.paths.mcp_spool(ctx.fleet_id), ctx.agent_id, LEASE_KINDS)
-        applied = [o for o in cache_view.leases(ctx.paths.leases(ctx.fleet_id), now)["requests"]
-                   if o.get("agent_id") == ctx.agent_id]
-        first = live.first_request(spooled + applied, key, now)
-        if first is not None:
-            ctx.log("mcp_request_retried", record_id=first.get("record_id"), detail="identical lease request; not queued again")
-        return first
 
     def fleet_handoff(self, args: dict) -> dict:
         """Queue a handoff note for whoever picks the work up next."""
