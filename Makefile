@@ -59,6 +59,7 @@ e2e-capture: $(DEVSTAMP)
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/hook_latency.py
 	$(BIN)/python bench/sync_throughput.py
+	$(BIN)/python bench/import_throughput.py --mb 20 --runs 2
 	$(BIN)/python bench/ctxctl_savings.py
 	$(BIN)/python bench/mcp.py
 	$(BIN)/python bench/lease_contention.py

@@ -230,7 +230,7 @@ def _status(cfg) -> dict:
           if isinstance(brief, dict) else None,
           "spool_backlog": backlog, "agents": _roster_agents(roster),
           "leases": _held_leases(leases), "leases_refused": leases.get("refused") if isinstance(leases, dict) else None,
-          "hooks": hooks, "hook_log": _hook_log(p.hook_errors)}
+          "hooks": hooks, "hook_log": _hook_log(p.hook_errors), "spool_disk": spool.disk_free(p.spool_dir)}
     st["hook_errors"] = st["hook_log"]["errors"]
     st["next"] = _next_step(st)
     return st
@@ -322,6 +322,10 @@ def cmd_status(args, cfg, out) -> int:
       + (f" ({hl['uncaptured']} event(s) of kinds ctxlake does not capture)" if hl["uncaptured"] else "")
       + (f"; see {cfg.paths.hook_errors}" if hl["errors"] or hl["uncaptured"] else "") + "\n")
     w(f"next       {st['next']}\n")
+    disk = st["spool_disk"]
+    if disk["low"]:
+        w(f"spool disk  LOW: {disk['free_bytes'] >> 20} MiB free on the spool's filesystem; hooks lose events "
+          "and cannot log them: free space\n")
     return 0
 
 
@@ -331,9 +335,9 @@ def _fmt_duration(ms) -> str:
 
 
 def cmd_sessions(args, cfg, out) -> int:
-    """List sealed sessions from the cached snapshot, one line each.
-
-    Columns: start time, agent, repo, length, shell commands ok/failed, files touched, summary.
+    """One line per sealed session from the cached snapshot, under a header: start, duration,
+    agent, repo name, commands ok/failed, files written or edited, cost (only where the runtime
+    reported one), the runtime's own title else the first typed prompt.
 
     Example: ``ctxlake sessions --limit 20``
     """
@@ -352,13 +356,18 @@ def cmd_sessions(args, cfg, out) -> int:
     if not rows:
         out.write("the snapshot holds no sessions yet\n")
         return 0
-    out.write(f"{'started (UTC)':<16}  {'agent':<10} {'repo':<28} {'length':>7}  {'commands':<17}  {'files':<9}  summary\n")
+    from lib.sanitize import clean
+
+    out.write(f"{'STARTED':<16}  {'DURATION':>8}  {'AGENT':<10} {'REPO':<24} {'OK':>4} {'FAIL':>4} {'FILES':>5} "
+              f"{'COST':>7}  TITLE\n")
     for r in rows:
-        repo = r.get("repo") or "-"
-        started = str(r.get("started_at") or r.get("ended_at") or "?").replace("T", " ")
-        out.write(f"{started[:16]:<16}  {r['agent_id']:<10} {str(repo)[:28]:<28} {_fmt_duration(r['duration_ms']):>7}  "
-                  f"{r['commands_ok']:>3} ok {r['commands_failed']:>2} failed  {len(r.get('files_touched') or []):>3} files  "
-                  f"{r['summary'][:90]}\n")
+        repo = clean(str(r.get("repo") or "-"), 24, single_line=True)
+        cost = (r.get("usage") or {}).get("cost_usd") if isinstance(r.get("usage"), dict) else None
+        cost_text = f"${cost:.2f}" if isinstance(cost, (int, float)) else "-"
+        title = clean(r.get("title") or r.get("summary") or "", 90, single_line=True)
+        out.write(f"{str(r.get('started_at') or '')[:16]:<16}  {_fmt_duration(r['duration_ms']):>8}  "
+                  f"{clean(str(r['agent_id']), 10, single_line=True):<10} {repo[:24]:<24} {r['commands_ok']:>4} "
+                  f"{r['commands_failed']:>4} {len(r.get('files_touched') or []):>5} {cost_text:>7}  {title}\n")
     return 0
 
 
@@ -518,7 +527,7 @@ def cmd_query(args, cfg, out) -> int:
     con = duckdb.connect()
     if files:
         listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-        con.execute(f"CREATE VIEW events AS SELECT * FROM read_parquet([{listing}])")
+        con.execute(f"CREATE VIEW events AS SELECT * FROM read_parquet([{listing}], union_by_name = true)")
     else:  # an empty lake is an empty table with the lake's columns, not a refusal
         from lib import lake
 

@@ -164,13 +164,18 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     from lib.spool import atomic_write
 
     plane = plane or livesync.LivePlane(cfg, log)
+    disk = spool.disk_free(cfg.paths.spool_dir)
+    if disk["low"]:  # hooks on this host are losing events and cannot log it themselves
+        log("spool_disk_low", free_bytes=disk["free_bytes"], path=cfg.paths.spool_dir,
+            detail="hooks cannot write events or hook-errors.log; free space on this filesystem")
     if not spool.wait_for_hooks(cfg.paths.state_dir, timeout=5):
         log("hook_captures_still_running", detail="shipping what is complete; the rest goes next pass")
     stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, should_stop=should_stop,
                           observe=plane.observe)
     summary = {"shipped": stats.envelopes, "segments": stats.segments, "sealed": stats.sealed,
                "dropped_lines": stats.dropped_lines, "quarantine_records": stats.quarantine_records,
-               "errors": stats.errors, "error_detail": stats.session_errors[:5], "cache_refreshed": False}
+               "errors": stats.errors, "error_detail": stats.session_errors[:5], "cache_refreshed": False,
+               "spool_disk": disk}
     if should_stop is not None and should_stop():
         summary["interrupted"] = True
     else:

@@ -28,7 +28,7 @@ SESSION_COLUMNS = {"session_id": str, "fleet_id": str, "agent_id": str, "runtime
                    "started_at": str, "ended_at": str, "duration_ms": int, "turn_count": int, "event_count": int,
                    "commands_ok": int, "commands_failed": int, "files_touched": str, "commands": str,
                    "tests_run": str, "commits": str, "usage": str, "outcome": str, "friction": str,
-                   "summary": str, "imported": int}
+                   "summary": str, "imported": int, "title": str}
 HANDOFF_COLUMNS = {"record_id": str, "agent_id": str, "session_id": str, "repo": str, "branch": str, "status": str,
                    "summary": str, "next": str, "requested_at": str}
 """The ``handoffs`` table: notes left by ``fleet_handoff`` (:mod:`lib.handoffs`)."""
