@@ -51,10 +51,17 @@ def held_out(fam: str) -> bool:
     return hashlib.sha256(fam.encode()).digest()[0] % 5 == 0
 
 
+_POSIX = {"alnum": "A-Za-z0-9", "alpha": "A-Za-z", "digit": "0-9", "xdigit": "0-9A-Fa-f", "upper": "A-Z",
+          "lower": "a-z", "space": r" \t\r\n\v\f", "word": r"\w", "punct": r"!-/:-@\[-`{-~"}
+
+
 def go_to_python(rx: str) -> str:
-    """Translate a Go RE2 pattern to Python ``re``: ``\\z`` → ``\\Z``, and a ``(?i)`` that is not
+    """Translate a Go RE2 pattern to Python ``re``: ``\\z`` → ``\\Z``, POSIX classes
+    (``[[:alnum:]]``) spelled out, and a ``(?i)`` that is not
     at the start (Go: case-insensitive to the end of its group) → a scoped ``(?i:...)``."""
     rx = rx.replace(r"\z", r"\Z")
+    for posix, py in _POSIX.items():
+        rx = rx.replace(f"[:{posix}:]", py)
     out, closes, j = [], [0], 0
     while j < len(rx):
         c = rx[j]
