@@ -45,7 +45,7 @@ def _ms(ts: str) -> int:
 def digest(envs: list[dict]) -> dict:
     """Digest of one session's envelopes (any order; sorted by :func:`lib.identity.order` here).
 
-    Returns ``{schema_version, session_id, fleet_id, agent_id, runtime, repo, branch,
+    Returns ``{schema_version, session_id, fleet_id, agent_id, runtime, host_id, repo, branch,
     started_at, ended_at, duration_ms, turn_count, files_touched[], commands[{tool, command,
     exit_code, is_test}], commands_ok, commands_failed, tests_run[], commits[], usage{…},
     outcome: clean|error|abandoned, friction[], summary, imported, ids[] (every message and
@@ -135,7 +135,7 @@ def digest(envs: list[dict]) -> dict:
         summary += f", {outcome}"
     return {
         "schema_version": DIGEST_SCHEMA_VERSION, "session_id": first["session_id"], "fleet_id": first["fleet_id"],
-        "agent_id": first["agent_id"], "runtime": first["runtime"],
+        "agent_id": first["agent_id"], "runtime": first["runtime"], "host_id": first.get("host_id"),
         "repo": repo or (cwd.rstrip("/").rsplit("/", 1)[-1] if cwd else None), "branch": branch,
         "started_at": started, "ended_at": ended_at, "duration_ms": max(0, _ms(ended_at) - _ms(started)),
         "turn_count": turns, "event_count": len(envs), "files_touched": sorted(files), "commands": commands,
