@@ -15,13 +15,22 @@ severity (the rule names below are the ``rules_fired`` names; reference spec §6
    merely names a provider stays clean (reference bug 12.2 #7).
 2. **Structural spans** (whole field, every text incl. prompts) — URL credentials
    (``scheme://user:PASS@``), ``curl -u user:PASS``, signed-URL signatures (Azure SAS ``sig=``,
-   ``X-Amz-Signature=``, ``X-Goog-Signature=``), ``password = "..."`` assignments, Luhn-valid
-   card numbers with a real issuer prefix, US SSNs — replaced in place (status ``redacted``).
+   ``X-Amz-Signature=``, ``X-Goog-Signature=``), Luhn-valid card numbers with a real issuer
+   prefix, US SSNs — replaced in place (status ``redacted``); and **keyed secrets**
+   (:func:`_scan_keyed`, :func:`_provider_keyed`): a name holding a secret-meaning keyword
+   (:data:`_KEYWORDS`) or a provider name (:data:`_PROVIDER_NAMES`), an assignment operator
+   within 20 characters (gitleaks' operator set, quotes and JSON escapes around it), and a
+   secret-shaped value (:func:`_keyed_value`) — ``password_assignment`` / ``keyed_secret``.
+   Markers are found at the start of every token run and after each ``-``/``_`` inside one
+   (``key-AKIA…``, ``token_ghp_…``).
 3. **Prefixed tokens** (whole field) — ``Bearer ``, ``hf_``, ``npm_``, ``SG.`` only when a
    token-shaped run follows; the prefix is kept, the tail replaced.
 4. **Entropy** — tool input/output only, first :data:`MAX_SCAN_BYTES` (256 KiB) of the UTF-8
    text: runs of ``[A-Za-z0-9+/=_-]`` of ≥ 32 characters that look random (see
-   :func:`_entropy_secret`), replaced in place.
+   :func:`_entropy_secret`), replaced in place — unless :func:`_kept`: an OpenSSH public key, a
+   line of a certificate/public-key PEM block, base64 that decodes to binary data in a wrapped
+   block or to text the rules find clean (:func:`_base64_verdict`), or a file path
+   (:func:`_pathy`).
 
 A path denylist (:func:`denied_path`, :func:`denied_in_command`) withholds both input and
 result of a tool call that touches a credential file (reference bug 12.2 #8).
