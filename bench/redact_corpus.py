@@ -1,6 +1,7 @@
 """Redaction benchmark: recall and false-positive rate per rule family, and the 1 MiB budget.
 
-Usage: ``python bench/redact_corpus.py [--n 300] [--seed 0] [--runs 15] [--json] [--regen]``
+Usage: ``python bench/redact_corpus.py [--n 300] [--seed 0] [--runs 15] [--json] [--regen]
+[--baseline REV]``
 
 Public corpus (issue #17): ``tests/redact/public_corpus.py`` — samples generated from the
 gitleaks rule set (committed, MIT) and, when a fetched copy sits in ``.cache/``, from
@@ -238,6 +239,44 @@ def timing(runs: int) -> dict:
     return res
 
 
+def load_baseline(rev: str):
+    """``lib/redact.py`` as of git revision ``rev``, imported as a separate module (for an
+    interleaved before/after timing in one run)."""
+    import importlib.util
+    import subprocess
+
+    src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:lib/redact.py"], check=True, capture_output=True).stdout
+    path = os.path.join(ROOT, ".cache", f"redact_{rev}.py")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(src)
+    spec = importlib.util.spec_from_file_location(f"redact_{rev}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def timing_vs(baseline, runs: int) -> dict:
+    """CPU and wall medians (ms) of the current and the baseline ``scrub`` over the same 1 MiB
+    of fixture tool output, runs interleaved (A, B, A, B ...) so load hits both alike."""
+    sample = tool_output_sample(1 << 20)
+    res = {}
+    for mod in (redact, baseline):
+        mod.scrub(sample, True)
+    rows = {"current": ([], []), "baseline": ([], [])}
+    for _ in range(runs):
+        for label, mod in (("current", redact), ("baseline", baseline)):
+            t0, c0 = time.perf_counter(), time.process_time()
+            mod.scrub(sample, True)
+            rows[label][0].append((time.perf_counter() - t0) * 1000)
+            rows[label][1].append((time.process_time() - c0) * 1000)
+    for label, (wall, cpu) in rows.items():
+        res[label] = {"median_ms": statistics.median(wall), "cpu_median_ms": statistics.median(cpu)}
+    res["ratio_cpu"] = res["current"]["cpu_median_ms"] / res["baseline"]["cpu_median_ms"]
+    return res
+
+
 def _fp_table(w, cats: dict) -> None:
     for cat, row in sorted(cats.items()):
         w(f"  {cat:32s} {row['fp']:6d}/{row['n']:<7d} {row['rate']:7.3%}  {row['rules'] or ''}\n")
@@ -253,11 +292,20 @@ def main(argv=None, out=sys.stdout) -> int:
     ap.add_argument("--runs", type=int, default=15, help="timing runs (default 15)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--regen", action="store_true", help="rewrite the committed gitleaks samples and exit")
+    ap.add_argument("--baseline", metavar="REV", help="also time lib/redact.py of git revision REV, interleaved, and exit")
     ap.add_argument("--files", type=int, default=600, help="site-packages .py files read for negatives")
     ap.add_argument("--show-misses", type=int, default=3, help="misses printed per placement (tuned families only)")
     args = ap.parse_args(argv)
     if args.regen:
         return regen()
+    if args.baseline:
+        r = timing_vs(load_baseline(args.baseline), args.runs)
+        for label in ("current", "baseline"):
+            out.write(f"{label:9s} 1 MiB tool output: CPU median {r[label]['cpu_median_ms']:6.2f} ms, "
+                      f"wall median {r[label]['median_ms']:6.2f} ms\n")
+        out.write(f"ratio current/baseline (CPU): {r['ratio_cpu']:.2f}; budget {BUDGET_MS:.0f} ms: "
+                  f"current/budget {r['current']['cpu_median_ms'] / BUDGET_MS:.2f}\n")
+        return 0
     public = {"gitleaks": placement_recall(public_corpus.committed(), args.seed)}
     if os.path.exists(public_corpus.SPDB_YAML):
         spdb = [dict(r, held_out=True) for r in public_corpus.generate(public_corpus.spdb_rules(), 2, args.seed)]
