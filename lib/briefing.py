@@ -59,12 +59,12 @@ def render(agents: list[dict], sessions: list[dict], claims: list[dict], *, self
     if handoffs:
         lines = ["## Handoffs (left for whoever picks the work up)"]
         for h in handoffs[:5]:
-            where = clean(str(h.get("repo") or "no repository"), 80, True)
-            head = ", ".join([where, clean(str(h.get("requested_at") or "")[:16], 16, True),
-                              clean(str(h.get("agent_id") or "?"), 80, True), clean(str(h.get("status") or "?"), 20, True)])
-            line = f"- [{head}] {clean(str(h.get('summary') or ''), 400, True)}"
+            where = show_value(h.get("repo") or "no repository", 80)
+            head = ", ".join([where, show_value(str(h.get("requested_at") or "")[:16], 16),
+                              show_value(h.get("agent_id") or "?", 80), show_value(h.get("status") or "?", 20)])
+            line = f"- [{head}] {show_value(h.get('summary') or '', 400)}"
             if h.get("next"):
-                line += " — next: " + clean(str(h["next"]), 240, True)
+                line += " — next: " + show_value(h["next"], 240)
             lines.append(line)
         blocks.append("\n".join(lines))
     live = [a for a in agents if a.get("agent_id") != self_agent]
