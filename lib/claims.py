@@ -190,16 +190,64 @@ class LakeIndex:
         return self.session(session_id).get(message_id)
 
 
-def resolve_citation(index: LakeIndex, cite: dict) -> dict | None:
+SUPPORT_MIN = 0.15
+"""Share of a claim's terms the cited event's text must hold for the citation to count as
+support (docs/memory.md "Gate rules", docs/security.md "Trust model"). Chosen so that a
+one-fact claim of ~6 terms counts with one shared distinctive term (``pytest``,
+``redis-server``); an unrelated event shares none."""
+_STOPWORDS = frozenset(
+    "the and for with that this from into are was were has have had not but you your our its it's can "
+    "should must will would use uses used using when then than there their they them via per one all any "
+    "each only also just more most some such what which while who whom how why where here out off over "
+    "under about after before again been being does did doing".split())
+
+
+def terms(text: str) -> set:
+    """Content words of ``text``: lower-cased runs of letters/digits of 3+ characters (and the
+    parts of ``a-b``/``a_b``/``a.b`` names, whole too), stopwords removed."""
+    import re
+
+    out = set()
+    for tok in re.findall(r"[a-z0-9][a-z0-9_.\-/]*[a-z0-9]|[a-z0-9]{3,}", text.lower()):
+        for part in [tok, *re.split(r"[_.\-/]+", tok)]:
+            if len(part) >= 3 and part not in _STOPWORDS:
+                out.add(part)
+    return out
+
+
+def event_text(env: dict, limit: int = 65536) -> str:
+    """The stored (already redacted) text of one envelope: content, tool name, input, result
+    and paths, at most ``limit`` characters."""
+    tool = env.get("tool") or {}
+    parts = [env.get("content") or "", str(tool.get("name") or ""), str(tool.get("input") or ""),
+             str(tool.get("result") or ""), " ".join(map(str, tool.get("paths") or []))]
+    return "\n".join(parts)[:limit]
+
+
+def support(claim: str, env: dict) -> float:
+    """How much the cited envelope's text relates to the claim: the share of the claim's
+    :func:`terms` found in :func:`event_text` of the envelope (0..1; 0 when the claim has no
+    terms). Cheap and explainable; a claim about ``redis-server`` citing a ``git status`` call
+    scores ~0."""
+    want = terms(claim)
+    if not want:
+        return 0.0
+    have = terms(event_text(env))
+    return round(len(want & have) / len(want), 3)
+
+
+def resolve_citation(index: LakeIndex, cite: dict, claim: str = "") -> dict | None:
     """Fill a citation from the lake: ``{session_id, message_id, excerpt_hash, observed_at,
-    injected}`` or ``None`` when it resolves to no captured envelope of this fleet."""
+    agent_id, host_id, support}`` or ``None`` when it resolves to no captured envelope of this
+    fleet. ``support`` is :func:`support` of ``claim`` against the cited envelope."""
     env = index.resolve(str(cite.get("session_id")), str(cite.get("message_id")))
     if env is None:
         return None
     tool = env.get("tool") or {}
     excerpt = env.get("content_hash") if env.get("content") else (tool.get("input_hash") or env.get("content_hash"))
     return {"session_id": env["session_id"], "message_id": str(cite.get("message_id")), "excerpt_hash": excerpt,
-            "observed_at": env["emitted_at"], "agent_id": env.get("agent_id")}
+            "observed_at": env["emitted_at"], "agent_id": env.get("agent_id"), "host_id": env.get("host_id"),
+            "support": support(claim, env)}
 
 
 def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, counts: dict | None = None) -> dict:
@@ -239,7 +287,7 @@ def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, 
         if reason is None:
             bad = []
             for cite in (rec.get("evidence") or [])[:20]:
-                r = resolve_citation(index, cite) if isinstance(cite, dict) else None
+                r = resolve_citation(index, cite, text) if isinstance(cite, dict) else None
                 (evidence.append(r) if r else bad.append(cite))
             if not evidence:
                 reason = ("no citation resolves to a captured event of this fleet "

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import re
 
-DIGEST_SCHEMA_VERSION = 4
+DIGEST_SCHEMA_VERSION = 5
 """2 added ``ids`` (message and event ids, for the gate's evidence check) and ``injected_claims``;
 3: envelopes ordered by ``(emitted_at, event_id)`` (ids no longer carry time), orphan results
 are not commands, ``context`` records are not prompts, and maint stamps ``sources``; 4: only
-shell calls are commands (an ``Edit`` was counted as a command whose text was its path)."""
+shell calls are commands (an ``Edit`` was counted as a command whose text was its path); 5: ``host_id``
+(the gate counts independence per host)."""
 SHELL_TOOLS = ("Bash", "Shell", "terminal")
 """Shell tool names: Claude Code ``Bash``, Cursor ``Shell``, Hermes ``terminal``."""
 WRITE_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit", "StrReplace", "Delete", "EditNotebook", "TabWrite",
@@ -81,8 +82,8 @@ def _ms(ts: str) -> int:
 def digest(envs: list[dict]) -> dict:
     """Digest of one session's envelopes (any order; sorted by :func:`lib.identity.order` here).
 
-    Returns ``{schema_version, session_id, fleet_id, agent_id, runtime, repo (:func:`repo_label`), branch, title
-    (the runtime's own, if any),
+    Returns ``{schema_version, session_id, fleet_id, agent_id, runtime, host_id, repo (:func:`repo_label`), branch,
+    title (the runtime's own, if any),
     started_at, ended_at, duration_ms, turn_count, files_touched[], commands[{tool, command,
     exit_code, is_test}], commands_ok, commands_failed, tests_run[], commits[], usage{…},
     outcome: clean|error|abandoned, friction[], summary (the title, else the first typed
@@ -182,7 +183,7 @@ def digest(envs: list[dict]) -> dict:
         summary += f", {outcome}"
     return {
         "schema_version": DIGEST_SCHEMA_VERSION, "session_id": first["session_id"], "fleet_id": first["fleet_id"],
-        "agent_id": first["agent_id"], "runtime": first["runtime"],
+        "agent_id": first["agent_id"], "runtime": first["runtime"], "host_id": first.get("host_id"),
         "repo": repo_label(repo, cwd), "branch": branch, "title": title,
         "started_at": started, "ended_at": ended_at, "duration_ms": max(0, _ms(ended_at) - _ms(started)),
         "turn_count": turns, "event_count": len(envs), "files_touched": sorted(files), "commands": commands,

@@ -163,7 +163,7 @@ class _Identity:
 
 def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
     """Map, redact and spool one payload (the capture half). Raises on failure (caller logs)."""
-    from lib import adapters, envelope, jsonfast, spool
+    from lib import adapters, envelope, jsonfast, redact, spool
 
     adapter = adapters.get(runtime)
     if event not in adapter.EVENTS:
@@ -193,6 +193,8 @@ def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
             _log_error(paths, runtime, event, "quarantine", exc)
     done = adapter.done_marker(event, payload)
     if done is not None:
+        # the marker is on disk too: its transcript path gets the tool rules like tool.paths
+        done = {k: redact.scrub(v, is_tool_output=True)[0] if isinstance(v, str) else v for k, v in done.items()}
         spool.atomic_write(paths.session_done(runtime, sid), jsonfast.dumps(done).encode())
     elif any(e["event_type"] == "session_start" for e in envelopes):
         # a resumed session is open again: a stale end marker would let syncd seal it and delete

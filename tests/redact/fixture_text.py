@@ -112,6 +112,12 @@ JUDGED_HITS = {
         (("high_entropy_run",), "Phoenix LiveView signed session tokens; correct"),
     ("spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 1392, "tool.result"):
         (("high_entropy_run",), "Phoenix LiveView signed session tokens; correct"),
+    ("spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl", 1111, "tool.result"):
+        (("high_entropy_run",), "a real Phoenix csrf-token meta tag (T1t_QhofQ146...) in a test failure: a real secret "
+                                "class; correct"),
+    ("spotter__258c7280-ae70-4798-800f-63464d01a85d.subagents.agent-a881341.jsonl", 9, "tool.result"):
+        (("high_entropy_run",), "a CDN content key in an image URL (mintcdn.com/claude-code/tpQvD9DKENFo4zX_/...): "
+                                "opaque, not a credential; acceptable"),
 }
 """Every field of the fixture transcripts on which a rule fires, with the judgement made after
 reading the hit. The replaced CSRF-token fakes in spotter__8463c716 (``FffFFFFf0...``) use three
