@@ -76,7 +76,8 @@ def ingest_proposals(cfg, store, log) -> dict:
     state = os.path.join(cfg.paths.state_dir, "consumers", f"claims-{cfg.fleet_id}.json")
     records, commit = spool.consume_records(cfg.paths.mcp_spool(cfg.fleet_id), state)
     proposals = [r for r in records if r.get("kind") == "proposed"]
-    out = claims.ingest(store, proposals, cfg.fleet_id, log=log) if proposals else {"proposed": 0, "rejected": 0}
+    tally = os.path.join(cfg.paths.state_dir, "consumers", f"claims-{cfg.fleet_id}-tally.json")
+    out = claims.ingest(store, proposals, cfg.fleet_id, log=log, tally_path=tally) if proposals else {"proposed": 0, "rejected": 0}
     commit()
     return out
 
