@@ -264,6 +264,9 @@ class DenseIndex:
         :raises ImportError: numpy is not installed (the caller falls back to FTS5 only)."""
         import numpy as np
 
+        shipped = cls._from_shipped(conn, embedder_id)
+        if shipped is not None:
+            return shipped
         where = f"WHERE {_VISIBLE} AND c.embedder = ? AND length(c.embedding) = ?"
         args = (embedder_id, embed.BLOB_BYTES)
         n = conn.execute(f"SELECT count(*) FROM claims c {where}", args).fetchone()[0]
@@ -288,6 +291,38 @@ class DenseIndex:
             row += len(rows)
         idx.matrix = idx.matrix[:row]
         idx.subjects, idx.types = subjects[:row], types[:row]
+        return idx
+
+    @classmethod
+    def _from_shipped(cls, conn: sqlite3.Connection, embedder_id: str) -> "DenseIndex | None":
+        """The index maint shipped in the snapshot's ``claim_index`` table
+        (:func:`lib.snapshot.vector_index_rows`): one read and a zero-copy view instead of
+        decoding a blob per claim. ``None`` when the table is absent or its row for
+        ``embedder_id`` is inconsistent (sizes that do not add up): the caller builds from
+        ``claims`` instead."""
+        import numpy as np
+
+        try:
+            row = conn.execute("SELECT dim, n, ids, subjects, types, matrix FROM claim_index WHERE embedder = ?",
+                               (embedder_id,)).fetchone()
+        except sqlite3.Error:
+            return None
+        if row is None:
+            return None
+        dim, n, ids, subjects, types, matrix = (row[i] for i in range(6))
+        if not (isinstance(dim, int) and isinstance(n, int) and dim > 0 and n > 0 and isinstance(matrix, bytes)
+                and len(matrix) == n * dim * 4 and all(isinstance(t, str) for t in (ids, subjects, types))):
+            return None
+        id_list, subj_list, type_list = ids.split("\n"), subjects.split("\n"), types.split("\n")
+        if not len(id_list) == len(subj_list) == len(type_list) == n:
+            return None
+        idx = cls(embedder_id)
+        idx.ids = id_list
+        idx.matrix = np.frombuffer(matrix, dtype="<f4").reshape(n, dim)
+        for values, codes_attr, table in ((subj_list, "subjects", idx.subject_code), (type_list, "types", idx.type_code)):
+            uniq, inverse = np.unique(np.array(values, dtype=object).astype(str), return_inverse=True)
+            table.update({str(u): i for i, u in enumerate(uniq)})
+            setattr(idx, codes_attr, inverse.astype(np.int32))
         return idx
 
     def __len__(self) -> int:
