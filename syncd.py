@@ -91,7 +91,8 @@ def ingest_proposals(cfg, store, log) -> dict:
 
     records, commit = spool.consume_records(cfg.paths.mcp_spool(cfg.fleet_id), cfg.paths.mcp_consumer_state(cfg.fleet_id, "claims"))
     proposals = [r for r in records if r.get("kind") == "proposed"]
-    out = claims.ingest(store, proposals, cfg.fleet_id, log=log) if proposals else {"proposed": 0, "rejected": 0}
+    tally = os.path.join(cfg.paths.state_dir, "consumers", f"claims-{cfg.fleet_id}-tally.json")
+    out = claims.ingest(store, proposals, cfg.fleet_id, log=log, tally_path=tally) if proposals else {"proposed": 0, "rejected": 0}
     commit()
     return out
 

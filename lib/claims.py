@@ -29,7 +29,10 @@ THRESHOLDS = {"environment": 1, "outcome": 1, "convention": 2}
 ``preference`` needs a human approval, ``hypothesis`` never auto-promotes."""
 MAX_CLAIM_CHARS = 2000
 MAX_PROPOSALS_PER_AGENT_DAY = 100
-"""Proposals accepted per agent per UTC day; more are rejected with a visible reason."""
+"""Proposals accepted per agent per UTC day (the day the MCP server queued them), counted across
+sync passes by each host's syncd (:func:`load_tally`); more are rejected with a visible reason."""
+TALLY_DAYS = 7
+"""Days of per-agent proposal counts syncd keeps (:func:`save_tally`)."""
 
 
 def normalize(text: str) -> str:
@@ -250,17 +253,56 @@ def resolve_citation(index: LakeIndex, cite: dict, claim: str = "") -> dict | No
             "support": support(claim, env)}
 
 
-def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, counts: dict | None = None) -> dict:
-    """Turn spooled ``proposed`` records into ClaimEvents (DESIGN.md §10).
+def load_tally(path: str | None) -> dict:
+    """The per-agent, per-UTC-day proposal counts kept in ``path`` (JSON ``{"<agent>\u0000<day>": n}``)
+    as ``{(agent, day): n}``; empty when the file is missing or unreadable (a lost tally lets one
+    more day's cap through, it never blocks an agent)."""
+    if not path:
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            raw = json.loads(fh.read())
+        return {tuple(k.split("\u0000", 1)): int(v) for k, v in raw.items()
+                if isinstance(k, str) and "\u0000" in k and isinstance(v, int) and not isinstance(v, bool)}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def save_tally(path: str | None, counts: dict, today: str) -> None:
+    """Write ``counts`` to ``path`` atomically, keeping the :data:`TALLY_DAYS` days up to the latest
+    (``today`` or a later day a record carried): a backlog that syncd drains days late is still
+    counted against the day it was proposed on.
+    :raises OSError: the state folder is unwritable."""
+    if not path:
+        return
+    from lib.spool import atomic_write
+
+    import datetime
+
+    latest = max([today] + [d for _, d in counts])
+    try:
+        oldest = (datetime.date.fromisoformat(latest) - datetime.timedelta(days=TALLY_DAYS - 1)).isoformat()
+    except ValueError:  # a day string the MCP server did not write: keep everything rather than guess
+        oldest = ""
+    data = {f"{a}\u0000{d}": n for (a, d), n in sorted(counts.items()) if d >= oldest}
+    atomic_write(path, json.dumps(data, sort_keys=True).encode())
+
+
+def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, counts: dict | None = None,
+           tally_path: str | None = None) -> dict:
+    """Turn spooled ``proposed`` records into ClaimEvents (docs/memory.md).
 
     Each citation is resolved against the lake (:class:`LakeIndex`); if none resolves the
     proposal becomes a ``rejected`` event with the reason, which ``memory_timeline`` shows the
     agent. Also rejected: claim text over :data:`MAX_CLAIM_CHARS`, unknown type, more than
-    :data:`MAX_PROPOSALS_PER_AGENT_DAY` proposals from one agent in one day (``counts`` carries
-    the per-day tally across calls). Returns ``{"proposed": n, "rejected": n}``.
+    :data:`MAX_PROPOSALS_PER_AGENT_DAY` proposals from one agent in one UTC day (by the day the
+    MCP server queued it). The tally lives in ``tally_path`` (syncd keeps it in its state folder),
+    so the cap holds across sync passes; ``counts`` (a dict) is used instead when given. Returns
+    ``{"proposed": n, "rejected": n}``.
     """
     index = LakeIndex(store, fleet)
-    counts = counts if counts is not None else {}
+    persist = counts is None and tally_path is not None
+    counts = counts if counts is not None else load_tally(tally_path)
     out = {"proposed": 0, "rejected": 0}
     for rec in records:
         if rec.get("kind") != "proposed" or rec.get("fleet_id") not in (None, fleet):
@@ -304,6 +346,11 @@ def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, 
                                           "event_id": _rid(rec, "p")})
         out["proposed"] += 1
         log("claim_proposed", claim_id=cid, agent=agent, citations=len(evidence))
+    if persist:
+        try:
+            save_tally(tally_path, counts, time.strftime("%Y-%m-%d", time.gmtime()))
+        except OSError as exc:
+            log("claim_tally_write_failed", error=str(exc)[:200])
     return out
 
 

@@ -19,8 +19,12 @@ Rules, in order, for each ``candidate``:
    agent, nor a host an observer's sessions ran on) — docs/security.md "Trust model";
 5. per-type threshold on that count: environment 1, outcome 1, convention 2, preference = human
    approval, hypothesis never;
-6. a claim that passes but resembles a promoted claim on the same subject (cosine ≥ 0.85 or
-   word overlap ≥ 0.6; identical text is the same claim, i.e. corroboration) contests both.
+6. a claim that passes, resembles a promoted claim on the same subject (cosine ≥ 0.85 or word
+   overlap ≥ 0.6) **and** says something the other denies (:func:`difference`: a negation one
+   side has and the other lacks, an opposite word, or a value — number, version, quoted or
+   code span, path, flag — that each side has and the other does not) contests both. Resemblance
+   alone is corroboration or a near-duplicate, not a contradiction; identical text is the same
+   claim.
 
 Confidence = min(0.5 + 0.15·n, 0.95). Nothing is deleted; retirement is a human event.
 """
@@ -59,6 +63,45 @@ def _owner_units(observers: list, digests: list[dict]) -> set:
     ran on."""
     owners = set(observers)
     return {("agent", o) for o in owners} | {_unit(d) for d in digests if d.get("agent_id") in owners}
+
+
+NEGATIONS = frozenset("not no never cannot cant can't don't dont doesn't doesnt isn't isnt won't wont without "
+                      "fails failed failing broken unsupported disabled".split())
+"""Words that turn a statement into its denial (and the failure words that deny "works")."""
+OPPOSITES = (("enabled", "disabled"), ("true", "false"), ("pass", "fail"), ("passes", "fails"),
+             ("passed", "failed"), ("works", "fails"), ("succeeds", "fails"), ("required", "optional"),
+             ("always", "never"), ("before", "after"), ("allowed", "forbidden"), ("on", "off"))
+"""Word pairs where one side of a claim pair holding one and the other side the other is a contradiction."""
+
+
+def _values(text: str) -> set:
+    """The value tokens of ``text``: numbers and versions, `code` and quoted spans, paths,
+    command-line flags."""
+    import re
+
+    out = set(re.findall(r"`([^`]+)`|\"([^\"]+)\"", text))
+    vals = {a or b for a, b in out}
+    vals.update(re.findall(r"(?<![\w.])\d+(?:[.:]\d+)*(?![\w.])", text))
+    vals.update(re.findall(r"(?:\.{0,2}/)?[\w.-]+/[\w./-]+", text))
+    vals.update(re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", text))
+    return {v.lower() for v in vals}
+
+
+def difference(a: str, b: str) -> str | None:
+    """Why claims ``a`` and ``b`` (already similar) contradict each other, or ``None`` when nothing
+    in them denies the other: ``"negation"`` (one side negates, the other does not),
+    ``"opposite words"`` (:data:`OPPOSITES`), ``"different values"`` (each side has a value token,
+    :func:`_values`, that the other lacks). Precision measured by ``bench/memory_eval.py``."""
+    wa, wb = _words(a), _words(b)
+    if bool(wa & NEGATIONS) != bool(wb & NEGATIONS):
+        return "negation"
+    for x, y in OPPOSITES:
+        if (x in wa and y in wb and y not in wa and x not in wb) or (y in wa and x in wb and x not in wa and y not in wb):
+            return "opposite words"
+    va, vb = _values(a), _values(b)
+    if va - vb and vb - va:
+        return "different values"
+    return None
 
 
 def decide(folded: dict[str, dict], digests: list[dict], *, embed=None) -> tuple[list[dict], dict[str, str]]:
@@ -143,9 +186,11 @@ def decide(folded: dict[str, dict], digests: list[dict], *, embed=None) -> tuple
             va, vb = vec(c), vec(p)
             cos = sum(x * y for x, y in zip(va, vb)) if va is not None and vb is not None else 0.0
             if sim_words >= OVERLAP_CONTRADICTION or cos >= COSINE_CONTRADICTION:
-                rival = (pid, f"resembles promoted claim {pid} on subject {c.get('subject')!r} "
-                              f"(word overlap {sim_words:.2f}, cosine {cos:.2f}) but differs")
-                break
+                why = difference(c["claim"], p["claim"])
+                if why:
+                    rival = (pid, f"resembles promoted claim {pid} on subject {c.get('subject')!r} "
+                                  f"(word overlap {sim_words:.2f}, cosine {cos:.2f}) but differs ({why})")
+                    break
         conf = claimsmod.confidence(n)
         if rival:
             pid, why = rival
@@ -154,6 +199,7 @@ def decide(folded: dict[str, dict], digests: list[dict], *, embed=None) -> tuple
             events.append({"kind": "contested", "claim_id": pid, "against": cid,
                            "reason": f"a new claim {cid} on the same subject differs: {c['claim'][:120]}"})
             explain[cid] = "contested: " + why
+            explain[pid] = f"contested: a new claim {cid} on the same subject differs ({why.rsplit('(', 1)[-1]}"
             promoted.pop(pid, None)
             continue
         events.append({"kind": "promoted", "claim_id": cid, "independent_sessions": n, "confidence": conf,

@@ -145,3 +145,59 @@ def test_support_is_the_share_of_claim_terms_in_the_cited_event():
     assert claims.support("The CI image has redis-server on PATH", env) >= claims.SUPPORT_MIN
     git = {"tool": {"name": "Bash", "input": '{"command":"git status"}', "result": "nothing to commit"}}
     assert claims.support("Deploys must use --force on main", git) == 0.0
+
+
+def _promote_then_propose(a, b, subject="Maria"):
+    """``a`` promoted (alice, citing bob's session), then ``b`` proposed (bob, citing alice's)."""
+    ev = [_proposed(a, "environment", "alice", [("s2", "m2")], "01", subject=subject)]
+    d = [_digest("s1", "alice", ["m1"]), _digest("s2", "bob", ["m2"])]
+    first, _ = gate.decide(claims.fold(ev), d)
+    assert first[0]["kind"] == "promoted"
+    ev.append(dict(first[0], event_id="02"))
+    ev.append(_proposed(b, "environment", "bob", [("s1", "m1")], "03", subject=subject))
+    return gate.decide(claims.fold(ev), d)
+
+
+def test_near_duplicates_about_one_person_corroborate_instead_of_contesting():
+    # two LoCoMo observations about one person: similar (word overlap 0.6+), nothing denied
+    events, _ = _promote_then_propose("Maria volunteers at a homeless shelter.",
+                                      "Maria volunteers at a homeless shelter every week.")
+    assert [e["kind"] for e in events] == ["promoted"]
+
+
+def test_a_negation_or_a_different_value_is_a_contradiction():
+    events, _ = _promote_then_propose("docker build works offline in this repo",
+                                      "docker build does not work offline in this repo", subject="docker")
+    assert sorted(e["kind"] for e in events) == ["contested", "contested"]
+    events, _ = _promote_then_propose("the staging API listens on port 8080", "the staging API listens on port 9090",
+                                      subject="staging api")
+    assert sorted(e["kind"] for e in events) == ["contested", "contested"]
+
+
+def test_a_claim_promoted_then_contested_in_the_same_pass_explains_the_contest():
+    a, b = "the staging API listens on port 8080", "the staging API listens on port 9090"
+    ev = [_proposed(a, "environment", "alice", [("s2", "m2")], "01", subject="staging api"),
+          _proposed(b, "environment", "bob", [("s1", "m1")], "02", subject="staging api")]
+    d = [_digest("s1", "alice", ["m1"]), _digest("s2", "bob", ["m2"])]
+    events, explain = gate.decide(claims.fold(ev), d)
+    assert {e["kind"] for e in events} >= {"contested"}
+    assert all(v.startswith("contested") for v in explain.values()), explain
+
+
+def test_the_proposal_cap_is_per_agent_per_day_across_sync_passes(tmp_path):
+    from lib.store.memory import MemoryStore
+
+    store, tally = MemoryStore(), str(tmp_path / "tally.json")
+    day = "2026-11-29T10:00:00.000Z"
+    recs = [{"kind": "proposed", "fleet_id": "f", "agent_id": "alice", "claim": f"fact number {i}",
+             "claim_type": "environment", "subject": "s", "record_id": f"r{i:03d}", "requested_at": day,
+             "evidence": [{"session_id": "s1", "message_id": f"m{i}"}]} for i in range(130)]
+    reasons = []
+    log = lambda event, **kw: reasons.append(kw.get("reason", "")) if event == "claim_rejected" else None  # noqa: E731
+    claims.ingest(store, recs[:70], "f", tally_path=tally, log=log)
+    claims.ingest(store, recs[70:], "f", tally_path=tally, log=log)  # a later pass, same day
+    assert sum("rate limit" in r for r in reasons) == 30
+    other = [dict(r, requested_at="2026-11-30T00:00:01.000Z", record_id="n" + r["record_id"]) for r in recs[:5]]
+    reasons.clear()
+    claims.ingest(store, other, "f", tally_path=tally, log=log)
+    assert not any("rate limit" in r for r in reasons)  # a new UTC day starts a new count
