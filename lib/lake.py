@@ -20,6 +20,9 @@ STRING_COLUMNS = ("event_id", "fleet_id", "agent_id", "runtime", "runtime_versio
                   "tool_name", "tool_input", "tool_result", "model", "redaction_status", "repo", "cwd", "branch",
                   "git_sha")
 TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+EVENT_COLUMNS = ("user_kind", "failure_reason", "title", "compact_trigger")
+"""Typed columns of the optional event fields (docs/architecture.md "User records"); with
+``pre_tokens`` (int64). Older segments lack them: readers union by name."""
 
 
 def schema():
@@ -36,7 +39,9 @@ def schema():
                    pa.field("paths", pa.list_(pa.string()))]
         fields += [pa.field(t, pa.int64()) for t in TOKEN_COLUMNS]
         fields += [pa.field("cost_usd", pa.float64()), pa.field("rules_fired", pa.list_(pa.string())),
-                   pa.field("imported", pa.bool_()), pa.field("envelope_json", pa.string(), nullable=False)]
+                   pa.field("imported", pa.bool_())]
+        fields += [pa.field(n, pa.string()) for n in EVENT_COLUMNS] + [pa.field("pre_tokens", pa.int64())]
+        fields += [pa.field("envelope_json", pa.string(), nullable=False)]
         _SCHEMA = pa.schema(fields)
     return _SCHEMA
 
@@ -65,6 +70,10 @@ def to_columns(envs: list[dict], raw: list[str] | None = None) -> dict:
         }
         for t in TOKEN_COLUMNS:
             row[t] = usage.get(t) if usage else None
+        row["pre_tokens"] = e.get("pre_tokens")
+        for name in EVENT_COLUMNS:
+            v = e.get(name)
+            row[name] = v if v is None or isinstance(v, str) else str(v)
         for name in STRING_COLUMNS:
             if name not in row:
                 v = e.get(name)
@@ -89,9 +98,49 @@ def to_table(envs: list[dict], raw: list[str] | None = None):
     for f in sch:
         if f.name == "emitted_at":
             arrays.append(pa.array(cols[f.name], type=pa.string()).cast(f.type))
-        else:
+            continue
+        try:
             arrays.append(pa.array(cols[f.name], type=f.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeEncodeError, OverflowError, TypeError, ValueError):
+            arrays.append(pa.array([holdable(v, f.type) for v in cols[f.name]], type=f.type))
     return pa.Table.from_arrays(arrays, schema=sch)
+
+
+_SURROGATE = None
+_LIMITS = {"int32": 1 << 31, "int64": 1 << 63}
+
+
+def holdable(value, typ):
+    """``value`` made holdable by a column of Arrow type ``typ`` (issue #16: a poison pill must
+    not wedge a session): lone surrogates in text become U+FFFD; an integer out of the column's
+    range, a NaN/infinite number or a non-number becomes null; a float that is integral becomes
+    that integer. The envelope's own JSON (``envelope_json``) keeps the original numbers."""
+    global _SURROGATE
+    import math
+
+    import pyarrow as pa
+
+    if value is None:
+        return None
+    if pa.types.is_list(typ):
+        return [holdable(v, typ.value_type) for v in value] if isinstance(value, list) else None
+    if pa.types.is_string(typ):
+        text = value if isinstance(value, str) else str(value)
+        if _SURROGATE is None:
+            import re
+
+            _SURROGATE = re.compile("[\ud800-\udfff]")
+        return _SURROGATE.sub("\ufffd", text)
+    if pa.types.is_boolean(typ):
+        return bool(value)
+    if pa.types.is_floating(typ):
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+    if pa.types.is_integer(typ):
+        if isinstance(value, float) and math.isfinite(value) and value == int(value):
+            value = int(value)
+        limit = _LIMITS.get(str(typ), 1 << 63)
+        return value if isinstance(value, int) and not isinstance(value, bool) and -limit <= value < limit else None
+    return value
 
 
 _JSON_SCHEMA = None
@@ -105,6 +154,7 @@ def _json_schema():
 
         fields = [pa.field(n, pa.string()) for n in STRING_COLUMNS if n not in ("tool_name", "tool_input", "tool_result",
                                                                                "model", "redaction_status")]
+        fields += [pa.field(n, pa.string()) for n in EVENT_COLUMNS] + [pa.field("pre_tokens", pa.int64())]
         fields += [pa.field("schema_version", pa.int64()), pa.field("emitted_at", pa.string()), pa.field("imported", pa.bool_()),
                    pa.field("tool", pa.struct([pa.field("name", pa.string()), pa.field("input", pa.string()),
                                                pa.field("result", pa.string()), pa.field("exit_code", pa.int32()),

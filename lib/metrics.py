@@ -157,6 +157,9 @@ class _ScrapeTimeCollector:
         b = spool.backlog(m.paths.spool_dir, m.paths.state_dir)
         yield GaugeMetricFamily("ctxlake_spool_backlog_bytes", "Spool bytes not yet confirmed by the store.", value=b["bytes"])
         yield GaugeMetricFamily("ctxlake_spool_backlog_files", "Spool files holding unshipped lines.", value=b["files"])
+        yield GaugeMetricFamily("ctxlake_spool_disk_free_bytes",
+                                "Free bytes on the spool's filesystem (below 64 MiB hooks start losing events).",
+                                value=spool.disk_free(m.paths.spool_dir)["free_bytes"])
         yield GaugeMetricFamily(
             "ctxlake_spool_oldest_unshipped_age_seconds",
             "Seconds since the least recently written spool file with unshipped lines was last written "
