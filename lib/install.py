@@ -241,16 +241,27 @@ def claude_groups(ident: Identity, event: str) -> list[dict]:
     return groups
 
 
-def hook_commands(doc: dict, runtime: str) -> list:
-    """Every hook ``command`` value in a runtime's parsed hook file (``hooks.<event>[].command``;
-    Claude Code: ``hooks.<event>[].hooks[].command``), whatever its shape; never raises."""
+def hook_entries(doc: dict, runtime: str) -> list:
+    """Every hook object in a runtime's parsed hook file (``hooks.<event>[]``; Claude Code:
+    ``hooks.<event>[].hooks[]``), whatever its shape; never raises."""
     hooks = doc.get("hooks") if isinstance(doc, dict) else None
     out = []
     for entries in (hooks.values() if isinstance(hooks, dict) else ()):
         for e in entries if isinstance(entries, list) else ():
             inner = e.get("hooks") if runtime == "claude_code" and isinstance(e, dict) else [e]
-            out += [h.get("command") for h in inner if isinstance(h, dict)] if isinstance(inner, list) else []
+            out += [h for h in inner if isinstance(h, dict)] if isinstance(inner, list) else []
     return out
+
+
+def hook_identity(hook: dict) -> tuple[str, str]:
+    """``(fleet_id, agent_id)`` an entry of ours speaks for (any of the shapes :func:`is_our_hook`
+    accepts; call it only on one that passed)."""
+    args = hook.get("args")
+    tokens = args if isinstance(args, list) else shlex.split(hook["command"])
+    if tokens[:1] == ["env"]:
+        return tokens[1].split("=", 1)[1], tokens[2].split("=", 1)[1]
+    flags = dict(t[2:].split("=", 1) for t in tokens if t.startswith(("--fleet=", "--agent=")))
+    return flags["fleet"], flags["agent"]
 
 
 def installed_identity(path: str, runtime: str) -> tuple[str, str] | None:
@@ -262,10 +273,9 @@ def installed_identity(path: str, runtime: str) -> tuple[str, str] | None:
         doc = _load_yaml(path, text) if runtime == "hermes" else _load_json(path, text)
     except InstallError:
         return None
-    for cmd in hook_commands(doc, runtime):
-        if is_our_command(cmd, probe, runtime):
-            t = shlex.split(cmd)
-            return t[1].split("=", 1)[1], t[2].split("=", 1)[1]
+    for hook in hook_entries(doc, runtime):
+        if is_our_hook(hook, probe, runtime):
+            return hook_identity(hook)
     return None
 
 

@@ -166,3 +166,14 @@ def test_cursor_and_hermes_drop_env_and_replace_an_older_env_install(runtime, tm
     for c in install.plan("uninstall", [runtime], IDENT, home):
         install.apply(c)
     assert not os.path.exists(target.path) or not (yaml.safe_load(open(target.path)) or {}).get("hooks")
+
+
+@pytest.mark.parametrize("runtime", install.RUNTIMES)
+def test_installed_identity_reads_the_new_and_the_older_shape(runtime, tmp_path):
+    home = str(tmp_path)
+    for c in install.plan("install", [runtime], IDENT, home):
+        install.apply(c)
+    path = install.targets(runtime, home)[0].path
+    assert install.installed_identity(path, runtime) == ("team-a", "laptop-1")
+    old = install.legacy_hook_command(OLD, runtime, install.adapter_events(runtime)[0])
+    assert install.hook_identity({"command": old}) == ("old-fleet", "old-agent")
