@@ -53,13 +53,14 @@ def owned_dir(path: str) -> str:
 
 def sessions(copies: int = 1) -> list[dict]:
     """The captured payloads, ``copies`` times, each copy under fresh session ids (the payloads'
-    own ids with the copy number in their last digits), in capture order."""
+    own ids with the copy number in digits 19..24 of the last group; copy 0 keeps them), in
+    capture order."""
     payloads = json.load(open(CAPTURED))
     out = []
     for n in range(copies):
         for p in payloads:
             sid = p["session_id"]
-            out.append(dict(p, session_id=f"{sid[:-6]}{n:06d}" if n else sid))
+            out.append(dict(p, session_id=f"{sid[:-12]}{n:06d}{sid[-6:]}"))
     return out
 
 

@@ -60,6 +60,13 @@ events_logger = "file"
 """
 
 
+class PodmanError(subprocess.CalledProcessError):
+    """A podman command failed; its message ends with podman's stderr."""
+
+    def __str__(self) -> str:
+        return f"{super().__str__()}: {(self.stderr or self.stdout or '').strip()[-2000:]}"
+
+
 class EngineUnavailable(RuntimeError):
     """No container engine can start a container here; the message says why and what fixes it."""
 
@@ -125,13 +132,13 @@ def podman(*args: str, check: bool = True, timeout: float | None = 600, **kw) ->
     """Run ``podman ARGS`` with the project's engine configuration; text output captured unless
     ``stdout``/``stderr`` are given.
 
-    :raises subprocess.CalledProcessError: non-zero exit when ``check`` (stderr in the message).
+    :raises PodmanError: non-zero exit when ``check`` (stderr in the message).
     """
     kw.setdefault("capture_output", "stdout" not in kw and "stderr" not in kw)
     kw.setdefault("text", True)
     r = subprocess.run(["podman", *args], env=engine_env(), timeout=timeout, **kw)
     if check and r.returncode != 0:
-        raise subprocess.CalledProcessError(r.returncode, r.args, r.stdout, r.stderr)
+        raise PodmanError(r.returncode, r.args, r.stdout, r.stderr)
     return r
 
 
