@@ -10,8 +10,9 @@ What a controller adds and a kubelet resolves is done here, and only that:
   resources, securityContext), init containers and volumes unchanged;
 - ``hostNetwork: true`` is added: there is no cluster network; every pod shares the host's, where
   SeaweedFS and the fake API server listen on 127.0.0.1;
-- the kubelet's downward API is resolved for ``spec.nodeName`` (Podman resolves ``metadata.*``
-  but not that field) by writing the node name as a plain value;
+- the kubelet's downward API is resolved for ``spec.nodeName`` and ``metadata.namespace`` (Podman
+  4.3 resolves ``metadata.name`` and ``metadata.labels[...]`` but refuses those two) by writing
+  the value as a plain one;
 - Podman 4.3 refuses an annotation value over 63 characters (it checks them as if they were
   label values; Kubernetes allows 256 KiB in all), so the chart's ``checksum/config`` (a 64-digit
   sha256, which only makes a rollout restart pods) is dropped, and any other such annotation;
@@ -75,7 +76,7 @@ def pod_template(workload: dict) -> dict:
 
 def as_pod(workload: dict, name: str, node: str | None = None) -> dict:
     """``workload``'s pod template as a Pod named ``name``, bound to ``node`` (default: this host's
-    name), on the host network; ``fieldRef: spec.nodeName`` resolved to the node name."""
+    name), on the host network, adapted as the module docstring lists."""
     node = node or socket.gethostname()
     tpl = copy.deepcopy(pod_template(workload))
     meta = dict(tpl.get("metadata") or {})
@@ -87,12 +88,14 @@ def as_pod(workload: dict, name: str, node: str | None = None) -> dict:
         meta["annotations"]["io.podman.annotations.init.container.type"] = "always"
     spec["hostNetwork"] = True
     spec["nodeName"] = node
+    resolved = {"spec.nodeName": node, "metadata.namespace": meta["namespace"]}
     for c in spec.get("initContainers", []) + spec["containers"]:
         c.pop("ports", None)
         for e in c.get("env", []):
-            if (e.get("valueFrom") or {}).get("fieldRef", {}).get("fieldPath") == "spec.nodeName":
+            field = (e.get("valueFrom") or {}).get("fieldRef", {}).get("fieldPath")
+            if field in resolved:
                 e.pop("valueFrom")
-                e["value"] = node
+                e["value"] = resolved[field]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
