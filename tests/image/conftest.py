@@ -1,7 +1,9 @@
-"""Fixtures for the image tests: the built image (skipped with the reason when ``make image-test``
-has not built it; a failure instead under ``CTXLAKE_IMAGE_REQUIRE=1``, which ``make image-test``
-sets once the build succeeded), a host directory the image's user owns, and the real hook
-payloads the agent side replays."""
+"""Fixtures for the image tests: the built image, a host directory, and the real hook payloads the
+agent side replays.
+
+These tests run under ``make image-test``, which builds the image and then sets
+``CTXLAKE_IMAGE_REQUIRE=1`` (a missing image or engine is then a failure). Anywhere else — ``make
+test``, a bare ``pytest tests`` — they skip, saying so: they take minutes and need Podman."""
 from __future__ import annotations
 
 import json
@@ -23,6 +25,8 @@ CAPTURED = os.path.join(FIXTURES, "captured", "claude-code-2.1.332", "hooks.json
 def image() -> str:
     """The image tag, once it exists in the project's engine storage."""
     reason = None
+    if os.environ.get("CTXLAKE_IMAGE_REQUIRE") != "1":
+        pytest.skip("the image tests run under `make image-test` (it builds the image, then sets CTXLAKE_IMAGE_REQUIRE=1)")
     if not shutil.which("podman"):
         reason = "podman is not installed: `make image-test` (apt-get install podman runc mmdebstrap)"
     elif not engine.image_exists(engine.IMAGE):

@@ -17,8 +17,8 @@ def _store_env(seaweed, prefix: str) -> dict:
             "CTXLAKE_AGENT_ID": "node-1"}
 
 
-def test_the_image_declares_a_numeric_non_root_user_and_tini():
-    cfg = json.loads(engine.podman("image", "inspect", "--format", "{{json .Config}}", engine.IMAGE).stdout)
+def test_the_image_declares_a_numeric_non_root_user_and_tini(image):
+    cfg = json.loads(engine.podman("image", "inspect", "--format", "{{json .Config}}", image).stdout)
     assert cfg["User"] == f"{UID}:{UID}"
     assert cfg["Entrypoint"][:2] == ["/usr/bin/tini", "--"] and cfg["Cmd"] == ["syncd"]
 
