@@ -230,7 +230,11 @@ def run_once(cfg, store, log, now=time.time) -> dict:
         if emb and emb[0] in embed.RELEVANCE_FLOORS:
             meta.update(relevance_floor=embed.RELEVANCE_FLOORS[emb[0]],
                         relevance_floor_mixed=embed.RELEVANCE_FLOORS_MIXED[emb[0]])
-        data = snapshot.build(cfg.fleet_id, digests, claims, meta=meta)
+        from lib import handoffs as handoffmod
+
+        notes = handoffmod.load_recent(store, cfg.fleet_id, now=now())
+        summary["handoffs"] = len(notes)
+        data = snapshot.build(cfg.fleet_id, digests, claims, meta=meta, handoffs=notes)
         renew.tick(force=True)  # still ours right before the swap; the pointer epoch fences the rest
         summary["snapshot"] = snapshot.publish(store, cfg.fleet_id, data, maint_epoch=lease["epoch"],
                                                built_at=format_time(now()), claim_count=len(claims),
