@@ -320,43 +320,31 @@ def cmd_uninstall(args, cfg, out) -> int:
     return _install_run("uninstall", args, cfg, out)
 
 
-def _lake_files(cfg) -> list[str]:
-    """Local paths of the current compacted parts (downloaded to the cache for remote stores)."""
+def cmd_query(args, cfg, out) -> int:
+    """Run SQL with DuckDB over the fleet's Delta table (its current version), as view ``events``.
+
+    Example: ``ctxlake query "SELECT event_type, count(*) FROM events GROUP BY 1"``
+    """
     from lib import lake
     from lib.store import open_store
 
     store = open_store(cfg.store, live=cfg.live_store)
-    keys = lake.current_parts(store, cfg.fleet_id)
-    if cfg.store.startswith("file://"):
-        return [os.path.join(store.root, *k.split("/")) for k in keys]
-    local = []
-    base = os.path.join(cfg.paths.fleet_cache(cfg.fleet_id), "lake")
-    for k in keys:
-        dest = os.path.join(base, *k.split("/"))
-        if not os.path.exists(dest):
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            from lib.spool import atomic_write
-
-            atomic_write(dest, store.get(k).data, mode=0o644)
-        local.append(dest)
-    return local
-
-
-def cmd_query(args, cfg, out) -> int:
-    """Run SQL with DuckDB over the lake's current compacted Parquet parts, as view ``events``.
-
-    Example: ``ctxlake query "SELECT event_type, count(*) FROM events GROUP BY 1"``
-    """
-    import duckdb
-
-    files = _lake_files(cfg)
-    if not files:
+    try:
+        con = lake.duckdb_connect(store, cfg.fleet_id, os.path.join(cfg.paths.fleet_cache(cfg.fleet_id), "lake"))
+    except lake.TableError as exc:
+        out.write(f"ctxlake query: {exc}\n")
+        return 2
+    if con is None:
         out.write("the lake has no compacted data yet: run `ctxlake sync --once` and `ctxlake maint --once`\n")
         return 0
-    con = duckdb.connect()
-    listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-    con.execute(f"CREATE VIEW events AS SELECT * FROM read_parquet([{listing}])")
-    cur = con.execute(args.sql)
+    import duckdb
+
+    try:
+        cur = con.execute(args.sql)
+    except duckdb.Error as exc:
+        out.write(f"ctxlake query: {str(exc).splitlines()[0]} (the table is the view `events`; "
+                  "`ctxlake query \"DESCRIBE events\"` lists its columns)\n")
+        return 2
     cols = [d[0] for d in cur.description]
     rows = cur.fetchall()
     if args.json:

@@ -62,25 +62,195 @@ def _scan_sessions(store, fleet: str) -> dict:
     return out
 
 
-def _session_envelopes(store, seg_keys: list[str], seen: set) -> list[dict]:
-    from lib import lake
+def _read_segments(store, fleet: str, keys: list[str], ledger, log, now) -> list:
+    """Arrow tables of the bronze segments ``keys`` (in key order). A segment that cannot be read
+    or does not fit the lake schema is quarantined — a record under ``quarantine/`` with the
+    reason, the segment itself left where it is and never retried or deleted — and the pass goes
+    on without it (docs/lake.md, bad input)."""
+    import pyarrow as pa
 
-    envs = []
-    for key in sorted(seg_keys):
-        for e in lake.decode(store.get(key).data):
-            if e["event_id"] not in seen:
-                seen.add(e["event_id"])
-                envs.append(e)
-    envs.sort(key=lambda e: e["event_id"])
-    return envs
+    from lib import lake
+    from lib.envelope import format_time
+    from lib.store import CREATE, NotFound, PreconditionFailed
+    from lib.ulid import new_ulid
+
+    tables = []
+    for key in keys:
+        try:
+            t = lake.read_table(store.get(key).data)
+            missing = [c for c in lake.EVENT_KEY + ("emitted_at", "envelope_json") if c not in t.column_names]
+            if missing:
+                raise ValueError(f"no column {', '.join(missing)}")
+            tables.append(t)
+        except NotFound:
+            continue  # deleted meanwhile (bronze retention of another pass): nothing to merge
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            info = lake.parse_session_prefix(key)
+            reason = f"{type(exc).__name__}: {str(exc)[:300]}"
+            record = {"kind": "bronze_segment", "key": key, "reason": reason, "quarantined_at": format_time(now())}
+            try:
+                store.put(lake.quarantine_key(fleet, info.get("agent", "?"), info.get("dt", "?"), new_ulid()),
+                          json.dumps(record, sort_keys=True).encode(), CREATE)
+            except PreconditionFailed:
+                pass
+            ledger.quarantined[key] = reason
+            log("segment_quarantined", key=key, reason=reason)
+    return tables
+
+
+def _compact(cfg, store, scan: dict, epoch: int, renew, log, now, summary: dict) -> dict:
+    """Merge every bronze segment of a sealed session that the table does not hold yet (plus the
+    old ``gen=<hash>`` layout, once) into the fleet's Delta table: one commit for the pass.
+
+    Returns ``{"touched": {session_id: set(dt)}, "table_ok": bool}``. Refuses to commit — and
+    says why in ``summary["lake_error"]`` — when the store makes Delta commits unsafe
+    (:func:`lib.lake.commit_safety`) or the table is unreadable; bronze is then left untouched.
+    """
+    from lib import lake
+    from lib.ulid import new_ulid
+
+    fleet = cfg.fleet_id
+    state = {"touched": {}, "table_ok": False}
+    sealed = {p: s for dt in scan.values() for p, s in dt.items() if s["sealed"]}
+    summary["partitions"] = len({lake.parse_session_prefix(p)["dt"] for p in sealed})
+    try:
+        table = lake.open_table(store, fleet)
+    except lake.TableError as exc:
+        summary["lake_error"] = str(exc)
+        log("lake_unreadable", error=str(exc)[:500])
+        return state
+    ledger = lake.Ledger.load(store, fleet)
+    if ledger.catch_up(table):
+        ledger.save()  # a pass killed after its commit: what it merged is recorded now
+    legacy = lake.legacy_pointers(store, fleet)
+    new = sorted(k for p, s in sealed.items() for k in s["segs"]
+                 if k not in ledger.segments and k not in ledger.quarantined)
+    state["table_ok"] = True
+    if not new and not legacy and not lake.legacy_keys(store, fleet):
+        state["ledger"] = ledger
+        return state
+    unsafe = lake.commit_safety(store)
+    if unsafe:
+        summary["lake_error"] = unsafe
+        log("lake_commit_refused", reason=unsafe)
+        state["table_ok"] = table is not None
+        return state
+    renew.tick()
+    tables = _read_segments(store, fleet, new, ledger, log, now)
+    for _, parts in legacy:
+        for key in parts:
+            try:
+                tables.append(lake.read_table(store.get(key).data))
+            except Exception as exc:  # an old part that cannot be read: bronze still has its rows
+                log("legacy_part_unreadable", key=key, error=str(exc)[:300])
+    renew.tick()
+    if tables:
+        import pyarrow as pa
+
+        rows = lake.table_rows(pa.concat_tables(tables, promote_options="default"))
+        pass_id = f"{epoch}-{new_ulid()}"
+        consumed = [k for k in new if k not in ledger.quarantined]
+        from lib.store import CREATE, PreconditionFailed
+
+        try:
+            store.put(lake.manifest_key(fleet, pass_id), json.dumps({"pass_id": pass_id, "maint_epoch": epoch,
+                                                                     "segments": consumed}, sort_keys=True).encode(), CREATE)
+        except PreconditionFailed:
+            pass
+        try:
+            res = lake.commit(store, fleet, rows, epoch=epoch, pass_id=pass_id,
+                              config=lake.table_config(cfg.lake.checkpoint_every, cfg.lake.log_retention_days,
+                                                       cfg.lake.vacuum_hours),
+                              log=log, before_commit=lambda: renew.tick(force=True))
+        except lake.Fenced:
+            raise
+        except lake.TableError as exc:  # outage or damage: nothing half-visible, bronze kept, next pass retries
+            summary["lake_error"] = str(exc)
+            log("lake_commit_failed", error=str(exc)[:500])
+            return state
+        summary["compacted"] = int(res["committed"])
+        summary["rows_out"] = rows.num_rows
+        summary["lake_version"] = res["version"]
+        for sid, dt in zip(rows.column("session_id").to_pylist(), rows.column("dt").to_pylist()):
+            state["touched"].setdefault(sid, set()).add(dt)
+        ledger.catch_up(lake.open_table(store, fleet))
+    if legacy or lake.legacy_keys(store, fleet):
+        summary["migrated"] = _drop_legacy(store, fleet, log)
+    ledger.save()
+    state["ledger"] = ledger
+    return state
+
+
+def _drop_legacy(store, fleet: str, log) -> int:
+    """Delete the ``gen=<hash>`` layout once its rows are in the table (after the commit: a pass
+    killed before this point merges the same parts again, which changes nothing)."""
+    from lib import lake
+    from lib.store import NotFound
+
+    keys = lake.legacy_keys(store, fleet)
+    for key in sorted(keys, key=lambda k: k.endswith("/_CURRENT")):  # parts first, pointers last
+        try:
+            store.delete(key)
+        except NotFound:
+            pass
+    if keys:
+        log("lake_migrated", fleet=fleet, deleted=len(keys))
+    return len(keys)
+
+
+def _digests(cfg, store, scan: dict, lake_state: dict, renew, log, summary: dict) -> list[dict]:
+    """Every sealed session's digest: stored ``digest.json`` files are reused unless the session
+    got new rows this pass or the digest schema changed; the others are computed from the
+    session's rows read back from the table (all sealed folders of one session id together)."""
+    from lib import digest as digestmod
+    from lib import lake
+    from lib.store import NotFound
+
+    by_sid: dict[str, list[tuple[str, dict]]] = {}
+    for dt in scan.values():
+        for prefix, s in dt.items():
+            if s["sealed"]:
+                by_sid.setdefault(lake.parse_session_prefix(prefix)["session"], []).append((prefix, s))
+    touched = lake_state["touched"]
+    digests, need = [], {}
+    for sid in sorted(by_sid):
+        d = None
+        if sid not in touched:
+            for prefix, s in by_sid[sid]:
+                if not s["digest"]:
+                    continue
+                try:
+                    d = json.loads(store.get(lake.digest_key(prefix)).data)
+                except (NotFound, ValueError):
+                    d = None
+                if not isinstance(d, dict) or d.get("schema_version") != digestmod.DIGEST_SCHEMA_VERSION:
+                    d = None
+                if d:
+                    break
+        if d:
+            digests.append(d)
+        else:
+            need[sid] = by_sid[sid]
+    if need and lake_state["table_ok"]:
+        renew.tick()
+        dts = set().union(*(touched[s] for s in need)) if all(s in touched for s in need) else None
+        envs = lake.session_envelopes(store, cfg.fleet_id, list(need), dts=dts)
+        for sid in sorted(need):
+            renew.tick()
+            if not envs.get(sid):
+                continue
+            d = digestmod.digest(envs[sid])
+            for prefix, _ in need[sid]:
+                store.put(lake.digest_key(prefix), json.dumps(d, sort_keys=True).encode())
+            summary["digested"] += 1
+            digests.append(d)
+    return digests
 
 
 def run_once(cfg, store, log, now=time.time) -> dict:
     """One maintenance pass; returns a summary dict (see module docstring)."""
-    from lib import digest as digestmod
     from lib import lake, live, snapshot
     from lib.envelope import format_time
-    from lib.store import CREATE, NotFound, PreconditionFailed, update
 
     holder = f"maint@{socket.gethostname()}:{os.getpid()}"
     key = live.lease_key(cfg.fleet_id, live.MAINTENANCE)
@@ -96,59 +266,9 @@ def run_once(cfg, store, log, now=time.time) -> dict:
     summary = {"ran": True, "maint_epoch": lease["epoch"], "partitions": 0, "compacted": 0, "rows_out": 0,
                "digested": 0, "sessions": 0, "snapshot": None}
     try:
-        digests = []
         scan = _scan_sessions(store, cfg.fleet_id)
-        for dt in sorted(scan):
-            sealed = {p: s for p, s in scan[dt].items() if s["sealed"]}
-            if not sealed:
-                continue
-            summary["partitions"] += 1
-            gen = lake.generation({p: s["segs"] for p, s in sealed.items()})
-            ckey = lake.current_key(cfg.fleet_id, dt)
-            try:
-                cur_obj = store.get(ckey)
-                cur = json.loads(cur_obj.data)
-                cur_etag = cur_obj.etag
-            except NotFound:
-                cur, cur_etag = {}, None
-            if int(cur.get("maint_epoch") or 0) > lease["epoch"]:
-                raise snapshot.StaleEpoch(f"{ckey} carries maint epoch {cur.get('maint_epoch')} > ours {lease['epoch']}")
-            need_compact = cur.get("gen") != gen
-            writer = lake.PartWriter(store, cfg.fleet_id, dt, gen) if need_compact else None
-            seen: set = set()
-            for prefix in sorted(sealed):
-                renew.tick()
-                s = sealed[prefix]
-                d = None
-                if s["digest"] and not need_compact:
-                    try:
-                        d = json.loads(store.get(lake.digest_key(prefix)).data)
-                        if d.get("schema_version") != digestmod.DIGEST_SCHEMA_VERSION:
-                            d = None
-                    except (NotFound, ValueError):
-                        d = None
-                if d is None or need_compact:
-                    envs = _session_envelopes(store, s["segs"], seen)
-                    if writer:
-                        writer.add(envs)
-                    if d is None and envs:
-                        d = digestmod.digest(envs)
-                        store.put(lake.digest_key(prefix), json.dumps(d, sort_keys=True).encode())
-                        summary["digested"] += 1
-                if d:
-                    digests.append(d)
-            if writer:
-                parts = writer.close()
-                pointer = {"gen": gen, "parts": parts, "rows": writer.rows, "sessions": len(sealed),
-                           "built_at": format_time(now()), "maint_epoch": lease["epoch"]}
-                try:
-                    store.put(ckey, json.dumps(pointer, sort_keys=True).encode(),
-                              update(cur_etag) if cur_etag else CREATE)
-                except PreconditionFailed:
-                    log("compaction_pointer_race_lost", key=ckey)
-                summary["compacted"] += 1
-                summary["rows_out"] += writer.rows
-                log("partition_compacted", key=ckey, gen=gen, parts=len(parts), rows=writer.rows, sessions=len(sealed))
+        lake_state = _compact(cfg, store, scan, lease["epoch"], renew, log, now, summary)
+        digests = _digests(cfg, store, scan, lake_state, renew, log, summary)
         renew.tick()
         from lib import embed, gate
 
@@ -166,7 +286,7 @@ def run_once(cfg, store, log, now=time.time) -> dict:
         summary["snapshot"] = snapshot.publish(store, cfg.fleet_id, data, maint_epoch=lease["epoch"],
                                                built_at=format_time(now()), claim_count=len(claims),
                                                session_count=len(digests), log=log)
-    except (live.Lost, snapshot.StaleEpoch) as exc:
+    except (live.Lost, snapshot.StaleEpoch, lake.Fenced) as exc:
         # Fenced off: another maint took the lease (it lapsed while we worked) and may already
         # have published with a higher epoch. Stop without touching the pointer.
         log("maint_fenced_lost", epoch=lease["epoch"], error=str(exc)[:300])
@@ -199,11 +319,13 @@ def main(argv=None, stdout=None) -> int:
         out.write(f"maintenance stopped: {summary['message']}\n")
     else:
         snap = summary["snapshot"] or {}
+        if summary.get("lake_error"):
+            out.write(f"maint: the lake was not compacted: {summary['lake_error']}\n")
         out.write(f"maint: {summary['partitions']} partition(s), {summary['compacted']} compacted "
                   f"({summary['rows_out']} rows), {summary['digested']} new digest(s), "
                   f"snapshot {str(snap.get('sha256'))[:12]} ({snap.get('reason')}), "
                   f"{summary['sessions']} session(s), epoch {summary['maint_epoch']}\n")
-    return 0
+    return 1 if summary.get("lake_error") else 0
 
 
 if __name__ == "__main__":
