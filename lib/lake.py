@@ -407,6 +407,11 @@ def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | 
     retried :data:`COMMIT_RETRIES` times. ``before_commit`` runs before each attempt (maint
     renews its lease there).
 
+    Rows identical to the table's (same key, same ``envelope_json``: a segment merged again
+    after a lost ledger, a migrated part whose rows bronze also holds) are dropped first
+    (:func:`_drop_unchanged`), so re-merging rewrites no file, and when nothing is left no commit
+    is made at all.
+
     Returns ``{"version", "committed": bool, "inserted", "updated", "attempts"}``.
     :raises Fenced: a newer epoch committed. :raises TableError: the table is unreadable, or
         every attempt failed.
@@ -430,15 +435,18 @@ def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | 
         if done == epoch:
             log("lake_commit_already_done", version=dt.version(), epoch=epoch, pass_id=pass_id)
             return {"version": dt.version(), "committed": False, "inserted": 0, "updated": 0, "attempts": attempt}
+        todo = rows if dt is None else _drop_unchanged(dt, rows)
+        if todo.num_rows == 0:
+            return {"version": dt.version(), "committed": False, "inserted": 0, "updated": 0, "attempts": attempt}
         before_commit()
         try:
             if dt is None:
-                write_deltalake(uri, rows, partition_by=list(PARTITION_COLUMNS), mode="error",
+                write_deltalake(uri, todo, partition_by=list(PARTITION_COLUMNS), mode="error",
                                 configuration=config or None, storage_options=opts, writer_properties=writer,
                                 commit_properties=props)
-                metrics = {"num_target_rows_inserted": rows.num_rows, "num_target_rows_updated": 0}
+                metrics = {"num_target_rows_inserted": todo.num_rows, "num_target_rows_updated": 0}
             else:
-                metrics = (dt.merge(rows, predicate=merge_predicate(dts), source_alias="s", target_alias="t",
+                metrics = (dt.merge(todo, predicate=merge_predicate(dts), source_alias="s", target_alias="t",
                                     merge_schema=True, writer_properties=writer, commit_properties=props)
                            .when_matched_update_all(predicate="t.envelope_json <> s.envelope_json")
                            .when_not_matched_insert_all().execute())
@@ -450,11 +458,34 @@ def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | 
             time.sleep(min(5.0, 0.2 * 2 ** (attempt - 1)))
             continue
         after = open_table(store, fleet)
-        log("lake_committed", version=after.version(), epoch=epoch, pass_id=pass_id, rows=rows.num_rows,
+        log("lake_committed", version=after.version(), epoch=epoch, pass_id=pass_id, rows=todo.num_rows,
             inserted=metrics.get("num_target_rows_inserted"), updated=metrics.get("num_target_rows_updated"))
         return {"version": after.version(), "committed": True, "inserted": metrics.get("num_target_rows_inserted", 0),
                 "updated": metrics.get("num_target_rows_updated", 0), "attempts": attempt}
     raise TableError(f"could not commit to the Delta table at {uri} after {COMMIT_RETRIES} attempts: {str(last)[:300]}")
+
+
+def _drop_unchanged(dt, rows):
+    """``rows`` without those the table already holds byte for byte (same :data:`EVENT_KEY`,
+    same ``envelope_json``), compared by MD5 of ``envelope_json`` over just the sessions and
+    days in ``rows`` (DataFusion prunes the other partitions)."""
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from deltalake import QueryBuilder
+
+    sids = set(rows.column("session_id").to_pylist())
+    sql = (f"SELECT session_id, event_id, md5(envelope_json) AS h FROM events WHERE dt IN "
+           f"({_sql_list(rows.column('dt').to_pylist())}) AND session_id IN ({_sql_list(sids)})")
+    have = pa.table(QueryBuilder().register("events", dt).execute(sql).read_all())
+    if not have.num_rows:
+        return rows
+    known = set(zip(have.column("session_id").to_pylist(), have.column("event_id").to_pylist(), have.column("h").to_pylist()))
+    keep = [(s, e, hashlib.md5(j.encode()).hexdigest()) not in known
+            for s, e, j in zip(rows.column("session_id").to_pylist(), rows.column("event_id").to_pylist(),
+                               rows.column("envelope_json").to_pylist())]
+    return rows.filter(pa.array(keep, type=pa.bool_())) if not all(keep) else rows
 
 
 def _sql_list(values) -> str:
@@ -727,3 +758,46 @@ def duckdb_connect(store, fleet: str, cache_dir: str | None = None):
     con.execute(f"CREATE VIEW events AS SELECT * FROM read_parquet([{listing}], hive_partitioning = true, "
                 "hive_types = {'dt': VARCHAR}, union_by_name = true)")
     return con
+
+
+def repair_checkpoints(store, fleet: str, log=lambda *a, **k: None) -> list[str]:
+    """Delete Delta checkpoints of the fleet's table that are not valid Parquet (a partially
+    written or damaged file makes delta-rs refuse the whole table), when the JSON commits they
+    summarize are all still in the log — a checkpoint is derived data, so nothing is lost and
+    readers replay the JSON instead; ``_last_checkpoint`` goes too when it names one of them
+    (readers then find the newest checkpoint by listing). Returns the keys deleted; a damaged
+    checkpoint whose commits were already cleaned up is left alone (restore it from a backup)."""
+    import pyarrow.parquet as pq
+
+    from lib.store import NotFound
+
+    base = getattr(store, "lake", store)
+    logp = table_root(fleet) + "_delta_log/"
+    names = {e.key[len(logp):] for e in base.list(logp)}
+    commits = {int(n[:20]) for n in names if n.endswith(".json") and n[:20].isdigit()}
+    bad, good = [], []
+    for n in sorted(names):
+        if ".checkpoint" not in n or not n.endswith(".parquet"):
+            continue
+        try:
+            pq.read_metadata(io.BytesIO(base.get(logp + n).data))
+            good.append(int(n[:20]))
+        except Exception:
+            bad.append(n)
+    deleted = []
+    for n in bad:
+        ver = int(n[:20])
+        floor = max([g for g in good if g < ver], default=-1)
+        if all(v in commits for v in range(floor + 1, ver + 1)):
+            base.delete(logp + n)
+            deleted.append(logp + n)
+    if deleted:
+        try:
+            last = json.loads(base.get(logp + "_last_checkpoint").data)
+            if any(int(k[len(logp):][:20]) == int(last.get("version", -1)) for k in deleted):
+                base.delete(logp + "_last_checkpoint")
+                deleted.append(logp + "_last_checkpoint")
+        except (NotFound, ValueError, TypeError, AttributeError):
+            pass
+        log("lake_checkpoint_repaired", deleted=deleted)
+    return deleted

@@ -87,11 +87,17 @@ def sha256(data: bytes) -> str:
 
 
 def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: str, claim_count: int,
-            session_count: int, log=lambda *a, **k: None) -> dict:
+            session_count: int, lake_stats: dict | None = None, log=lambda *a, **k: None) -> dict:
     """Publish ``data``: blob first (create-only; already there is fine), then CAS the pointer.
 
+    The pointer names the blob it replaces as ``previous`` (retention never deletes the current
+    blob or that one) and carries ``lake`` (from ``lake_stats``) — the table's size and what vacuum would free
+    (:func:`lib.retention.table_stats`), which syncd mirrors with the pointer so ``ctxlake
+    status`` and ``/metrics`` show it without touching the store.
+
     Returns ``{"published": bool, "sha256", "reason"}``; ``published`` False with reason
-    ``already current`` when the pointer already names this blob.
+    ``already current`` when the pointer already names this blob with the same ``lake``
+    figures (when only those changed the pointer is rewritten, reason ``lake figures updated``).
     :raises StaleEpoch: the pointer carries a higher maint epoch (we lost the lease meanwhile).
     """
     from lib import lake
@@ -104,9 +110,12 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
     except PreconditionFailed:
         pass
     pkey = lake.snapshot_pointer_key(fleet_id)
-    pointer = {"sha256": sha, "built_at": built_at, "maint_epoch": maint_epoch, "claim_count": claim_count,
-               "session_count": session_count, "key": blob}
+    fresh = {"sha256": sha, "built_at": built_at, "maint_epoch": maint_epoch, "claim_count": claim_count,
+             "session_count": session_count, "key": blob}
+    if lake_stats:
+        fresh["lake"] = lake_stats
     for _ in range(8):
+        pointer = dict(fresh)
         try:
             cur = store.get(pkey)
             current = json.loads(cur.data)
@@ -118,10 +127,19 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
         if current:
             if int(current.get("maint_epoch") or 0) > maint_epoch:
                 raise StaleEpoch(f"snapshot pointer has maint epoch {current.get('maint_epoch')} > ours {maint_epoch}")
-            if current.get("sha256") == sha:
+            same = current.get("sha256") == sha
+            if same and (current.get("lake") == lake_stats or not lake_stats):
                 return {"published": False, "sha256": sha, "reason": "already current"}
+            if same:
+                pointer = dict(current, lake=lake_stats, maint_epoch=maint_epoch)
+            elif isinstance(current.get("sha256"), str):
+                pointer["previous"] = current["sha256"]
+        else:
+            same = False
         try:
             store.put(pkey, json.dumps(pointer, sort_keys=True).encode(), CREATE if etag is None else update(etag))
+            if same:
+                return {"published": False, "sha256": sha, "reason": "lake figures updated"}
             log("snapshot_published", key=blob, sha256=sha, sessions=session_count, claims=claim_count)
             return {"published": True, "sha256": sha, "reason": "published"}
         except PreconditionFailed:
