@@ -145,12 +145,28 @@ def _status(cfg) -> dict:
             errors = sum(1 for _ in fh)
     except OSError:
         pass
-    return {"fleet_id": cfg.fleet_id, "agent_id": cfg.agent_id, "store": cfg.store, "config": cfg.source,
+    from lib import snapshot as snapmod
+
+    lake = snapmod.cached_lake_figures(p.snapshot(cfg.fleet_id))
+    return {"fleet_id": cfg.fleet_id, "agent_id": cfg.agent_id, "store": cfg.store, "config": cfg.source, "lake": lake,
             "summarize_mode": cfg.summarize_mode, "last_sync": sync.get("last_run_at"), "last_sync_errors": sync.get("errors"),
             "snapshot_sha": sync.get("snapshot_sha"), "snapshot": snap,
             "spool_backlog": backlog, "agents": _roster_agents(roster),
             "leases": [x for x in leases.get("leases") or [] if isinstance(x, dict)]
             if isinstance(leases, dict) and isinstance(leases.get("leases"), list) else [], "hook_errors": errors}
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1048576:.1f} MiB"
+
+
+def _lake_line(lake: dict) -> str:
+    """One line on the Delta table from the cached pointer figures (see ``_status``)."""
+    if "bytes" not in lake:
+        return "no figures yet (run maint, then sync)"
+    return (f"{_mib(lake['bytes'])} in {lake.get('files', '?')} file(s), table version {lake.get('version', '?')}; "
+            f"next vacuum frees {_mib(lake.get('vacuum_due_bytes', 0))}, "
+            f"{_mib(lake.get('unreferenced_bytes', 0))} unreferenced in all (as of {lake.get('built_at', '?')})")
 
 
 def cmd_status(args, cfg, out) -> int:
@@ -169,6 +185,7 @@ def cmd_status(args, cfg, out) -> int:
               f"last sync  {_age(st['last_sync'])}" + (f" ({st['last_sync_errors']} errors)" if st['last_sync_errors'] else "") + "\n"
               f"snapshot   " + (f"{str(st['snapshot_sha'])[:12]}: {snap.get('sessions')} sessions, {snap.get('claims')} claims"
                                 if st["snapshot_sha"] and "error" not in snap else snap.get("error", "none yet (run maint)")) + "\n"
+              f"lake       {_lake_line(st['lake'])}\n"
               f"spool      {b['files']} file(s), {b['bytes']} bytes unshipped\n"
               f"agents     {len(st['agents'])} live\n")
     for a in st["agents"]:

@@ -222,6 +222,30 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
     return {"changed": True, "sha256": sha, "pointer": pointer}
 
 
+LAKE_FIGURES = ("version", "files", "bytes", "unreferenced_files", "unreferenced_bytes", "vacuum_due_files",
+                "vacuum_due_bytes", "state_bytes")
+"""The table figures maint stamps on the pointer (:func:`lib.retention.table_stats`)."""
+
+
+def cached_lake_figures(cache_path: str) -> dict:
+    """The Delta table's size and what vacuum would free, as of the last maintenance pass, from
+    the pointer syncd mirrored beside the cached snapshot (``<cache_path>.pointer.json``) —
+    ``{name: int}`` for the :data:`LAKE_FIGURES` present (non-integers dropped: this is cache
+    content), plus ``built_at``; ``{}`` when nothing is cached. Never touches the store."""
+    try:
+        with open(cache_path + ".pointer.json", "rb") as fh:
+            pointer = json.loads(fh.read()).get("pointer") or {}
+        lake = pointer.get("lake") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    if not isinstance(lake, dict):
+        return {}
+    out = {k: lake[k] for k in LAKE_FIGURES if isinstance(lake.get(k), int) and not isinstance(lake.get(k), bool)}
+    if out and isinstance(pointer.get("built_at"), str):
+        out["built_at"] = pointer["built_at"]
+    return out
+
+
 def open_readonly(path: str) -> sqlite3.Connection:
     """Open a snapshot read-only (``mode=ro``); :raises sqlite3.Error: missing or corrupt."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)

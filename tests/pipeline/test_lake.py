@@ -342,3 +342,29 @@ def test_snapshot_blobs_keep_the_current_and_the_previous(home, monkeypatch, lak
     left = sorted(e.key.rsplit("/", 1)[-1][:-7] for e in store.list(f"snapshot/{FLEET}/") if e.key.endswith(".sqlite"))
     assert out["blobs"] == 2 and left == sorted(shas[2:])
     assert json.loads(store.get(lake.snapshot_pointer_key(FLEET)).data)["previous"] == shas[2]
+
+
+def test_status_and_metrics_show_the_lake_size_and_what_vacuum_frees(home, monkeypatch, lakedir):
+    import io
+
+    import ctxlake
+    from lib import snapshot
+    from lib.metrics import SyncdMetrics
+
+    cfg = _cfg(home, monkeypatch, lakedir)
+    store = open_store(cfg.store)
+    out = maint.run_once(cfg, store, Log())
+    os.makedirs(os.path.dirname(cfg.paths.snapshot(FLEET)), exist_ok=True)
+    snapshot.fetch(store, FLEET, cfg.paths.snapshot(FLEET))  # what syncd does every pass
+    buf = io.StringIO()
+    assert ctxlake.main(["status", "--json"], stdout=buf) == 0
+    figures = json.loads(buf.getvalue())["lake"]
+    assert figures["bytes"] == out["lake"]["bytes"] > 0 and figures["files"] == out["lake"]["files"]
+    assert figures["vacuum_due_bytes"] == 0 and figures["version"] == lake.open_table(store, FLEET).version()
+    buf = io.StringIO()
+    ctxlake.main(["status"], stdout=buf)
+    line = [ln for ln in buf.getvalue().splitlines() if ln.startswith("lake ")][0]
+    assert "MiB in" in line and "next vacuum frees 0.0 MiB" in line
+    text = SyncdMetrics(cfg.paths, FLEET).render().decode()
+    assert f"ctxlake_lake_bytes {float(figures['bytes'])}" in text
+    assert "ctxlake_lake_vacuum_due_bytes 0.0" in text
