@@ -74,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--keep", action="append", default=[], metavar="PAT", help="keep lines matching PAT (repeatable)")
     sp.add_argument("--head", type=_count, help="lines kept from the start")
     sp.add_argument("--tail", type=_count, help="lines kept from the end")
+    sp.add_argument("--raw", action="store_true",
+                    help="bypass: print the output unfolded, byte for byte (also CTXCTL_EXEC_RAW=1)")
 
     command("mcp", "Serve the five commands as MCP tools over stdio (workspace = current directory).")
     return p
@@ -125,7 +127,8 @@ def dispatch(args, cfg, json_mode: bool, show_saved: bool, env):
     from lib.code import execute
 
     return execute.run(args.cmd, cfg, keep=args.keep, head=args.head, tail=args.tail, json_mode=json_mode,
-                       show_saved=show_saved, timeout=_exec_timeout(env))
+                       show_saved=show_saved, timeout=_exec_timeout(env),
+                       raw=args.raw or env.get("CTXCTL_EXEC_RAW", "") not in ("", "0"))
 
 
 def main(argv=None, stdin=None, stdout=None, stderr=None, cwd=None, env=None) -> int:

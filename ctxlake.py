@@ -152,8 +152,15 @@ def _status(cfg) -> dict:
             "summarize_mode": cfg.summarize_mode, "last_sync": sync.get("last_run_at"), "last_sync_errors": sync.get("errors"),
             "snapshot_sha": sync.get("snapshot_sha"), "snapshot": snap,
             "spool_backlog": backlog, "agents": _roster_agents(roster),
-            "leases": [x for x in leases.get("leases") or [] if isinstance(x, dict)]
-            if isinstance(leases, dict) and isinstance(leases.get("leases"), list) else [], "hook_errors": errors}
+            "leases": _held_leases(leases), "leases_refused": leases.get("refused") if isinstance(leases, dict) else None,
+            "hook_errors": errors}
+
+
+def _held_leases(view) -> list[dict]:
+    """Unexpired leases of the cached view by the store clock (:func:`lib.live.view_leases`)."""
+    from lib import live
+
+    return live.view_leases(view) if isinstance(view, dict) else []
 
 
 def _mib(n: int) -> str:
@@ -192,7 +199,8 @@ def cmd_status(args, cfg, out) -> int:
         age = "age ?" if a["age_secs"] is None else f"seen {_secs(a['age_secs'])} ago"
         where = f" {a['repo']}" + (f"@{a['branch']}" if a.get("branch") else "") if a.get("repo") else ""
         out.write(f"  - {a['agent_id']} ({a['runtime']}){where}, {age}" + (f': "{a["task"]}"' if a["task"] else "") + "\n")
-    out.write(f"leases     {len(st['leases'])}\n")
+    out.write(f"leases     {len(st['leases'])}" + (f" (refused: the store does not honour conditional writes: "
+                                                    f"{st['leases_refused']}; run ctxlake doctor)" if st["leases_refused"] else "") + "\n")
     for lease in st["leases"]:
         out.write(f"  - {lease.get('path') or lease.get('resource')} held by {lease.get('holder')} ({lease.get('reason')})\n")
     out.write(f"hook errors {st['hook_errors']} line(s) in {cfg.paths.hook_errors}\n" if st["hook_errors"] else "hook errors none\n")
@@ -294,7 +302,7 @@ def _install_run(action: str, args, cfg, out) -> int:
         if action == "install" and not args.all:
             out.write(f"ctxlake install: name a runtime ({', '.join(install.RUNTIMES)}) or --all\n")
             return 2
-        runtimes = install.detect(home) if not args.project else ["claude_code", "cursor"]
+        runtimes = install.detect(home) if not args.project else ["claude_code"]
         if not runtimes:
             out.write(f"ctxlake {action}: no runtime config folder found under {home} (.claude, .cursor, .hermes)\n")
             return 1
@@ -304,6 +312,7 @@ def _install_run(action: str, args, cfg, out) -> int:
     except install.InstallError as exc:
         out.write(f"ctxlake {action}: {exc}\n")
         return 1
+    changes = [c for c in changes if c.changed or not c.target.legacy]  # a clean team file is not news
     for c in changes:
         if args.dry_run:
             out.write(c.diff())
@@ -314,11 +323,35 @@ def _install_run(action: str, args, cfg, out) -> int:
                   + (f" (backup {c.target.path}.bak)" if c.changed and c.before is not None and not args.dry_run else "") + "\n")
         for note in c.notes if c.changed and action == "install" else []:
             out.write(f"               note: {note}\n")
+    if not args.dry_run:
+        pending = [c.target.path for c in install.plan(action, runtimes, ident, home, os.getcwd() if args.project else None)
+                   if c.changed]
+        if pending:  # never claim an install that is not on disk
+            out.write(f"ctxlake {action}: {', '.join(pending)} still differ(s) from what {action} wrote; "
+                      "another program may be rewriting it: close the runtime and run again\n")
+            return 1
+    if args.project and action == "install":
+        out.write(_project_note(os.getcwd()))
     if action == "install" and not args.dry_run:
         out.write(f"hooks speak for fleet {ident.fleet_id}, agent {ident.agent_id}; restart the runtime to load them\n")
         if cfg.source is None and not os.environ.get("CTXLAKE_FLEET_ID"):
             out.write("note: no ctxlake.toml found, so the fleet is 'default'; run `ctxlake init` and install again\n")
     return 0
+
+
+def _project_note(project: str) -> str:
+    """What ``install --project`` leaves to commit and what stays personal (README "Install")."""
+    note = ("team files (commit them) are not edited: .claude/settings.json, .mcp.json; personal: "
+            ".claude/settings.local.json (hooks) and ~/.claude.json projects entry (MCP server)\n")
+    try:
+        r = subprocess.run(["git", "-C", project, "check-ignore", "-q", ".claude/settings.local.json"],
+                           capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return note
+    if r.returncode == 1:  # a git repository that would commit the personal file
+        note += ("note: .claude/settings.local.json is not git-ignored here; add it to .gitignore "
+                 "so it is never committed\n")
+    return note
 
 
 def cmd_install(args, cfg, out) -> int:
@@ -483,8 +516,8 @@ def cmd_lease(args, cfg, out) -> int:
         try:
             records = live.claim(store, cfg.fleet_id, resources, holder=holder, reason=args.reason or "",
                                  ttl=args.ttl or cfg.leases.ttl_secs, view=view, view_time=now)
-        except live.Refused as exc:
-            out.write(str(exc) + "\n")
+        except (live.Refused, live.Unsafe) as exc:
+            out.write(("" if isinstance(exc, live.Refused) else "ctxlake lease claim: ") + str(exc) + "\n")
             return 1
         for r in records:
             out.write(f"claimed {r['path']} in {r['repo']} as {holder} until "
@@ -493,7 +526,11 @@ def cmd_lease(args, cfg, out) -> int:
         return 0
     keys = ([live.lease_key(cfg.fleet_id, live.resource_key(r["repo"], r["path"])) for r in resources] if resources
             else [r["key"] for r in view if r.get("holder") == holder])
-    freed = sum(live.release(store, k, holder=holder) for k in keys)
+    try:
+        freed = sum(live.release(store, k, holder=holder) for k in keys)
+    except live.Unsafe as exc:
+        out.write(f"ctxlake lease release: {exc}\n")
+        return 1
     out.write(f"released {freed} lease(s) held by {holder}\n")
     return 0
 
@@ -595,7 +632,9 @@ def main(argv=None, stdout=None) -> int:
         s.add_argument("--all", action="store_true", help="every runtime whose config folder exists")
         s.add_argument("--dry-run", action="store_true", help="print a unified diff; write nothing")
         s.add_argument("--project", action="store_true",
-                       help="edit .claude/settings.json, .mcp.json, .cursor/hooks.json, .cursor/mcp.json in the current directory")
+                       help="Claude Code for the current directory only: hooks in .claude/settings.local.json and the MCP "
+                            "server in ~/.claude.json (personal files; the committed .claude/settings.json and .mcp.json "
+                            "are not edited)")
         s.add_argument("--agent-id", help="agent id the hooks report (default: the configured one)")
     s = sub.add_parser("query", help=cmd_query.__doc__.splitlines()[0])
     s.add_argument("sql")

@@ -6,8 +6,11 @@ Usage::
     python maint.py --once [--json]
 
 One pass: take the ``_maintenance`` lease (a second concurrent run exits 0 naming the holder) →
-for each date partition of the fleet: compact sealed sessions into ``gen=<hash>`` (rows
-de-duplicated by ``event_id``) and digest every sealed session without a digest → build the
+for each date partition of the fleet: compact sealed sessions into ``gen=<hash>`` (one row
+per ``(session_id, event_id)``, :mod:`lib.identity`) and digest every sealed session whose
+digest is missing or older than its segments (one digest per session, over every partition it
+reached); an unreadable segment or ``_CURRENT`` is skipped, logged with its key and recorded
+under ``quarantine/maint/``, and the rest of the fleet's work goes on → build the
 SQLite snapshot → publish it content-addressed with a CAS pointer stamped with our lease epoch →
 release the lease. Logs are JSON lines on stderr; the summary goes to stdout.
 """
@@ -27,7 +30,8 @@ class LeaseRenewer:
     """Renews the maintenance lease (:func:`lib.live.renew`) when ``tick()`` is called ``ttl/5``
     seconds or more after the last renewal. Cadence only uses the monotonic clock; expiry is
     judged by the store. :raises lib.live.Lost: from ``tick()`` when the lease lapsed or was taken
-    (the pass must stop: another maint may be working with a higher epoch)."""
+    (the pass must stop: another maint may be working with a higher epoch). :raises
+    lib.live.Unsafe: the periodic probe found the store ignoring conditional writes (stop too)."""
 
     def __init__(self, store, key, holder, ttl, log):
         self.store, self.key, self.holder, self.ttl, self.log = store, key, holder, ttl, log
@@ -62,17 +66,38 @@ def _scan_sessions(store, fleet: str) -> dict:
     return out
 
 
-def _read_segments(store, fleet: str, keys: list[str], ledger, log, now) -> list:
+def _session_key(prefix: str) -> tuple:
+    """``(runtime, agent, session)`` of a session prefix: one session across date partitions."""
+    from lib import lake
+
+    info = lake.parse_session_prefix(prefix)
+    return info.get("runtime"), info.get("agent"), info.get("session")
+
+
+def _quarantine_bad(store, fleet: str, bad: list, now) -> None:
+    """Record each unreadable object once under ``quarantine/maint/fleet=<f>/`` (create-only;
+    the object itself is left where it is, for an operator to inspect)."""
+    from lib import lake
+    from lib.envelope import format_time, sha256_hex
+    from lib.store import CREATE, PreconditionFailed
+
+    for item in bad:
+        key = f"quarantine/maint/fleet={lake.safe_segment(fleet)}/{sha256_hex(item['key'])[7:39]}.json"
+        try:
+            store.put(key, json.dumps({**item, "recorded_at": format_time(now())}, sort_keys=True).encode(), CREATE)
+        except PreconditionFailed:
+            pass
+
+
+def _read_segments(store, fleet: str, keys: list[str], ledger, log, bad: list) -> list:
     """Arrow tables of the bronze segments ``keys`` (in key order). A segment that cannot be read
-    or does not fit the lake schema is quarantined — a record under ``quarantine/`` with the
-    reason, the segment itself left where it is and never retried or deleted — and the pass goes
-    on without it (docs/lake.md, bad input)."""
+    or does not fit the lake schema goes to ``bad`` (quarantined by :func:`_quarantine_bad`,
+    the segment itself left where it is) and into the ledger's ``quarantined`` with the reason,
+    so it is never retried nor deleted; the pass goes on without it (docs/lake.md, bad input)."""
     import pyarrow as pa
 
     from lib import lake
-    from lib.envelope import format_time
-    from lib.store import CREATE, NotFound, PreconditionFailed
-    from lib.ulid import new_ulid
+    from lib.store import NotFound
 
     tables = []
     for key in keys:
@@ -83,18 +108,12 @@ def _read_segments(store, fleet: str, keys: list[str], ledger, log, now) -> list
                 raise ValueError(f"no column {', '.join(missing)}")
             tables.append(t)
         except NotFound:
-            continue  # deleted meanwhile (bronze retention of another pass): nothing to merge
+            continue  # deleted meanwhile: nothing to merge
         except (pa.ArrowException, OSError, ValueError) as exc:
-            info = lake.parse_session_prefix(key)
-            reason = f"{type(exc).__name__}: {str(exc)[:300]}"
-            record = {"kind": "bronze_segment", "key": key, "reason": reason, "quarantined_at": format_time(now())}
-            try:
-                store.put(lake.quarantine_key(fleet, info.get("agent", "?"), info.get("dt", "?"), new_ulid()),
-                          json.dumps(record, sort_keys=True).encode(), CREATE)
-            except PreconditionFailed:
-                pass
+            reason = f"{type(exc).__name__}: {exc}"[:300]
+            bad.append({"key": key, "error": reason})
             ledger.quarantined[key] = reason
-            log("segment_quarantined", key=key, reason=reason)
+            log("segment_unreadable", key=key, error=reason)
     return tables
 
 
@@ -150,7 +169,11 @@ def _compact(cfg, store, scan: dict, epoch: int, renew, log, now, summary: dict)
                 tables.append(lake.read_table(store.get(key).data))
             except Exception as exc:  # an old part that cannot be read: bronze still has its rows
                 log("legacy_part_unreadable", key=key, error=str(exc)[:300])
-    tables += _read_segments(store, fleet, new, ledger, log, now)
+    bad: list = []
+    tables += _read_segments(store, fleet, new, ledger, log, bad)
+    if bad:
+        _quarantine_bad(store, fleet, bad, now)
+        summary["quarantined"] = sorted(b["key"] for b in bad)
     renew.tick()
     if tables:
         import pyarrow as pa
@@ -207,49 +230,49 @@ def _drop_legacy(store, fleet: str, log) -> int:
 
 
 def _digests(cfg, store, scan: dict, lake_state: dict, renew, log, summary: dict) -> list[dict]:
-    """Every sealed session's digest: stored ``digest.json`` files are reused unless the session
-    got new rows this pass or the digest schema changed; the others are computed from the
-    session's rows read back from the table (all sealed folders of one session id together)."""
+    """Every sealed session's digest, one per session (its folders in several date partitions
+    are one session; the digest lives in the first). A stored ``digest.json`` is reused unless
+    the session got rows this pass or the digest schema changed; the others are computed from
+    the session's rows read back from the table."""
     from lib import digest as digestmod
     from lib import lake
     from lib.store import NotFound
 
-    by_sid: dict[str, list[tuple[str, dict]]] = {}
-    for dt in scan.values():
-        for prefix, s in dt.items():
+    groups: dict[tuple, list[tuple[str, dict]]] = {}
+    for dt in sorted(scan):
+        for prefix, s in sorted(scan[dt].items()):
             if s["sealed"]:
-                by_sid.setdefault(lake.parse_session_prefix(prefix)["session"], []).append((prefix, s))
+                groups.setdefault(_session_key(prefix), []).append((prefix, s))
     touched = lake_state["touched"]
     digests, need = [], {}
-    for sid in sorted(by_sid):
+    for gkey in sorted(groups, key=str):
+        owner, s = groups[gkey][0]
+        sid = gkey[2]
         d = None
-        if sid not in touched:
-            for prefix, s in by_sid[sid]:
-                if not s["digest"]:
-                    continue
-                try:
-                    d = json.loads(store.get(lake.digest_key(prefix)).data)
-                except (NotFound, ValueError):
-                    d = None
-                if not isinstance(d, dict) or d.get("schema_version") != digestmod.DIGEST_SCHEMA_VERSION:
-                    d = None
-                if d:
-                    break
+        if sid not in touched and s["digest"]:
+            try:
+                d = json.loads(store.get(lake.digest_key(owner)).data)
+            except (NotFound, ValueError):
+                d = None
+            if not isinstance(d, dict) or d.get("schema_version") != digestmod.DIGEST_SCHEMA_VERSION:
+                d = None
         if d:
             digests.append(d)
         else:
-            need[sid] = by_sid[sid]
+            need[gkey] = owner
     if need and lake_state["table_ok"]:
         renew.tick()
-        dts = set().union(*(touched[s] for s in need)) if all(s in touched for s in need) else None
-        envs = lake.session_envelopes(store, cfg.fleet_id, list(need), dts=dts)
-        for sid in sorted(need):
+        sids = {g[2] for g in need}
+        dts = set().union(*(touched[s] for s in sids)) if all(s in touched for s in sids) else None
+        envs = lake.session_envelopes(store, cfg.fleet_id, sorted(sids), dts=dts)
+        for gkey in sorted(need, key=str):
             renew.tick()
-            if not envs.get(sid):
+            mine = [e for e in envs.get(gkey[2], []) if (e.get("runtime"), e.get("agent_id")) == gkey[:2]] \
+                or envs.get(gkey[2], [])
+            if not mine:
                 continue
-            d = digestmod.digest(envs[sid])
-            for prefix, _ in need[sid]:
-                store.put(lake.digest_key(prefix), json.dumps(d, sort_keys=True).encode())
+            d = digestmod.digest(mine)
+            store.put(lake.digest_key(need[gkey]), json.dumps(d, sort_keys=True).encode())
             summary["digested"] += 1
             digests.append(d)
     return digests
@@ -289,6 +312,9 @@ def run_once(cfg, store, log, now=time.time) -> dict:
     except live.Refused as exc:
         log("maint_skipped", holder=exc.holder, expires_at=exc.expires_at)
         return {"ran": False, "held_by": exc.holder, "expires_at": exc.expires_at, "message": str(exc)}
+    except live.Unsafe as exc:  # no maintenance lease on a store that ignores conditional writes
+        log("maint_refused", reason=exc.reason, detail=str(exc))
+        return {"ran": False, "refused": exc.reason, "message": str(exc)}
     renew = LeaseRenewer(store, key, holder, ttl, log)
     renew.epoch = lease["epoch"]
     summary = {"ran": True, "maint_epoch": lease["epoch"], "partitions": 0, "compacted": 0, "rows_out": 0,
@@ -318,18 +344,22 @@ def run_once(cfg, store, log, now=time.time) -> dict:
                                                session_count=len(digests), lake_stats=stats, log=log)
         summary["retention"]["snapshot_blobs"] = retention.snapshot_blobs(store, cfg.fleet_id, cfg.lake.snapshot_keep_hours,
                                                                           now(), log)
-    except (live.Lost, snapshot.StaleEpoch, lake.Fenced) as exc:
+    except (live.Lost, live.Unsafe, snapshot.StaleEpoch, lake.Fenced) as exc:
         # Fenced off: another maint took the lease (it lapsed while we worked) and may already
         # have published with a higher epoch. Stop without touching the pointer.
         log("maint_fenced_lost", epoch=lease["epoch"], error=str(exc)[:300])
         summary.update(fenced=True, message=f"maintenance lease lost while working (epoch {lease['epoch']}): {exc}")
     finally:
-        live.release(store, key, holder=holder)
+        try:
+            live.release(store, key, holder=holder)
+        except live.Unsafe as exc:  # turned unsafe mid-pass (periodic probe): the lease expires by TTL
+            log("maint_refused", reason=exc.reason, detail="maintenance lease left to expire: " + str(exc))
     return summary
 
 
 def main(argv=None, stdout=None) -> int:
-    """``maint.py --once [--json]``: one maintenance pass. Exit 0 also when another run holds the lease."""
+    """``maint.py --once [--json]``: one maintenance pass. Exit 0 also when another run holds the
+    lease; exit 1 when the store does not honour conditional writes (no maintenance lease there)."""
     from lib import config, logs
     from lib.store import open_store
 
@@ -345,6 +375,8 @@ def main(argv=None, stdout=None) -> int:
     summary = run_once(cfg, store, log)
     if args.json:
         out.write(json.dumps(summary, sort_keys=True) + "\n")
+    elif summary.get("refused"):
+        out.write(f"maint: refused: {summary['message']}\n")
     elif not summary["ran"]:
         out.write(f"maintenance skipped: {summary['message']}\n")
     elif summary.get("fenced"):
@@ -357,7 +389,7 @@ def main(argv=None, stdout=None) -> int:
                   f"({summary['rows_out']} rows), {summary['digested']} new digest(s), "
                   f"snapshot {str(snap.get('sha256'))[:12]} ({snap.get('reason')}), "
                   f"{summary['sessions']} session(s), epoch {summary['maint_epoch']}\n")
-    return 1 if summary.get("lake_error") else 0
+    return 1 if summary.get("refused") or summary.get("lake_error") else 0
 
 
 if __name__ == "__main__":

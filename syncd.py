@@ -33,39 +33,55 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 def refresh_cache(cfg, store, log) -> dict:
     """Store → cache: snapshot mirror and briefing. Returns ``{snapshot_sha, briefing_chars}``.
 
-    The briefing is rendered from the cached roster, the snapshot's recent sessions and, in
-    summarize mode ``agent``, its agent-visible claims (``shadow`` and ``none`` show none).
+    :raises: store errors (the caller logs them and keeps the last cache).
     """
-    from lib import briefing, snapshot
+    from lib import snapshot
+
+    res = snapshot.fetch(store, cfg.fleet_id, cfg.paths.snapshot(cfg.fleet_id))
+    if res["changed"]:
+        log("snapshot_cached", sha256=res["sha256"])
+    return {"snapshot_sha": res["sha256"], **render_briefing(cfg, log, have_snapshot=bool(res["sha256"]))}
+
+
+def render_briefing(cfg, log, *, have_snapshot: bool = True) -> dict:
+    """Render ``cache/<fleet>/briefing.json`` from the cached roster and snapshot; returns
+    ``{"briefing_chars": n}``.
+
+    The briefing shows the cached roster, the snapshot's recent sessions and, in summarize mode
+    ``agent``, its agent-visible claims (``shadow`` and ``none`` show none). Both inputs are
+    untrusted cache content: a roster that is not one (:func:`lib.cache_view.roster`) or a
+    snapshot that cannot be read is logged as a warning (``briefing_input_unreadable``) and
+    left out, so the briefing still renders from what is readable. Never raises on cache
+    content; :raises OSError: the briefing file could not be written.
+    """
+    import sqlite3
+
+    from lib import briefing, cache_view, snapshot
     from lib.envelope import format_time
     from lib.spool import atomic_write
 
     paths = cfg.paths
-    res = snapshot.fetch(store, cfg.fleet_id, paths.snapshot(cfg.fleet_id))
-    if res["changed"]:
-        log("snapshot_cached", sha256=res["sha256"])
     sessions, claims = [], []
-    if res["sha256"]:
-        conn = snapshot.open_readonly(paths.snapshot(cfg.fleet_id))
+    if have_snapshot and os.path.exists(paths.snapshot(cfg.fleet_id)):
         try:
-            # sessions with nothing to say (no prompt, no command) are not worth an agent's context
-            sessions = [d for d in snapshot.recent_sessions(conn, 50)
-                        if d.get("turn_count") or d.get("commands_ok") or d.get("commands_failed")][:5]
-            if cfg.summarize_mode == "agent":
-                claims = snapshot.visible_claims(conn, 5)
-        finally:
-            conn.close()
-    roster = []
-    try:
-        with open(paths.roster(cfg.fleet_id), "rb") as fh:
-            data = json.loads(fh.read())
-        roster = [a for a in data.get("agents", []) if isinstance(a, dict)] if isinstance(data, dict) else []
-    except (OSError, ValueError):
-        pass
-    text, ids = briefing.render(roster, sessions, claims)
+            conn = snapshot.open_readonly(paths.snapshot(cfg.fleet_id))
+            try:
+                # sessions with nothing to say (no prompt, no command) are not worth an agent's context
+                sessions = [d for d in snapshot.recent_sessions(conn, 50)
+                            if d.get("turn_count") or d.get("commands_ok") or d.get("commands_failed")][:5]
+                if cfg.summarize_mode == "agent":
+                    claims = snapshot.visible_claims(conn, 5)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            log("briefing_input_unreadable", file="snapshot.bin", error=str(exc)[:200])
+    view = cache_view.roster(paths.roster(cfg.fleet_id), time.time(), cfg.sync.presence_ttl_secs)
+    if view["status"] == cache_view.UNREADABLE:
+        log("briefing_input_unreadable", file="roster.json", error=str(view.get("detail"))[:200])
+    text, ids = briefing.render(view["agents"], sessions, claims)
     atomic_write(paths.briefing(cfg.fleet_id), json.dumps({"text": text, "claim_ids": ids,
                                                            "rendered_at": format_time()}).encode(), mode=0o644)
-    return {"snapshot_sha": res["sha256"], "briefing_chars": len(text)}
+    return {"briefing_chars": len(text)}
 
 
 def ingest_proposals(cfg, store, log) -> dict:

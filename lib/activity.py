@@ -39,7 +39,8 @@ def _write_tools(runtime: str) -> tuple:
 
 
 class _Locator:
-    """Repo identity of tool paths, cached per directory for one batch (reads ``.git`` only)."""
+    """Repo identity of tool paths (:func:`lib.repo.canonical_path`), cached per repository root
+    for one batch (reads ``.git`` only)."""
 
     def __init__(self):
         self._roots: dict = {}
@@ -48,14 +49,13 @@ class _Locator:
         from lib import repo as repomod
 
         full = path if os.path.isabs(path) or not cwd else os.path.join(cwd, path)
+        where = repomod.canonical_path(full)  # keyed exactly as leases are (symlinks, ., .., case)
+        if where:
+            root, rel = where
+            if root not in self._roots:
+                self._roots[root] = repomod.repo_id(root)
+            return self._roots[root], rel
         full = os.path.normpath(full)
-        d = os.path.dirname(full)
-        if d not in self._roots:
-            info = repomod.identify(d) if os.path.isdir(d) else {}
-            self._roots[d] = (info.get("root"), info.get("repo_id")) if info else (None, None)
-        root, repo_id = self._roots[d]
-        if root:
-            return repo_id, repomod.relative(full, root)
         # The agent's files are not visible from here (e.g. syncd in another container): fall back
         # to the envelope's repo and cwd, right when the agent runs at the repository root.
         if env_repo and cwd and full.startswith(os.path.normpath(cwd) + os.sep):

@@ -48,7 +48,7 @@ def render(agents: list[dict], sessions: list[dict], claims: list[dict], *, self
             line = f"- {clean(str(a.get('agent_id')), 80, True)} ({clean(str(a.get('runtime') or '?'), 20, True)})"
             if a.get("task"):
                 line += " — " + clean(str(a["task"]), 160, True)
-            if a.get("paths"):
+            if isinstance(a.get("paths"), list) and a["paths"]:
                 line += " — touching " + ", ".join(clean(str(p), 120, True) for p in a["paths"][:3])
             lines.append(line)
         blocks.append("\n".join(lines))

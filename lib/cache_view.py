@@ -38,24 +38,34 @@ SPOOL_TAIL_BYTES = 4 << 20
 """How much of the end of this fleet's MCP spool file is scanned for our own pending requests."""
 
 MISSING, UNREADABLE, OK = "missing", "unreadable", "ok"
+TIME_MIN, TIME_MAX = 0.0, 253402300799.999
+"""The epoch seconds a cache time may hold: 1970-01-01 to 9999-12-31T23:59:59.999Z. Anything
+outside (1e308, a negative age, an overflowed counter) is not a time and reads as unknown."""
 
 
 def format_time(epoch_secs: float) -> str:
-    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` (UTC) for ``epoch_secs``."""
-    ms = int(round(epoch_secs * 1000))
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` (UTC) for ``epoch_secs``, clamped to
+    [:data:`TIME_MIN`, :data:`TIME_MAX`] (NaN reads as :data:`TIME_MIN`). Never raises."""
+    v = float(epoch_secs)
+    v = TIME_MIN if v != v else min(TIME_MAX, max(TIME_MIN, v))
+    ms = int(round(v * 1000))
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + ".%03dZ" % (ms % 1000)
 
 
 def parse_time(value) -> float | None:
     """Epoch seconds from a number (seconds; values above 1e12 are read as milliseconds) or an
-    ISO-8601 string (``Z``/offset, or date only = midnight UTC). ``None`` when unparseable."""
+    ISO-8601 string (``Z``/offset, or date only = midnight UTC). ``None`` when unparseable or
+    outside [:data:`TIME_MIN`, :data:`TIME_MAX`]; never raises."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        v = float(value)
-        if v != v or v in (float("inf"), float("-inf")):
+        try:
+            v = float(value)
+        except OverflowError:  # an int beyond float range
             return None
-        return v / 1000.0 if v > 1e12 else v
+        if v > 1e12:
+            v /= 1000.0
+        return v if TIME_MIN <= v <= TIME_MAX else None
     if not isinstance(value, str) or not value.strip():
         return None
     from datetime import datetime, timezone
@@ -69,7 +79,11 @@ def parse_time(value) -> float | None:
         return None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
+    try:
+        v = dt.timestamp()
+    except (OverflowError, ValueError):
+        return None
+    return v if TIME_MIN <= v <= TIME_MAX else None
 
 
 def _reject_constant(name):
@@ -186,8 +200,8 @@ def leases(path: str, now: float) -> dict:
 
     Returns ``{"status", "detail"?, "view": the cleaned dict, "leases": [lease +
     "expires_in_secs"], "requests": [{record_id, ...}], "cache": file_age}``. Expiry is judged
-    by the store clock (``store_time``/``refreshed_at`` offset); leases that are free, expired
-    or malformed are skipped. ``requests`` accepts a ``{record_id: outcome}`` object or a list
+    by :func:`lib.live.view_leases` (store clock through the ``store_time``/``refreshed_at``
+    offset, the one rule every lease reader uses); free, expired or malformed leases are skipped. ``requests`` accepts a ``{record_id: outcome}`` object or a list
     of outcomes carrying ``record_id``.
     """
     data, status, detail = read_json(path)
@@ -199,15 +213,10 @@ def leases(path: str, now: float) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get("leases", []), list):
         out.update(status=UNREADABLE, detail="not an object with a leases list")
         return out
+    from lib import live
+
     out["view"] = data
-    store_now = now + store_offset(data)
-    for lease in data.get("leases") or []:
-        if not isinstance(lease, dict) or not isinstance(lease.get("holder"), str) or not lease["holder"]:
-            continue
-        exp = parse_time(lease.get("expires_at"))
-        if exp is None or exp <= store_now:
-            continue
-        out["leases"].append(dict(lease, expires_in_secs=int(exp - store_now)))
+    out["leases"] = live.view_leases(data, now)
     reqs = data.get("requests")
     if isinstance(reqs, dict):
         out["requests"] = [dict(v, record_id=k) for k, v in reqs.items() if isinstance(v, dict)]

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import re
 
-DIGEST_SCHEMA_VERSION = 2
-"""2 added ``ids`` (message and event ids, for the gate's evidence check) and ``injected_claims``."""
+DIGEST_SCHEMA_VERSION = 3
+"""2 added ``ids`` (message and event ids, for the gate's evidence check) and ``injected_claims``;
+3: envelopes ordered by ``(emitted_at, event_id)`` (ids no longer carry time), orphan results
+are not commands, ``context`` records are not prompts, and maint stamps ``sources``."""
 SHELL_TOOLS = ("Bash", "Shell", "terminal")
 """Shell tool names: Claude Code ``Bash``, Cursor ``Shell``, Hermes ``terminal``."""
 _TEST_CMD = re.compile(r"\b(cargo test|pytest|py\.test|npm (?:run )?test|yarn test|pnpm test|go test|jest|vitest|mvn test|"
@@ -41,7 +43,7 @@ def _ms(ts: str) -> int:
 
 
 def digest(envs: list[dict]) -> dict:
-    """Digest of one session's envelopes (any order; sorted by ``event_id`` here).
+    """Digest of one session's envelopes (any order; sorted by :func:`lib.identity.order` here).
 
     Returns ``{schema_version, session_id, fleet_id, agent_id, runtime, repo, branch,
     started_at, ended_at, duration_ms, turn_count, files_touched[], commands[{tool, command,
@@ -53,7 +55,9 @@ def digest(envs: list[dict]) -> dict:
     """
     if not envs:
         raise ValueError("cannot digest an empty session")
-    envs = sorted(envs, key=lambda e: e["event_id"])
+    from lib.identity import order
+
+    envs = sorted(envs, key=order)
     first = envs[0]
     files: set = set()
     commands, seen_calls = [], set()
@@ -87,7 +91,7 @@ def digest(envs: list[dict]) -> dict:
                 files.add(p)
                 if tool.get("exit_code") is not None or e.get("imported"):
                     path_count[p] = path_count.get(p, 0) + 1
-            if tool.get("exit_code") is not None:
+            if tool.get("exit_code") is not None and not e.get("orphan_result"):
                 call_id = e.get("message_id") or e["event_id"]
                 if call_id not in seen_calls:
                     seen_calls.add(call_id)

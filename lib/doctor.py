@@ -7,15 +7,17 @@ what its absence costs — a store that silently ignores ``If-None-Match`` or ``
 "works" for plain reads and writes, which is exactly what this command exists to catch.
 
 Probe order: write + read back → create-only (twice: the second must lose) → CAS with the
-current ETag → CAS with a stale ETag (must lose) → conditional GET (must answer "not
+current ETag → CAS with a stale ETag (must lose) → :data:`REPEAT_ROUNDS` more rounds of both
+(:func:`lib.live.probe_round`, the probe syncd and maint run) → conditional GET (must answer "not
 modified") → list → delete. Scratch keys are deleted afterwards even when a step fails or
 raises; leftovers of this caller older than an hour (crashed runs) are swept too.
 
 It refuses to: print or log any credential (only boto3's provider *name*, invariant 11), or
 judge the store by this host's clock (skew is reported, never used).
 
-Exit code (:func:`exit_code`): non-zero only when the store cannot be written and read back;
-missing guarantees are reported with their cost but do not fail the command.
+Exit code (:func:`exit_code`): non-zero when the store cannot be written and read back, or when
+it does not honour conditional writes (leases, roster and the maintenance lease are refused
+there); other missing guarantees are reported with their cost but do not fail the command.
 """
 from __future__ import annotations
 
@@ -29,6 +31,10 @@ from lib.paths import safe_segment
 from lib.store import CREATE, NotFound, PreconditionFailed, open_store, update
 
 PROBE_ROOT = "_meta/probe/"
+REPEAT_ROUNDS = 5
+"""Extra rounds of :func:`lib.live.probe_round` (a store that drops conditions only sometimes)."""
+LEASE_CHECKS = ("create_only", "cas_update", "cas_stale", "cas_repeat")
+"""Capabilities leases, roster and the maintenance lease need: any failed one fails the command."""
 STALE_PROBE_SECS = 3600
 """Scratch keys of this caller older than this (store clock) are leftovers of a crashed run."""
 
@@ -43,6 +49,9 @@ CHECKS = (
     ("cas_stale", "CAS with a stale ETag is refused",
      "stale CAS accepted: leases and roster are unsafe; concurrent updates silently overwrite each "
      "other, two agents can hold one lease, a second maint is not excluded"),
+    ("cas_repeat", "conditional writes honoured on every repeat",
+     "conditions honoured only sometimes: leases, roster and the maintenance lease are refused "
+     "(a lease could be granted twice whenever the store drops a condition)"),
     ("conditional_get", "conditional GET (304 Not Modified)",
      "no conditional GET: syncd re-downloads roster, leases and the snapshot pointer on every poll "
      "(bandwidth and request cost only; still correct)"),
@@ -160,6 +169,16 @@ def probe(store, caller: str, now=time.time) -> dict:
             return True, "update with a stale ETag refused with 412"
         return False, "update with a stale ETag was accepted: the store ignored If-Match"
 
+    def cas_repeat():
+        from lib import live
+
+        prefix = run + "repeat-"
+        for i in range(REPEAT_ROUNDS):
+            reason = live.probe_round(store, prefix)
+            if reason:
+                return False, f"round {i + 1} of {REPEAT_ROUNDS}: {reason}"
+        return True, f"{REPEAT_ROUNDS} rounds of create-only and If-Match, each refused what it had to"
+
     def conditional_get():
         current = store.head(keys["create"]).etag
         got = store.get(keys["create"], if_none_match=current)
@@ -194,9 +213,10 @@ def probe(store, caller: str, now=time.time) -> dict:
                 attempt("cas_stale", cas_stale)
             else:
                 record("cas_stale", None, "not run: CAS with the current ETag failed")
+            attempt("cas_repeat", cas_repeat)
             attempt("conditional_get", conditional_get)
         else:
-            for name in ("cas_update", "cas_stale", "conditional_get"):
+            for name in ("cas_update", "cas_stale", "cas_repeat", "conditional_get"):
                 record(name, None, "not run: could not create the probe object")
         attempt("list", listing)
         attempt("delete", delete)
@@ -251,10 +271,19 @@ def _cleanup(store, run: str, caller_prefix: str, written: set, skew: float | No
     return {"ok": True, "detail": f"deleted {len(targets)} scratch key(s)"}
 
 
+def unsafe_reason(result: dict) -> str | None:
+    """Why leases are refused on the probed store (the first failed :data:`LEASE_CHECKS` row),
+    or ``None`` when every conditional write was honoured."""
+    failed = [r for r in result["checks"] if r["name"] in LEASE_CHECKS and r["ok"] is False]
+    return f"{failed[0]['title']}: {failed[0]['detail']}" if failed else None
+
+
 def exit_code(result: dict) -> int:
-    """0 unless the store cannot be written and read back (then 1). Missing conditional
-    primitives are reported with their cost but do not fail the command."""
-    return 0 if result["can_write_read"] else 1
+    """1 when the store cannot be written and read back, or when it does not honour conditional
+    writes (:func:`unsafe_reason`: syncd and maint refuse leases, roster and the maintenance
+    lease there); else 0. Conditional GET, list and delete failures are reported with their
+    cost only."""
+    return 0 if result["can_write_read"] and not unsafe_reason(result) else 1
 
 
 def render_table(result: dict) -> str:
@@ -286,6 +315,10 @@ def render_table(result: dict) -> str:
     lines.append("")
     if not result["can_write_read"]:
         lines.append("verdict: UNUSABLE — the store cannot be written and read back")
+    elif unsafe_reason(result):
+        lines.append("verdict: UNSAFE for the live plane — the store does not honour conditional writes "
+                     f"({unsafe_reason(result)}); syncd and maint refuse leases, roster and the maintenance lease "
+                     "on it. Fix: a store or gateway that honours If-None-Match/If-Match, or live_store = redis://...")
     elif failed:
         lines.append(f"verdict: usable with weaker guarantees — {len(failed)} capability(ies) missing (costs above)")
     else:

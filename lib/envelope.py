@@ -15,10 +15,21 @@ import socket
 import time
 
 from lib import redact
+from lib.sanitize import strip_ansi
 from lib.ulid import new_ulid
 
 SCHEMA_VERSION = 1
-EVENT_TYPES = ("session_start", "prompt", "assistant", "tool_call", "compact", "session_end")
+EVENT_TYPES = ("session_start", "prompt", "assistant", "tool_call", "compact", "session_end", "context")
+"""``context``: a user-role record that is not a typed prompt (an interrupt marker, a slash
+command, local command output, a task notification, a system reminder, …); its ``user_kind``
+says which (docs/architecture.md "User records")."""
+EVENT_FIELDS = ("observed_at", "user_kind", "failure_reason", "orphan_result", "compact_trigger", "pre_tokens",
+                "title", "truncated")
+"""Optional top-level fields an event may carry (docs/architecture.md "Event identity", "User
+records"): ``observed_at`` (time of the newest runtime record behind it), ``user_kind``,
+``failure_reason`` of a failed tool call, ``orphan_result`` (a result whose call is not in the
+source), ``compact_trigger``/``pre_tokens`` of a compaction, ``title`` (the runtime's own
+session title), ``truncated`` (a value was cut to fit)."""
 MAX_FIELD_BYTES = 1 << 20
 """Every free-text field is cut to 1 MiB (on a character boundary) before redaction."""
 TRUNCATED_MARKER = "…[ctxlake:truncated]"
@@ -120,21 +131,25 @@ class Builder:
 
     def make(self, event_type: str, *, content: str | None = None, role: str | None = None,
              tool: dict | None = None, usage: dict | None = None, emitted_at: str | None = None,
-             event_id: str | None = None, message_id: str | None = None, **extra) -> dict:
+             event_id: str | None = None, message_id: str | None = None, runtime_version: str | None = None,
+             fields: dict | None = None, **extra) -> dict:
         """Return one envelope dict.
 
         ``tool`` = ``{name, input?, result?, exit_code?, duration_ms?, paths?}`` with raw
         (pre-redaction) ``input``/``result`` values of any JSON type; ``extra`` may carry
-        ``turn_id, parent_message_id, repo, cwd, branch, git_sha, injected_context``.
-        :raises ValueError: unknown ``event_type``.
+        ``turn_id, parent_message_id, repo, cwd, branch, git_sha, injected_context``;
+        ``runtime_version`` overrides the builder's for this event (it can change mid-session);
+        ``fields`` holds :data:`EVENT_FIELDS` (``title`` is redacted like content; ``None``
+        values are omitted). Content and tool results lose ANSI escapes
+        (:func:`lib.sanitize.strip_ansi`). :raises ValueError: unknown ``event_type`` or field.
         """
         if event_type not in EVENT_TYPES:
             raise ValueError(f"unknown event_type {event_type!r}")
         eid = event_id or new_ulid()
         env = {"schema_version": SCHEMA_VERSION, "event_id": eid,
                "emitted_at": emitted_at or format_time(), **self.base}
-        if self.runtime_version:
-            env["runtime_version"] = self.runtime_version
+        if runtime_version or self.runtime_version:
+            env["runtime_version"] = str(runtime_version or self.runtime_version)
         env["host_id"] = host_id()
         env["session_id"] = self.session_id
         for key in ("turn_id",):
@@ -152,7 +167,7 @@ class Builder:
         if role:
             env["role"] = role
         if content is not None and content != "":
-            text, out = redact.scrub(truncate(to_text(content)), is_tool_output=False)
+            text, out = redact.scrub(truncate(strip_ansi(to_text(content))), is_tool_output=False)
             outcomes.append(out)
             self._note(out, "content", eid, content)
             env["content"] = text
@@ -163,6 +178,12 @@ class Builder:
             env["usage"] = usage
         if extra.get("injected_context"):
             env["injected_context"] = list(extra["injected_context"])
+        for name, value in (fields or {}).items():
+            if name not in EVENT_FIELDS:
+                raise ValueError(f"unknown event field {name!r}")
+            if value is None:
+                continue
+            env[name] = self._scrub_small(str(value), name, eid, outcomes) if name == "title" else value
         env["redaction"] = redact.fold(outcomes)
         if self.imported:
             env["imported"] = True
@@ -191,7 +212,7 @@ class Builder:
         out["input_hash"] = sha256_hex(out["input"]) if input_text is not None else ""
         raw_result = tool.get("result")
         if raw_result is not None:
-            result_text = truncate(to_text(raw_result))
+            result_text = truncate(strip_ansi(to_text(raw_result)))
             if denied:
                 text, oc = redact.withhold_path(redact.scrub(denied)[0], result_text)
             else:

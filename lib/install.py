@@ -21,10 +21,17 @@ Files (``home`` is the user's home; ``project`` a repository root for ``--projec
 ==============  =====================================  ======================================
 runtime         hooks                                  MCP server
 ==============  =====================================  ======================================
-claude_code     ``.claude/settings.json``              ``~/.claude.json`` / ``<project>/.mcp.json``
+claude_code     ``.claude/settings.json``              ``~/.claude.json``
+ ``--project``  ``<project>/.claude/settings.local.json``  ``~/.claude.json`` ``projects.<project>``
 cursor          ``.cursor/hooks.json``                 ``.cursor/mcp.json``
 hermes          ``$HERMES_HOME/config.yaml`` ``hooks:``  the same file, ``mcp_servers:`` ``ctxlake``
 ==============  =====================================  ======================================
+
+``--project`` writes only the runtime's personal files: a hook command names this machine's
+interpreter and checkout and speaks for one agent, so it must never land in the files a team
+commits (``.claude/settings.json``, ``.mcp.json``); ours is stripped from those when an older
+install put it there. Cursor and Hermes have no personal project file, so ``--project`` is
+refused for them.
 
 Hook commands run ``hook.py`` with the real interpreter (``os.path.realpath`` of
 ``sys.executable``; a pyenv ``/shims/`` path is refused) and ``-I -S``: the hook needs only the
@@ -39,6 +46,7 @@ Nothing here touches the network or the store. PyYAML is imported only for Herme
 """
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import os
@@ -172,11 +180,18 @@ def adapter_events(runtime: str) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class Target:
     """One file to edit: ``path``, ``kind`` (``claude_settings``, ``cursor_hooks``,
-    ``hermes_config``, ``claude_mcp``, ``cursor_mcp``) and the ``runtime`` it belongs to."""
+    ``hermes_config``, ``claude_mcp``, ``cursor_mcp``) and the ``runtime`` it belongs to.
+
+    ``project`` (``claude_mcp`` only) is the repository whose entry in ``~/.claude.json``
+    (``projects.<project>.mcpServers``, Claude Code's "local" scope) holds the server; ``legacy``
+    marks a team file an older ``--project`` install wrote into: ours is only ever stripped from it.
+    """
 
     path: str
     kind: str
     runtime: str
+    project: str | None = None
+    legacy: bool = False
 
 
 def config_dir(runtime: str, home: str, environ=None) -> str:
@@ -205,11 +220,18 @@ def targets(runtime: str, home: str, project: str | None = None, environ=None) -
         return [Target(os.path.join(config_dir("hermes", home, environ), "config.yaml"), "hermes_config", runtime)]
     if runtime == "claude_code":
         if project:
-            return [Target(os.path.join(project, ".claude", "settings.json"), "claude_settings", runtime),
-                    Target(os.path.join(project, ".mcp.json"), "claude_mcp", runtime)]
+            project = os.path.abspath(project)
+            return [Target(os.path.join(project, ".claude", "settings.local.json"), "claude_settings", runtime),
+                    Target(os.path.join(home, ".claude.json"), "claude_mcp", runtime, project=project),
+                    Target(os.path.join(project, ".claude", "settings.json"), "claude_settings", runtime, legacy=True),
+                    Target(os.path.join(project, ".mcp.json"), "claude_mcp", runtime, legacy=True)]
         return [Target(os.path.join(home, ".claude", "settings.json"), "claude_settings", runtime),
                 Target(os.path.join(home, ".claude.json"), "claude_mcp", runtime)]
-    base = os.path.join(project, ".cursor") if project else os.path.join(home, ".cursor")
+    if project:
+        raise InstallError("cursor has only team-shared project files (.cursor/hooks.json is committed), and a hook "
+                           "command names this machine's paths; install it without --project (user hooks fire in "
+                           "every project)")
+    base = os.path.join(home, ".cursor")
     return [Target(os.path.join(base, "hooks.json"), "cursor_hooks", runtime),
             Target(os.path.join(base, "mcp.json"), "cursor_mcp", runtime)]
 
@@ -268,7 +290,7 @@ def _strip_claude(doc: dict, ident: Identity, path: str) -> dict:
     the ``hooks`` object only when removing ours emptied them."""
     hooks = _sub(doc, "hooks", dict, path, "")
     if hooks is None:
-        return doc
+        return dict(doc)
     new_hooks = {}
     for event, groups in hooks.items():
         if not isinstance(groups, list):
@@ -327,7 +349,7 @@ def _strip_cursor(doc: dict, ident: Identity, path: str) -> dict:
     """Remove our ``{"command": ...}`` entries from ``hooks.<event>[]``."""
     hooks = _sub(doc, "hooks", dict, path, "")
     if hooks is None:
-        return doc
+        return dict(doc)
     new_hooks, removed_any = {}, False
     for event, entries in hooks.items():
         if not isinstance(entries, list):
@@ -370,25 +392,48 @@ def _install_cursor(doc: dict, ident: Identity, path: str) -> dict:
     return out
 
 
-def _strip_mcp(doc: dict, path: str) -> dict:
-    servers = _sub(doc, "mcpServers", dict, path, "")
+def _mcp_holder(doc: dict, path: str, project: str | None, create: bool):
+    """``(outer, holder)``: the object holding ``mcpServers`` (``doc`` itself, or
+    ``doc.projects[project]`` for Claude Code's local scope) and a copy of ``doc`` to edit
+    (``None`` when the project entry is absent and ``create`` is false)."""
+    if project is None:
+        out = dict(doc)
+        return out, out
+    projects = _sub(doc, "projects", dict, path, "")
+    entry = _sub(projects or {}, project, dict, path, "projects.")
+    if entry is None and not create:
+        return None, None
+    out = dict(doc)
+    out["projects"] = dict(projects or {})
+    out["projects"][project] = dict(entry or {})
+    return out, out["projects"][project]
+
+
+def _strip_mcp(doc: dict, path: str, project: str | None = None) -> dict:
+    out, holder = _mcp_holder(doc, path, project, create=False)
+    if holder is None:
+        return doc
+    servers = _sub(holder, "mcpServers", dict, path, "projects.<dir>." if project else "")
     if servers is None or MCP_NAME not in servers:
         return doc
-    out = dict(doc)
     rest = {k: v for k, v in servers.items() if k != MCP_NAME}
-    if rest:
-        out["mcpServers"] = rest
+    if rest or project is not None:  # Claude Code keeps "mcpServers": {} in every project entry
+        holder["mcpServers"] = rest
     else:
-        del out["mcpServers"]
+        del holder["mcpServers"]
+    if project is not None and holder == {"mcpServers": {}}:  # the entry install created
+        del out["projects"][project]
+        if not out["projects"]:
+            del out["projects"]
     return out
 
 
-def _install_mcp(doc: dict, entry: dict, path: str) -> dict:
-    servers = _sub(doc, "mcpServers", dict, path, "")
+def _install_mcp(doc: dict, entry: dict, path: str, project: str | None = None) -> dict:
+    out, holder = _mcp_holder(doc, path, project, create=True)
+    servers = _sub(holder, "mcpServers", dict, path, "projects.<dir>." if project else "")
     if servers is not None and servers.get(MCP_NAME) == entry:
         return doc
-    out = dict(doc)
-    out["mcpServers"] = dict(servers or {}, **{MCP_NAME: entry})
+    holder["mcpServers"] = dict(servers or {}, **{MCP_NAME: entry})
     return out
 
 
@@ -471,6 +516,8 @@ def _render_hermes(path: str, text: str | None, doc: dict, blocks: dict) -> str:
     yaml = _yaml()
     text = text or ""
     lines = text.splitlines(keepends=True)
+    if not doc:  # an empty mapping (``{}``, ``---``): keep its comments, drop the flow-style ``{}`` line
+        lines = [ln for ln in lines if not ln.strip() or ln.lstrip().startswith("#")]
     spans = {}
     for key in blocks:
         try:
@@ -503,7 +550,11 @@ def _render_hermes(path: str, text: str | None, doc: dict, blocks: dict) -> str:
             expected.pop(key, None)
         else:
             expected[key] = value
-    if _load_yaml(path, new_text) != expected:
+    try:
+        reparsed = _load_yaml(path, new_text)
+    except MalformedFile:
+        reparsed = object()
+    if reparsed != expected:
         raise MalformedFile(path, f"the {'/'.join(blocks)} block could not be replaced safely; edit it by hand")
     return new_text
 
@@ -608,12 +659,12 @@ def plan_install(target: Target, ident: Identity, environ=None) -> Change:
                       ["Hermes asks once per new hook for consent: run `hermes` interactively once, "
                        "or pass --accept-hooks / set hooks_auto_accept"])
     doc = _load_json(path, before)
-    if kind == "claude_settings":
-        new = _install_claude(doc, ident, path)
-    elif kind == "cursor_hooks":
-        new = _install_cursor(doc, ident, path)
-    else:
-        new = _install_mcp(doc, mcp_entry(ident, claude=kind == "claude_mcp"), path)
+    merge = {"claude_settings": lambda d: _install_claude(d, ident, path),
+             "cursor_hooks": lambda d: _install_cursor(d, ident, path)}.get(
+        kind, lambda d: _install_mcp(d, mcp_entry(ident, claude=kind == "claude_mcp"), path, target.project))
+    # The merge works on a deep copy and is compared with the document as parsed: a merge that
+    # edited the document it is compared against once reported "unchanged" and wrote no hook.
+    new = merge(copy.deepcopy(doc))
     if new == doc and before is not None:
         return Change(target, before, before)
     return Change(target, before, JsonStyle.of(before).dumps(new))
@@ -662,8 +713,9 @@ def plan_uninstall(target: Target, ident: Identity) -> Change:
             else:
                 stripped[key] = value
         bak = _bak_text(path)
-        if bak is not None and _norm(_load_quiet(_load_yaml, path, bak)) == _norm(stripped) and \
-                _outside_blocks(bak) == _outside_blocks(before):
+        bak_doc = _load_quiet(_load_yaml, path, bak) if bak is not None else None
+        if bak is not None and _norm(bak_doc) == _norm(stripped) and \
+                (_outside_blocks(bak) == _outside_blocks(before) or bak_doc == {}):
             return Change(target, before, bak)
         if not stripped and not _outside_blocks(before).strip():
             return Change(target, before, None)
@@ -674,15 +726,26 @@ def plan_uninstall(target: Target, ident: Identity) -> Change:
     elif kind == "cursor_hooks":
         stripped = _strip_cursor(doc, ident, path)
     else:
-        stripped = _strip_mcp(doc, path)
+        stripped = _strip_mcp(doc, path, target.project)
     if stripped == doc:
         return Change(target, before, before)
     bak = _bak_text(path)
-    if bak is not None and _norm(_load_quiet(_load_json, path, bak)) == _norm(stripped):
+    if bak is not None and _norm(_load_quiet(_load_json, path, bak)) == _norm(_without_added_version(kind, stripped, bak)):
         return Change(target, before, bak)
     if _empty(kind, stripped):
         return Change(target, before, None)
     return Change(target, before, JsonStyle.of(before).dumps(stripped))
+
+
+def _without_added_version(kind: str, stripped: dict, bak: str) -> dict:
+    """``stripped`` without the ``"version": 1`` install adds to a Cursor hooks file, when the
+    ``.bak`` (the file before install) had none: so ``{}`` or ``{"telemetry": false}`` come back."""
+    if kind != "cursor_hooks" or stripped.get("version") != 1:
+        return stripped
+    old = _load_quiet(_load_json, "", bak)
+    if isinstance(old, dict) and "version" not in old:
+        return {k: v for k, v in stripped.items() if k != "version"}
+    return stripped
 
 
 def _norm(value):
@@ -746,6 +809,5 @@ def plan(action: str, runtimes: list[str], ident: Identity, home: str, project: 
     """
     if action not in ("install", "uninstall"):
         raise ValueError(f"unknown action {action!r}")
-    if action == "install":
-        return [plan_install(t, ident, environ) for rt in runtimes for t in targets(rt, home, project, environ)]
-    return [plan_uninstall(t, ident) for rt in runtimes for t in targets(rt, home, project, environ)]
+    return [plan_install(t, ident, environ) if action == "install" and not t.legacy else plan_uninstall(t, ident)
+            for rt in runtimes for t in targets(rt, home, project, environ)]

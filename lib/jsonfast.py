@@ -96,6 +96,6 @@ def read_object(path: str, max_bytes: int = 8 << 20) -> dict:
     try:
         with open(path, "rb") as fh:
             data = loads(fh.read(max_bytes))
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deep
         return {}
     return data if isinstance(data, dict) else {}

@@ -291,8 +291,11 @@ class Fenced(TableError):
 
 
 def event_key(env: dict) -> tuple:
-    """``(session_id, event_id)`` of an envelope: its identity in the table (:data:`EVENT_KEY`)."""
-    return tuple(env[c] for c in EVENT_KEY)
+    """``(session_id, event_id)`` of an envelope: its identity in the table (:data:`EVENT_KEY`,
+    the same as :func:`lib.identity.key`)."""
+    from lib import identity
+
+    return identity.key(env)
 
 
 def merge_predicate(dts=()) -> str:
@@ -325,18 +328,32 @@ def table_schema():
 
 def table_rows(table):
     """``table`` (lake schema, or an older subset of it) with ``dt`` added from ``emitted_at``,
-    de-duplicated on :data:`EVENT_KEY` — the last row of a key wins (segments are read in key
-    order, so the latest shipped copy of an event is the one kept) — and sorted by key."""
+    one row per :data:`EVENT_KEY` — copies of one identity resolved by the identity merge rule
+    (:func:`lib.identity.pick`, docs/architecture.md "Event identity") — sorted by key."""
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    from lib import identity
 
     if "dt" in table.column_names:
         table = table.drop_columns(["dt"])
     table = table.append_column("dt", pc.strftime(table.column("emitted_at"), format="%Y-%m-%d").cast(pa.string()))
     idx = pa.array(range(table.num_rows), type=pa.int64())
-    last = table.append_column("_i", idx).group_by(list(EVENT_KEY), use_threads=False).aggregate([("_i", "max")])
-    keep = pc.sort_indices(last.column("_i_max"))
-    table = table.take(pc.take(last.column("_i_max"), keep))
+    groups = table.select(list(EVENT_KEY)).append_column("_i", idx).group_by(list(EVENT_KEY), use_threads=False) \
+        .aggregate([("_i", "list")])
+    raw = table.column("envelope_json")
+    keep = []
+    for rows in groups.column("_i_list").to_pylist():
+        if len(rows) == 1:
+            keep.append(rows[0])
+            continue
+        best, env = rows[0], json.loads(raw[rows[0]].as_py())
+        for i in rows[1:]:
+            other = json.loads(raw[i].as_py())
+            if identity.pick(env, other) is other:
+                best, env = i, other
+        keep.append(best)
+    table = table.take(pa.array(sorted(keep), type=pa.int64()))
     return table.sort_by([(c, "ascending") for c in EVENT_KEY])
 
 
@@ -407,10 +424,9 @@ def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | 
     retried :data:`COMMIT_RETRIES` times. ``before_commit`` runs before each attempt (maint
     renews its lease there).
 
-    Rows identical to the table's (same key, same ``envelope_json``: a segment merged again
-    after a lost ledger, a migrated part whose rows bronze also holds) are dropped first
-    (:func:`_drop_unchanged`), so re-merging rewrites no file, and when nothing is left no commit
-    is made at all.
+    Rows the table already holds as they are, or holds a winning copy of (:func:`_drop_unchanged`),
+    are dropped first, so re-merging rewrites no file, and when nothing is left no commit is
+    made at all; every matched row that remains is a winner and is updated.
 
     Returns ``{"version", "committed": bool, "inserted", "updated", "attempts"}``.
     :raises Fenced: a newer epoch committed. :raises TableError: the table is unreadable, or
@@ -448,7 +464,7 @@ def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | 
             else:
                 metrics = (dt.merge(todo, predicate=merge_predicate(dts), source_alias="s", target_alias="t",
                                     merge_schema=True, writer_properties=writer, commit_properties=props)
-                           .when_matched_update_all(predicate="t.envelope_json <> s.envelope_json")
+                           .when_matched_update_all()
                            .when_not_matched_insert_all().execute())
         except Exception as exc:
             if not (_delta_error(exc) or isinstance(exc, (CommitFailedError, TableError))):
@@ -466,26 +482,35 @@ def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | 
 
 
 def _drop_unchanged(dt, rows):
-    """``rows`` without those the table already holds byte for byte (same :data:`EVENT_KEY`,
-    same ``envelope_json``), compared by MD5 of ``envelope_json`` over just the sessions and
-    days in ``rows`` (DataFusion prunes the other partitions)."""
-    import hashlib
-
+    """``rows`` without those whose copy in the table wins or ties under the identity merge rule
+    (:func:`lib.identity.pick`): an identical row (a segment merged again after a lost ledger,
+    a migrated part whose rows bronze also holds) or an older copy of an event the table holds
+    a later one of. Reads the table's rows of just the sessions and days in ``rows``."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     from deltalake import QueryBuilder
 
+    from lib import identity
+
     sids = set(rows.column("session_id").to_pylist())
-    sql = (f"SELECT session_id, event_id, md5(envelope_json) AS h FROM events WHERE dt IN "
+    sql = (f"SELECT session_id, event_id, envelope_json FROM events WHERE dt IN "
            f"({_sql_list(rows.column('dt').to_pylist())}) AND session_id IN ({_sql_list(sids)})")
     have = pa.table(QueryBuilder().register("events", dt).execute(sql).read_all())
     if not have.num_rows:
         return rows
-    known = set(zip(have.column("session_id").to_pylist(), have.column("event_id").to_pylist(), have.column("h").to_pylist()))
-    keep = [(s, e, hashlib.md5(j.encode()).hexdigest()) not in known
-            for s, e, j in zip(rows.column("session_id").to_pylist(), rows.column("event_id").to_pylist(),
-                               rows.column("envelope_json").to_pylist())]
-    return rows.filter(pa.array(keep, type=pa.bool_())) if not all(keep) else rows
+    held = dict(zip(zip(have.column("session_id").to_pylist(), have.column("event_id").to_pylist()),
+                    have.column("envelope_json").to_pylist()))
+    keep = []
+    for s, e, j in zip(rows.column("session_id").to_pylist(), rows.column("event_id").to_pylist(),
+                       rows.column("envelope_json").to_pylist()):
+        old = held.get((s, e))
+        if old is None:
+            keep.append(True)
+        elif old == j:
+            keep.append(False)
+        else:
+            a, b = json.loads(old), json.loads(j)
+            keep.append(identity.pick(a, b) is b and a != b)
+    return rows if all(keep) else rows.filter(pa.array(keep, type=pa.bool_()))
 
 
 def _sql_list(values) -> str:

@@ -56,12 +56,40 @@ def lease_key(fleet_id: str, resource: str) -> str:
     return f"{leases_prefix(fleet_id)}{safe_segment(resource)}.json"
 
 
+def epoch_secs(value) -> float | None:
+    """Epoch seconds from a number or an ISO-8601 string (:func:`lib.cache_view.parse_time`)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    from lib.cache_view import parse_time
+
+    return parse_time(value)
+
+
 def is_live(record: dict | None, now: float) -> bool:
-    """True when ``record`` has a holder and ``expires_at`` is after ``now`` (store clock)."""
-    try:
-        return bool(record and record.get("holder") and float(record.get("expires_at") or 0) > now)
-    except (TypeError, ValueError):
+    """True when ``record`` has a holder and ``expires_at`` is after ``now`` (store clock).
+
+    The one expiry rule of the live plane (invariant 6): every reader of lease state — the CAS
+    decisions here, ``ctxlake lease list``, ``ctxlake status``, the hook, ``fleet_status`` and
+    ``/metrics`` — calls this (through :func:`unexpired` for cached views)."""
+    if not isinstance(record, dict) or not isinstance(record.get("holder"), str) or not record["holder"]:
         return False
+    exp = epoch_secs(record.get("expires_at"))
+    return exp is not None and exp > now
+
+
+def unexpired(records, now: float) -> list[dict]:
+    """The held, unexpired leases among ``records`` at store time ``now`` (:func:`is_live`), each
+    copied with ``expires_in_secs`` (int, store clock); anything not a dict is skipped."""
+    return [dict(r, expires_in_secs=int(epoch_secs(r.get("expires_at")) - now))
+            for r in (records if isinstance(records, list) else []) if is_live(r, now)]
+
+
+def view_leases(view: dict, local_now: float | None = None) -> list[dict]:
+    """:func:`unexpired` leases of a cached view (``cache/<fleet>/leases.json`` as a dict) now,
+    by the store clock estimated with :func:`view_now`."""
+    return unexpired(view.get("leases") if isinstance(view, dict) else None, view_now(view, local_now))
 
 
 def valid_record(data) -> bool:
@@ -99,6 +127,125 @@ class Lost(Exception):
         self.record, self.now = record, now
         who = (record or {}).get("holder")
         super().__init__(f"lease lost: now {'held by ' + who if who else 'free or expired'}")
+
+
+class Unsafe(Exception):
+    """The store does not honour conditional writes, so no lease, roster or maintenance lease is
+    granted or taken on it (DESIGN.md §8, §9). ``reason`` says which condition it ignored.
+
+    Raised by every lease write (:func:`acquire`, :func:`renew`, :func:`release`, :func:`claim`)
+    and by the roster's CAS writes (:mod:`lib.roster`) through :func:`require_conditional`."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(f"store does not honour conditional writes ({reason}): leases, roster and the maintenance "
+                         "lease are refused on it; run `ctxlake doctor`, then use a store that honours "
+                         "If-None-Match/If-Match (or set live_store to one)")
+
+
+PROBE_ROUNDS = 3
+"""Probe rounds run the first time a process writes a lease to a store (a store that honours
+conditions only sometimes gets several chances to show it)."""
+PROBE_SECS = 300
+"""One more probe round at most this often (monotonic seconds) while the store is trusted."""
+PROBE_PREFIX = "live/_probe/"
+"""Scratch keys of the probe: under ``live/`` so a routed store probes the backend that holds
+the leases (``live_store``)."""
+
+_VERDICTS: dict = {}
+_VERDICTS_LOCK = None
+
+
+def probe_round(store, prefix: str = PROBE_PREFIX) -> str | None:
+    """One probe of the conditional writes leases rely on, on a fresh scratch key under ``prefix``:
+    create-only twice (the second must lose with 412), ``If-Match`` with the current ETag (must
+    win), ``If-Match`` with the now-stale ETag (must lose), then delete the key.
+
+    :returns: ``None`` when every condition was honoured, else the reason (one line).
+    :raises lib.store.Unavailable, lib.store.Conflict: the store could not answer (no verdict).
+
+    What it proves: that this store, at this moment, on this key, refused the two writes it had
+    to refuse. What it cannot prove: that every later conditional write will be honoured — a
+    gateway that drops the headers only under load, after a failover or on some keys passes a
+    probe it happens not to hit (see docs/operations.md, "Conditional writes").
+    """
+    import secrets
+
+    from lib.store import CREATE, PreconditionFailed, update
+
+    key = f"{prefix}{secrets.token_hex(8)}.json"
+    try:
+        first = store.put(key, b'{"probe": 1}', CREATE)
+        try:
+            store.put(key, b'{"probe": "second create"}', CREATE)
+            return "If-None-Match: * ignored: a second create-only write of one key was accepted"
+        except PreconditionFailed:
+            pass
+        current = store.head(key).etag
+        if current != first.etag:
+            return "the object changed although the second create-only write was refused"
+        try:
+            store.put(key, b'{"probe": 2}', update(current))
+        except PreconditionFailed:
+            return "If-Match with the current ETag was refused"
+        try:
+            store.put(key, b'{"probe": "stale writer"}', update(current))
+            return "If-Match ignored: a write against a stale ETag was accepted"
+        except PreconditionFailed:
+            return None
+    finally:
+        try:
+            store.delete(key)
+        except Exception:  # scratch left behind costs bytes only; the verdict stands
+            pass
+
+
+def require_conditional(store, *, log=None, rounds: int = PROBE_ROUNDS, every: float = PROBE_SECS,
+                        clock=time.monotonic) -> None:
+    """Refuse (:class:`Unsafe`) unless ``store`` has been seen honouring conditional writes.
+
+    Backends that implement the conditions in this process or by a script of ours (memory, file,
+    Redis: ``conditional_writes_native``) are trusted without a probe; S3-compatible stores,
+    whose server or gateway decides, are probed. The verdict is kept per store URL for the life of the process: the first call runs
+    ``rounds`` probe rounds (:func:`probe_round`), later calls one more round once ``every``
+    seconds have passed. One failed round makes the store unsafe for the rest of the process
+    (a store that ignored a condition once is never trusted again; restart after fixing it).
+    ``log(event, **fields)`` receives ``conditional_writes_probed`` with the outcome.
+
+    :raises Unsafe: the store ignored a condition (now or earlier in this process).
+    :raises lib.store.Unavailable: the probe could not reach the store (no verdict recorded).
+    """
+    global _VERDICTS_LOCK
+    if _VERDICTS_LOCK is None:
+        import threading
+
+        _VERDICTS_LOCK = threading.Lock()
+    if getattr(store, "conditional_writes_native", False):
+        return  # memory, file and Redis implement the conditions themselves
+    ident = (getattr(store, "live_url", None) or store.url, store.url)
+    with _VERDICTS_LOCK:
+        v = _VERDICTS.get(ident)
+        if v is not None and (v["reason"] or clock() - v["probed_at"] < every):
+            if v["reason"]:
+                raise Unsafe(v["reason"])
+            return
+        n = rounds if v is None else 1
+        reason = None
+        for _ in range(n):
+            reason = probe_round(store)
+            if reason:
+                break
+        _VERDICTS[ident] = {"reason": reason, "probed_at": clock(), "rounds": (v or {}).get("rounds", 0) + n}
+        if log:
+            log("conditional_writes_probed", honoured=reason is None, rounds=n, reason=reason)
+    if reason:
+        raise Unsafe(reason)
+
+
+def conditional_verdict(store) -> str | None:
+    """The reason ``store`` was found unsafe in this process, or ``None`` (trusted or not probed)."""
+    v = _VERDICTS.get((getattr(store, "live_url", None) or store.url, store.url))
+    return v["reason"] if v else None
 
 
 # -- decisions (pure) -----------------------------------------------------------------------
@@ -216,6 +363,7 @@ def _cas(store, key: str, decide, *, attempts: int, log=None):
 
     from lib.store import CREATE, Conflict, PreconditionFailed, update
 
+    require_conditional(store, log=log)
     for attempt in range(attempts):
         current, etag, now = _get(store, key, log)
         record = decide(current, now)
@@ -337,22 +485,15 @@ def list_leases(store, fleet_id: str, cache: dict | None = None, log=None) -> tu
 
 def resolve(path: str, cwd: str | None = None) -> dict | None:
     """``{"repo": repo_id, "path": repo-relative path}`` for a path on this host (relative
-    paths against ``cwd``); an existing directory gets a trailing ``/`` (a directory claim).
-    ``None`` when the path is not inside a git repository. Reads ``.git`` only (:mod:`lib.repo`)."""
-    import os
-
+    paths against ``cwd``): the lease key's parts by :func:`lib.repo.canonical_path` — symlinks,
+    ``.``/``..``, repeated ``/`` and (where the file system folds it) case resolved, so every
+    spelling of one file is one key; an existing directory or a trailing ``/`` is a directory
+    claim (``dir/``), the root ``/``. ``None`` when the path (or a symlink's target) is not inside
+    a git repository. Reads ``.git`` only, never runs ``git``."""
     from lib import repo as repomod
 
-    full = path if os.path.isabs(path) or not cwd else os.path.join(cwd, path)
-    if not full.endswith("/") and os.path.isdir(full):
-        full += "/"
-    info = repomod.identify(full)
-    if not info:
-        return None
-    rel = repomod.relative(full, info["root"])
-    if rel in ("./", "."):
-        rel = "/"  # the whole repository
-    return {"repo": info["repo_id"], "path": rel}
+    info = repomod.locate(path, cwd)
+    return {"repo": info["repo_id"], "path": info["path"]} if info else None
 
 
 def claim(store, fleet_id: str, resources: list[dict], *, holder: str, session_id: str | None = None,
@@ -393,6 +534,42 @@ def claim(store, fleet_id: str, resources: list[dict], *, holder: str, session_i
                     log("lease_rollback_failed", resource=rk, error=f"{type(exc).__name__}: {exc}"[:200])
         raise
     return [done[resource_key(r.get("repo"), r["path"])] for r in resources]
+
+
+RETRY_SECS = 120
+"""An identical lease request (same :func:`request_key`) within this many seconds of the first is
+a retry of it (a runtime re-sending a tool call): applied once, answered as the first."""
+
+
+def request_key(kind: str, agent_id: str, session_id: str | None, resources=None, *, reason: str = "",
+                ttl: int | None = None, everything: bool = False) -> str:
+    """Identity of a lease request for retry detection: sha256 hex of the kind, agent, session and
+    what is asked — the resolved ``resources`` (``{"repo", "rel"|"path"}``, order and duplicates
+    ignored, so any spelling of the same paths is the same request), ``reason``, ``ttl`` and
+    ``everything`` (release all). Two calls with one key inside :data:`RETRY_SECS` are one request."""
+    import hashlib
+    import json
+
+    what = sorted({(str(r.get("repo")), str(r.get("rel") if "rel" in r else r.get("path"))) for r in resources or []
+                   if isinstance(r, dict)})
+    body = json.dumps([kind, agent_id, session_id, what, reason, ttl, bool(everything)], separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def first_request(candidates, key: str, now: float) -> dict | None:
+    """The earliest of ``candidates`` (request records or outcomes carrying ``request_key`` and
+    ``requested_at``, ISO or epoch s) with ``request_key == key`` requested within
+    :data:`RETRY_SECS` before ``now`` (epoch s, the requester's clock); ``None`` if there is none."""
+    best = None
+    for c in candidates or []:
+        if not isinstance(c, dict) or c.get("request_key") != key:
+            continue
+        at = epoch_secs(c.get("requested_at"))
+        if at is None or not (now - RETRY_SECS <= at <= now + RETRY_SECS):
+            continue
+        if best is None or at < best[0]:
+            best = (at, c)
+    return best[1] if best else None
 
 
 # -- messages --------------------------------------------------------------------------------
@@ -438,24 +615,18 @@ def view_now(view: dict, local_now: float | None = None) -> float:
     """Store time now, estimated from a cache file's ``store_time``/``refreshed_at`` pair (the
     store clock's offset from this host's clock at refresh) and this host's clock."""
     local_now = time.time() if local_now is None else local_now
-    try:
-        return local_now + float(view.get("store_time")) - float(view.get("refreshed_at"))
-    except (TypeError, ValueError):
-        return local_now
+    st, rt = epoch_secs(view.get("store_time")), epoch_secs(view.get("refreshed_at"))
+    return local_now + st - rt if st is not None and rt is not None else local_now
 
 
 def locate(paths: list[str], cwd: str | None) -> list[tuple[str, str, str]]:
-    """``[(given_path, repo_id, repo-relative path)]`` for the paths inside a git repository."""
-    import os
-
-    from lib import repo as repomod
-
+    """``[(given_path, repo_id, repo-relative path)]`` for the paths inside a git repository,
+    keyed exactly as claims are (:func:`resolve`)."""
     out = []
     for p in paths:
-        full = p if os.path.isabs(p) or not cwd else os.path.join(cwd, p)
-        info = repomod.identify(full)
-        if info:
-            out.append((p, info["repo_id"], repomod.relative(full, info["root"])))
+        where = resolve(p, cwd)
+        if where:
+            out.append((p, where["repo"], where["path"]))
     return out
 
 

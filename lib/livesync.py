@@ -107,6 +107,7 @@ class LivePlane:
                                                    idle_secs=cfg.sync.session_idle_secs, local_now=local)
             now = store.clock()
             offset = now - local
+            live.require_conditional(store, log=self.log)
             self._requests(store, now, open_keys, summary)
             self._renewals(store, now, open_keys, ended, summary)
             upserts, removals = self._heartbeats(store, now, offset, open_keys, summary)
@@ -120,6 +121,8 @@ class LivePlane:
             if self.state.get("stale_since"):
                 self.log("live_view_recovered", stale_secs=round(self.clock() - self.state["stale_since"], 1))
             self.state["stale_since"] = None
+        except live.Unsafe as exc:  # the store ignores conditional writes: grant nothing, say so
+            self._refuse(exc.reason, open_keys, summary)
         except Exception as exc:  # store outage (or a bug): keep the last view, say how old it is
             summary["live_error"] = f"{type(exc).__name__}: {exc}"[:300]
             self.log("live_pass_failed", error=summary["live_error"])
@@ -132,6 +135,41 @@ class LivePlane:
                 self.log("live_state_write_failed", error=str(exc)[:200])
         return summary
 
+    def _refuse(self, reason: str, open_keys: set, summary: dict) -> None:
+        """The pass on a store that does not honour conditional writes (:class:`lib.live.Unsafe`):
+        nothing is granted, renewed or rebuilt; spooled lease requests are answered ``refused``
+        with the reason (so ``fleet_status`` tells the agent), leases this host thought it held
+        are forgotten (their records expire by TTL), and both cache views are written empty with
+        ``refused`` = the reason, so the hook warns about nothing and ``ctxlake status`` says why.
+        Logged once per pass (``live_plane_refused``)."""
+        from lib import spool
+        from lib.paths import safe_segment
+        from lib.spool import atomic_write
+
+        summary["live_refused"] = reason
+        self.log("live_plane_refused", reason=reason, detail=str(live.Unsafe(reason)))
+        state = os.path.join(self.cfg.paths.state_dir, "consumers", f"leases-{safe_segment(self.fleet)}.json")
+        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet), state)
+        now = self.clock()
+        for rec in records:
+            rid, agent = rec.get("record_id"), rec.get("agent_id")
+            if rec.get("kind") in LEASE_KINDS and isinstance(rid, str) and rid and isinstance(agent, str) and agent:
+                self.state["requests"][rid] = {"kind": rec.get("kind"), "agent_id": agent, "applied_at": now,
+                                               "outcome": "refused", "error": str(live.Unsafe(reason))}
+                summary["lease_requests"] += 1
+        commit()
+        self.state["held"] = {}
+        self.state["stale_since"] = None
+        common = {"store_time": None, "refreshed_at": now, "stale_since": None, "refused": reason}
+        views = ((self.cfg.paths.roster(self.fleet), dict(common, agents=[])),
+                 (self.cfg.paths.leases(self.fleet), dict(common, leases=[], requests=self.state["requests"],
+                                                          lost=self.state["lost"], policy=self.cfg.leases.policy)))
+        for path, data in views:
+            try:
+                atomic_write(path, json.dumps(data, sort_keys=True, ensure_ascii=False).encode(), mode=0o644)
+            except OSError as exc:
+                self.log("live_cache_write_failed", path=os.path.basename(path), error=str(exc)[:200])
+
     # -- lease requests (MCP spool) -------------------------------------------------------
     def _requests(self, store, now: float, open_keys: set, summary: dict) -> None:
         """Apply this fleet's ``lease_request``/``lease_release`` records from the MCP spool.
@@ -140,8 +178,9 @@ class LivePlane:
         file identity, :func:`lib.spool.consume_records`), committed only once every record
         read was applied; other kinds (``proposed``, ``handoff``) are left to their consumers
         and nothing here deletes the spool. A store failure mid-batch re-delivers the batch
-        next pass: claims by the same holder renew and releases of what is free do nothing,
-        so re-applying is harmless.
+        next pass: a record whose ``record_id`` already has an outcome is not applied again, and
+        a retry of a request (same ``request_key`` from the same agent within
+        :data:`lib.live.RETRY_SECS`) gets the first one's outcome (:meth:`_retried`).
         """
         from lib import spool
         from lib.paths import safe_segment
@@ -152,14 +191,37 @@ class LivePlane:
         if mine and self.lease_view_time is None:  # first pass of this process: a view for the directory check
             self.lease_view, self.lease_view_time = live.list_leases(store, self.fleet, cache=self.lease_cache, log=self.log)
         for rec in mine:
-            outcome = self._apply(store, rec, now, open_keys)
+            retried = self._retried(rec)
+            outcome = retried if retried is not None else self._apply(store, rec, now, open_keys)
             if outcome is not None:
                 self.state["requests"][rec["record_id"]] = outcome
-                self.log("lease_request_applied", record_id=rec["record_id"], agent=rec.get("agent_id"),
+                self.log("lease_request_retried" if retried is not None else "lease_request_applied", record_id=rec["record_id"], agent=rec.get("agent_id"),
                          kind=rec.get("kind"), outcome=outcome["outcome"])
             summary["lease_requests"] += 1
         commit()
         self._trim_requests(now)
+
+    def _retried(self, rec: dict) -> dict | None:
+        """The outcome to report for ``rec`` without touching the store when it is a retry: the
+        same ``record_id`` already applied (a re-delivered spool line), or another record of the
+        same request (``request_key``, :func:`lib.live.first_request`) from the same agent —
+        answered with the first one's outcome plus ``retry_of``. ``None``: apply it."""
+        reqs = self.state["requests"]
+        rid, key = rec.get("record_id"), rec.get("request_key")
+        if not isinstance(rid, str) or not rid:
+            return None
+        if rid in reqs:
+            return reqs[rid]
+        if not isinstance(key, str) or not key:
+            return None
+        mine = [dict(o, record_id=k) for k, o in reqs.items() if o.get("agent_id") == rec.get("agent_id")]
+        at = live.epoch_secs(rec.get("requested_at"))
+        first = live.first_request(mine, key, at) if at is not None else None
+        if first is None:
+            return None
+        out = {k: v for k, v in first.items() if k != "record_id"}
+        out.update(retry_of=first["record_id"], requested_at=rec.get("requested_at"))
+        return out
 
     def _trim_requests(self, now: float) -> None:
         reqs = self.state["requests"]
@@ -211,7 +273,7 @@ class LivePlane:
             return None
         paths = rec.get("paths") if isinstance(rec.get("paths"), list) else None
         base = {"kind": kind, "agent_id": agent, "applied_at": now}
-        for f in ("requested_at", "session_id"):
+        for f in ("requested_at", "session_id", "request_key"):
             if isinstance(rec.get(f), str):
                 base[f] = rec[f]
         if paths is not None:

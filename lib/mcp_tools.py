@@ -59,6 +59,11 @@ INSTRUCTIONS = ("ctxlake: shared memory and coordination for this agent fleet. R
                 "record for ctxlake sync and never report success at the fleet. Leases are advisory: git decides "
                 "what lands.")
 LEASE_KINDS = ("lease_request", "lease_release")
+RETRY_WINDOW_SECS = 600
+"""A write identical to the last one this agent session queued, this many seconds after it or
+less, is a retry of it (answered from the first record, nothing written)."""
+VOLATILE_FIELDS = ("observed_at",)
+"""Record fields that differ between a call and its retry by construction (the clock)."""
 
 
 class Context:
@@ -178,6 +183,9 @@ TITLES = {"fleet_status": "Fleet status", "fleet_claim": "Request advisory lease
           "fleet_history": "Fleet session history", "fleet_handoff": "Leave handoff note", "memory_search": "Search fleet memory",
           "memory_propose": "Propose a claim", "memory_timeline": "Subject timeline"}
 TOOL_NAMES = tuple(SCHEMAS)
+READ_TOOLS = ("fleet_status", "fleet_history", "memory_search", "memory_timeline")
+_EMPTY_KEYS = {"fleet_status": ("agents", "leases", "my_requests"), "fleet_history": ("sessions",),
+               "memory_search": ("results",), "memory_timeline": ("entries",)}
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -221,6 +229,11 @@ def render_claim(row: dict) -> str:
 
 
 def _claim_entry(row: dict) -> dict:
+    """A snapshot claim row as a result entry; cells of the wrong type read as ``None``
+    (:func:`lib.snapshot.typed_row`: the snapshot is untrusted input)."""
+    from lib.snapshot import CLAIM_COLUMNS, typed_row
+
+    row = typed_row(row, CLAIM_COLUMNS)
     return {"claim_id": row.get("claim_id"), "rendered": render_claim(row), "claim_type": row.get("claim_type"),
             "subject": row.get("subject"), "status": row.get("status"),
             "confidence": None if row.get("confidence") is None else round(float(row["confidence"]), 2),
@@ -229,7 +242,13 @@ def _claim_entry(row: dict) -> dict:
 
 
 def _session_entry(d: dict) -> dict:
-    files = d.get("files_touched") if isinstance(d.get("files_touched"), list) else []
+    """A snapshot session row (list columns already decoded) as a result entry; scalar cells of
+    the wrong type read as ``None`` (:func:`lib.snapshot.typed_row`), list cells that are not
+    lists as ``[]``."""
+    from lib.snapshot import JSON_COLUMNS, SESSION_COLUMNS, typed_row
+
+    d = typed_row(d, {k: t for k, t in SESSION_COLUMNS.items() if k not in JSON_COLUMNS})
+    files = [f for f in d["files_touched"] if isinstance(f, str)] if isinstance(d.get("files_touched"), list) else []
     out = {k: d.get(k) for k in ("session_id", "agent_id", "runtime", "repo", "branch", "started_at", "ended_at",
                                   "duration_ms", "turn_count", "event_count", "outcome", "summary", "commands_ok",
                                   "commands_failed") if k in d}
@@ -248,19 +267,40 @@ def _session_entry(d: dict) -> dict:
 
 def _resources(paths: list[str], cwd: str) -> list[dict]:
     """Each path with its repository identity: ``{path, repo (repo_id|None), rel}`` where ``rel``
-    is repo-relative (``/`` kept for directories), or the absolute path outside any repository."""
-    from lib import repo as repomod
+    is the lease key's path (:func:`lib.live.resolve`: symlinks, ``.``/``..`` and case resolved,
+    ``/`` for directories), or the absolute path outside any repository."""
+    from lib import live
 
     out = []
     for p in paths:
         full = p if os.path.isabs(p) else os.path.join(cwd, p)
-        info = repomod.identify(full)
-        if info:
-            out.append({"path": p, "repo": info["repo_id"], "rel": repomod.relative(full, info["root"])})
+        where = live.resolve(full)
+        if where:
+            out.append({"path": p, "repo": where["repo"], "rel": where["path"]})
         else:
             norm = os.path.normpath(full) + ("/" if p.endswith("/") else "")
             out.append({"path": p, "repo": None, "rel": norm})
     return out
+
+
+def request_id(kind: str, fleet_id: str, agent_id: str, session_id: str | None, fields: dict) -> str:
+    """Identity of a write request (32 hex chars): sha256 of the canonical JSON of the kind, the
+    agent session and the record's fields without :data:`VOLATILE_FIELDS`. Equal for a call and
+    its retry; stored in the record as ``request_id``."""
+    import hashlib
+
+    body = {"kind": kind, "fleet_id": fleet_id, "agent_id": agent_id, "session_id": session_id or None,
+            "fields": {k: v for k, v in fields.items() if k not in VOLATILE_FIELDS}}
+    text = json.dumps(body, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _last_write(path: str) -> dict | None:
+    """The record in ``path`` (:meth:`lib.paths.Paths.mcp_last_write`), or ``None``."""
+    from lib import jsonfast
+
+    data = jsonfast.read_object(path, 1 << 20)
+    return data if isinstance(data.get("record_id"), str) and isinstance(data.get("kind"), str) else None
 
 
 def _dedupe(items: list[str]) -> list[str]:
@@ -282,6 +322,7 @@ class Tools:
 
     def __init__(self, ctx):
         self._ctx = ctx
+        self._queued: dict | None = None  # the record the current write call queued, once it is
 
     @property
     def ctx(self) -> Context:
@@ -295,17 +336,45 @@ class Tools:
                     "fleet_handoff": self.fleet_handoff, "memory_search": self.memory_search,
                     "memory_propose": self.memory_propose, "memory_timeline": self.memory_timeline}
         return [Tool(name, DESCRIPTIONS[name], SCHEMAS[name], self._sanitized(handlers[name]), TITLES[name],
-                     _READ if name in ("fleet_status", "fleet_history", "memory_search", "memory_timeline") else _WRITE)
+                     _READ if name in READ_TOOLS else _WRITE)
                 for name in TOOL_NAMES]
 
-    @staticmethod
-    def _sanitized(fn):
-        """Every result leaves through :func:`clean_deep`: no cache string escapes uncleaned."""
+    def _sanitized(self, fn):
+        """Every result leaves through :func:`clean_deep` (no cache string escapes uncleaned),
+        and no unexpected exception reaches the agent as ``isError`` (invariant 12):
+
+        - a read tool answers ``enabled: false``, its lists empty, with a note naming the error;
+        - a write tool whose record was already queued answers ``queued`` (the write happened;
+          reporting failure would make the agent retry it), and one that queued nothing lets
+          the error through as the in-band failure it is.
+
+        Refusals (:class:`ToolError`) and argument errors (:class:`InvalidParams`) pass through.
+        """
+        from lib.jsonrpc import RpcError
 
         def run(args):
             from lib.sanitize import clean_deep
 
-            return clean_deep(fn(args))
+            self._queued = None
+            try:
+                return clean_deep(fn(args))
+            except (ToolError, RpcError):
+                raise
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"[:300]
+                if fn.__name__ in READ_TOOLS:
+                    self.ctx.log("tool_degraded", tool=fn.__name__, error=error)
+                    out = {"enabled": False, "fleet_id": self.ctx.fleet_id, "truncated": False,
+                           "note": f"The local cache could not be read ({error}); answering empty until ctxlake sync "
+                                   "rewrites it."}
+                    out.update((k, []) for k in _EMPTY_KEYS[fn.__name__])
+                    return clean_deep(out)
+                if self._queued is None:
+                    raise
+                self.ctx.log("tool_answer_degraded", tool=fn.__name__, record_id=self._queued["record_id"], error=error)
+                return clean_deep({"queued": True, "status": QUEUED, "kind": self._queued["kind"],
+                                   "record_id": self._queued["record_id"],
+                                   "note": f"Queued. (Details of the answer are unavailable: {error}.)"})
 
         run.__name__ = fn.__name__
         run.__doc__ = fn.__doc__
@@ -487,10 +556,11 @@ class Tools:
         reader = self.ctx.snapshot
         entries = []
         for r in reader.claims_about(subject, since, limit + 1):
-            entries.append(dict(_claim_entry(r), kind="claim", at=r.get("observed_at")))
+            e = _claim_entry(r)
+            entries.append(dict(e, kind="claim", at=e["observed_at"]))
         for s in reader.sessions(limit + 1, since=since, about=subject):
             e = _session_entry(s)
-            entries.append({"kind": "session", "at": s.get("ended_at"), **{k: e.get(k) for k in (
+            entries.append({"kind": "session", "at": e.get("ended_at"), **{k: e.get(k) for k in (
                 "session_id", "agent_id", "repo", "branch", "outcome", "summary", "commands_ok", "commands_failed",
                 "tests_run", "commits", "friction")}})
         entries.sort(key=lambda e: str(e.get("at") or ""), reverse=True)
@@ -528,23 +598,45 @@ class Tools:
         return clean_args, quarantine
 
     def _queue(self, kind: str, fields: dict, record_id: str, quarantine: list[dict]) -> dict:
-        """Append one record to ``spool/mcp/<fleet>.ndjson``; return it.
+        """Append one record to ``spool/mcp/<fleet>.ndjson``, durably, once; return it.
+
+        The record is on disk before this returns (:func:`lib.spool.append` with ``sync``:
+        ``fdatasync``, the cheapest durable mechanism measured by ``bench/spool_durability.py``).
+        A **retry** — the same ``kind`` and fields (after redaction; ``observed_at`` aside) from
+        the same agent session, equal to the last record it queued, within
+        :data:`RETRY_WINDOW_SECS` — writes nothing and returns that first record with
+        ``replayed: True``: its ``request_id`` (:func:`request_id`) is compared with the one
+        kept in ``spool/.state/mcp-last/`` (:meth:`lib.paths.Paths.mcp_last_write`).
 
         :raises ToolError: the spool is at its cap (:class:`lib.spool.SpoolFull`) or the disk
-            refused the write — nothing was queued, and the agent is told so.
+            refused the write — nothing was queued, and the agent is told so. A line written
+            but not confirmed by the disk (:class:`lib.spool.NotDurable`) is queued, not failed.
         """
         from lib import spool
         from lib.paths import safe_segment
 
         ctx = self.ctx
-        rec = {"kind": kind, "record_id": record_id, "fleet_id": ctx.fleet_id, "agent_id": ctx.agent_id}
+        req = request_id(kind, ctx.fleet_id, ctx.agent_id, ctx.session_id, fields)
+        last_path = ctx.paths.mcp_last_write(ctx.fleet_id, ctx.agent_id, ctx.session_id)
+        prior = _last_write(last_path)
+        if prior is not None and prior.get("request_id") == req:
+            from lib.cache_view import parse_time
+
+            at = parse_time(prior.get("requested_at"))
+            if at is not None and 0 <= ctx.clock() - at <= RETRY_WINDOW_SECS:
+                ctx.log("mcp_record_replayed", kind=kind, record_id=prior.get("record_id"))
+                self._queued = prior
+                return dict(prior, replayed=True)
+        rec = {"kind": kind, "record_id": record_id, "request_id": req, "fleet_id": ctx.fleet_id, "agent_id": ctx.agent_id}
         if ctx.session_id:
             rec["session_id"] = ctx.session_id
         rec["requested_at"] = ctx.now_iso()
         rec.update(fields)
         line = json.dumps(rec, ensure_ascii=True, separators=(",", ":")) + "\n"
         try:
-            spool.append(ctx.paths.mcp_spool(ctx.fleet_id), line)
+            spool.append(ctx.paths.mcp_spool(ctx.fleet_id), line, sync=True, lock_path=ctx.paths.mcp_spool_lock(ctx.fleet_id))
+        except spool.NotDurable as exc:
+            ctx.log("mcp_spool_not_durable", kind=kind, record_id=record_id, error=str(exc))
         except spool.SpoolFull as exc:
             ctx.log("mcp_spool_full_dropped", kind=kind, error=str(exc))
             raise ToolError(f"Not queued: the local MCP spool is full ({exc}). ctxlake sync has not drained it — check that "
@@ -552,10 +644,15 @@ class Tools:
         except OSError as exc:
             ctx.log("mcp_spool_write_failed", kind=kind, error=str(exc))
             raise ToolError(f"Not queued: the local spool could not be written ({exc.strerror or exc}). Nothing was written.") from None
+        self._queued = rec
+        try:
+            spool.atomic_write(last_path, json.dumps(rec, separators=(",", ":")).encode(), fsync=False)
+        except OSError as exc:  # only retry recognition is lost; the record is queued
+            ctx.log("mcp_last_write_failed", error=str(exc))
         qpath = os.path.join(ctx.paths.quarantine_spool, safe_segment(ctx.fleet_id) + ".ndjson")
         for q in quarantine:
             try:
-                spool.append(qpath, json.dumps(q, ensure_ascii=True, separators=(",", ":")) + "\n")
+                spool.append(qpath, json.dumps(q, ensure_ascii=True, separators=(",", ":")) + "\n", sync=True)
             except OSError as exc:
                 ctx.log("mcp_quarantine_write_failed", error=str(exc))
         ctx.log("mcp_record_queued", kind=kind, record_id=record_id)
@@ -565,6 +662,10 @@ class Tools:
         out = {"queued": True, "status": QUEUED, "kind": rec["kind"], "record_id": rec["record_id"],
                "sync": self._sync_info()}
         out.update(extra)
+        if rec.get("replayed"):
+            out["replayed"] = True
+            out["note"] = (f"Already queued: this call is identical to the one you made at {rec.get('requested_at')} "
+                           f"(record {rec['record_id']}); nothing new was written. " + str(out.get("note") or ""))
         return out
 
     def fleet_claim(self, args: dict) -> dict:
@@ -580,11 +681,13 @@ class Tools:
             raise ToolError("Not queued: reason is blank. Say why you need these paths — other agents read it.")
         ttl = int(a.get("ttl_secs") or self.ctx.cfg.leases.ttl_secs)
         resources = _resources(paths, self.ctx.cwd)
-        rec = self._queue("lease_request", {"paths": paths, "resources": resources, "reason": reason, "ttl_secs": ttl,
-                                            "cwd": self.ctx.cwd}, rid, quarantine)
+        key = live.request_key("lease_request", self.ctx.agent_id, self.ctx.session_id, resources, reason=reason, ttl=ttl)
+        rec = self._retry_of(key) or self._queue(
+            "lease_request", {"paths": paths, "resources": resources, "reason": reason, "ttl_secs": ttl,
+                              "cwd": self.ctx.cwd, "request_key": key}, rid, quarantine)
         view = cache_view.leases(self.ctx.paths.leases(self.ctx.fleet_id), self.ctx.clock())["view"]
         holders = live.conflicts_for_paths(view, self.ctx.agent_id, paths, self.ctx.cwd) if view else []
-        answer = self._queued_answer(rec, paths=paths, ttl_secs=ttl, note=(
+        answer = self._queued_answer(rec, paths=rec.get("paths", paths), ttl_secs=ttl, note=(
             "Queued, not held: ctxlake sync applies this request against the store by compare-and-swap; call fleet_status "
             "to see the outcome. " + live.ADVISORY_NOTE))
         answer["held_by_others_as_of_cache"] = [{k: h.get(k) for k in ("path", "holder", "reason", "expires_at")} for h in holders]
@@ -592,6 +695,7 @@ class Tools:
 
     def fleet_release(self, args: dict) -> dict:
         """Queue a release of the given paths, or of every lease this agent holds."""
+        from lib import live
         from lib.ulid import new_ulid
 
         rid = new_ulid()
@@ -601,9 +705,27 @@ class Tools:
             fields = {"paths": paths, "resources": _resources(paths, self.ctx.cwd), "cwd": self.ctx.cwd}
         else:
             fields = {"all": True}
-        rec = self._queue("lease_release", fields, rid, quarantine)
-        return self._queued_answer(rec, paths=fields.get("paths", "all you hold"), note=(
+        fields["request_key"] = live.request_key("lease_release", self.ctx.agent_id, self.ctx.session_id,
+                                                 fields.get("resources"), everything=bool(fields.get("all")))
+        rec = self._retry_of(fields["request_key"]) or self._queue("lease_release", fields, rid, quarantine)
+        return self._queued_answer(rec, paths=rec.get("paths", "all you hold"), note=(
             "Queued: ctxlake sync releases these leases at the store; until it runs, other agents still see them held."))
+
+    def _retry_of(self, key: str) -> dict | None:
+        """The record this agent already queued for the same lease request (:func:`lib.live.request_key`)
+        within :data:`lib.live.RETRY_SECS` — still in the MCP spool, or applied and reported in
+        ``leases.json`` — so a retried call queues nothing and is answered as the first; else ``None``."""
+        from lib import cache_view, live
+
+        ctx = self.ctx
+        now = ctx.clock()
+        spooled = cache_view.spooled_records(ctx.paths.mcp_spool(ctx.fleet_id), ctx.agent_id, LEASE_KINDS)
+        applied = [o for o in cache_view.leases(ctx.paths.leases(ctx.fleet_id), now)["requests"]
+                   if o.get("agent_id") == ctx.agent_id]
+        first = live.first_request(spooled + applied, key, now)
+        if first is not None:
+            ctx.log("mcp_request_retried", record_id=first.get("record_id"), detail="identical lease request; not queued again")
+        return first
 
     def fleet_handoff(self, args: dict) -> dict:
         """Queue a handoff note for whoever picks the work up next."""
@@ -644,7 +766,11 @@ class Tools:
         a, quarantine = self._guard(args, rid)
         if not a["claim"].strip() or not a["subject"].strip():
             raise ToolError("Not queued: claim and subject must not be blank.")
-        claim_id = new_ulid()
+        from lib.claims import claim_id as content_id
+
+        # the claim's content identity, the id the gate folds it under: what ctxlake claims
+        # --explain, the snapshot and memory_search show once it is ingested (DESIGN.md §10)
+        claim_id = content_id(a["type"], a["claim"].strip())
         citations = []
         for c in a["evidence"]:
             cite = {"session_id": c["session_id"].strip(), "message_id": c["message_id"].strip()}
@@ -654,7 +780,7 @@ class Tools:
                   "subject": a["subject"].strip(), "scope": "agent", "observed_by": self.ctx.agent_id,
                   "observed_at": self.ctx.now_iso(), "evidence": citations}
         rec = self._queue("proposed", fields, rid, quarantine)
-        return self._queued_answer(rec, claim_id=claim_id, scope="agent", note=(
+        return self._queued_answer(rec, claim_id=rec["claim_id"], scope="agent", note=(
             "Queued as a candidate. The gate in ctxlake maint checks each citation against the captured sessions and "
             "decides what the fleet sees; this call cannot make it fleet knowledge."))
 

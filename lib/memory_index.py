@@ -628,7 +628,7 @@ class SnapshotReader:
                 if isinstance(d.get(k), str):
                     try:
                         d[k] = json.loads(d[k])
-                    except ValueError:
+                    except (ValueError, RecursionError):  # not JSON, or nested too deep to decode
                         d[k] = None
             out.append(d)
         return out

@@ -194,8 +194,8 @@ class _ScrapeTimeCollector:
             if name in figures:
                 g.add_metric([], figures[name])
             yield g
-        yield GaugeMetricFamily("ctxlake_leases_cached", "Leases in this node's cached lease view (leases.json).",
-                                value=_cached_lease_count(m.paths.leases(m.fleet_id)))
+        yield GaugeMetricFamily("ctxlake_leases_cached", "Unexpired leases in this node's cached lease view (leases.json, store clock).",
+                                value=_cached_lease_count(m.paths.leases(m.fleet_id), now))
         with m._lock:
             err, err_at = m.last_error, m.last_error_at
         err_ts = GaugeMetricFamily("ctxlake_last_error_timestamp_seconds", "When syncd last logged an error (epoch s).")
@@ -207,14 +207,16 @@ class _ScrapeTimeCollector:
         yield info
 
 
-def _cached_lease_count(path: str) -> int:
+def _cached_lease_count(path: str, now: float) -> int:
+    """Unexpired leases in the cached view at ``path`` at local time ``now`` (:func:`lib.live.view_leases`)."""
     try:
         with open(path, "rb") as fh:
             data = json.loads(fh.read())
     except (OSError, ValueError):
         return 0
-    leases = data.get("leases") if isinstance(data, dict) else None
-    return len(leases) if isinstance(leases, list) else 0
+    from lib import live
+
+    return len(live.view_leases(data, now)) if isinstance(data, dict) else 0
 
 
 class MetricsServer:

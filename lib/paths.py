@@ -89,6 +89,17 @@ class Paths:
         """``spool/mcp/<fleet_id>.ndjson``: MCP write-tool records for one fleet."""
         return os.path.join(self.runtime_spool("mcp"), safe_segment(fleet_id) + ".ndjson")
 
+    def mcp_spool_lock(self, fleet_id: str) -> str:
+        """``spool/mcp/<fleet_id>.lock``: held shared by each MCP append, exclusively by syncd
+        while it deletes consumed MCP spool files."""
+        return os.path.join(self.runtime_spool("mcp"), safe_segment(fleet_id) + ".lock")
+
+    def mcp_last_write(self, fleet_id: str, agent_id: str, session_id: str | None) -> str:
+        """``spool/.state/mcp-last/<fleet_id>/<agent_id>/<session_id or ->.json``: the last record
+        this agent session queued through the MCP server (how a retried call is recognised)."""
+        return os.path.join(self.state_dir, "mcp-last", safe_segment(fleet_id), safe_segment(agent_id),
+                            (safe_segment(session_id) if session_id else "-") + ".json")
+
     @property
     def state_dir(self) -> str:
         """``spool/.state/``: upload watermarks."""

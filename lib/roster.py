@@ -272,10 +272,13 @@ def rebuild(store, fleet_id: str, *, etag: str | None, ttl: float, built_by: str
 
     :returns: ``(roster, etag, published)``; on a lost race (412) ``published`` is False and
         the roster is the one the winner just wrote (re-read).
+    :raises lib.live.Unsafe: the store does not honour conditional writes (nothing written).
     :raises lib.store.Unavailable:
     """
+    from lib import live
     from lib.store import CREATE, Conflict, PreconditionFailed, update
 
+    live.require_conditional(store, log=log)
     heartbeats = list_heartbeats(store, fleet_id)
     now = store.clock()
     roster = build_roster(heartbeats, now=now, ttl=ttl, built_by=built_by)
@@ -294,9 +297,12 @@ def rebuild(store, fleet_id: str, *, etag: str | None, ttl: float, built_by: str
 def edit(store, fleet_id: str, *, upserts=(), removals=(), ttl: float, attempts: int = 5, log=None) -> tuple[dict | None, str | None]:
     """Apply :func:`edit_roster` to the stored roster by CAS (re-read on a lost race).
     Returns ``(roster, etag)`` as written, or ``(None, None)`` after ``attempts`` lost races
-    (the next rebuild brings the change in anyway). :raises lib.store.Unavailable:"""
+    (the next rebuild brings the change in anyway). :raises lib.live.Unsafe: the store does not
+    honour conditional writes. :raises lib.store.Unavailable:"""
+    from lib import live
     from lib.store import CREATE, Conflict, PreconditionFailed, update
 
+    live.require_conditional(store, log=log)
     for _ in range(attempts):
         current, etag, now, _ = read_roster(store, fleet_id)
         nxt = edit_roster(current, upserts=upserts, removals=removals, now=now, ttl=ttl)

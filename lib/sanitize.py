@@ -34,12 +34,35 @@ def clean(text: str, max_chars: int = 4000, single_line: bool = False) -> str:
     return text
 
 
+_INF = float("inf")
+
+
 def clean_deep(value, max_chars: int = 4000):
-    """Apply :func:`clean` to every string (keys too) at any depth of a JSON-like value."""
+    """Apply :func:`clean` to every string (keys too) at any depth of a JSON-like value; a float
+    that is not finite (NaN, ±Infinity: not JSON, RFC 8259 §6) becomes ``None``."""
     if isinstance(value, str):
         return clean(value, max_chars)
     if isinstance(value, list):
         return [clean_deep(v, max_chars) for v in value]
     if isinstance(value, dict):
         return {clean(k, 200): clean_deep(v, max_chars) for k, v in value.items()}
+    if isinstance(value, float) and (value != value or value in (_INF, -_INF)):
+        return None
     return value
+
+
+_ANSI = None
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI/VT100 escape sequences (CSI ``ESC [ … final``, OSC ``ESC ] … BEL/ST``,
+    two-character ``ESC x``), as terminals and tool output emit them (ECMA-48). Fast path: text
+    without ``ESC`` is returned as is, without compiling a regex."""
+    global _ANSI
+    if "\x1b" not in text and "\x9b" not in text:
+        return text
+    if _ANSI is None:
+        import re
+
+        _ANSI = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()*+][0-~]|\x1b[@-Z\\-_]")
+    return _ANSI.sub("", text)

@@ -89,6 +89,29 @@ def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, dict | None, i
     return lake.encode(table), {k: good[0][k] for k in keys}, len(good), dropped
 
 
+_EMITTED = b'"emitted_at":"'
+
+
+def _line_date(raw: bytes) -> bytes | None:
+    i = raw.find(_EMITTED)
+    return raw[i + 14:i + 24] if i >= 0 else None
+
+
+def _one_date(lines: list[bytes], start: int, end: int) -> tuple[list[bytes], int]:
+    """The leading run of ``lines`` whose events share one date (``emitted_at[:10]``) and the
+    byte offset after it: each segment goes to the partition of its events' own date
+    (docs/architecture.md "Event identity"), so the same event reaches the same partition by
+    every capture path."""
+    first = next((d for d in map(_line_date, lines) if d), None)
+    offset = start
+    for i, raw in enumerate(lines):
+        d = _line_date(raw)
+        if d and d != first:
+            return lines[:i], offset
+        offset += len(raw) + 1
+    return lines, end
+
+
 def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_rows: int, log,
                  stats: ShipStats, fleet_filter: str | None = None, should_stop=None, observe=None) -> None:
     """Ship one spooled session. Raises store errors (the caller keeps going with others).
@@ -118,6 +141,7 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
                 lines, end = spool.read_complete_lines(path, start, max_lines=batch_rows)
                 if not lines:
                     break
+                lines, end = _one_date(lines, start, end)
                 seg = wm.next_seg
             data, first, rows, dropped = _encode_batch(lines, log)
             if dropped:
@@ -130,16 +154,18 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
                 wm.pending = None
                 wm.save()
                 continue
+            dt = first["emitted_at"][:10]
             if wm.partition_date is None:
-                wm.partition_date = first["emitted_at"][:10]
+                wm.partition_date = dt
                 wm.agent_id = first["agent_id"]
                 wm.fleet_id = first["fleet_id"]
                 wm.runtime = first["runtime"]
+            if dt not in wm.partitions:
+                wm.partitions.append(dt)
             if not wm.pending:
                 wm.pending = {"seg": seg, "file": ident, "start": start, "end": end}
                 wm.save()
-            prefix = lake.session_prefix(wm.fleet_id, wm.partition_date, wm.runtime or runtime, wm.agent_id,
-                                         first["session_id"])
+            prefix = lake.session_prefix(wm.fleet_id, dt, wm.runtime or runtime, wm.agent_id, first["session_id"])
             key = lake.segment_key(prefix, seg)
             try:
                 retrying(lambda: store.put(key, data, CREATE), log=log, key=key)
@@ -194,15 +220,16 @@ def _maybe_seal(store, paths, runtime, group, wm, stats, log) -> None:
     sid = os.path.basename(group["done"])[:-5]
     from urllib.parse import unquote
 
-    prefix = lake.session_prefix(wm.fleet_id, wm.partition_date, wm.runtime or runtime, wm.agent_id, unquote(sid))
     marker = {"session_id": unquote(sid), "runtime": wm.runtime or runtime, "segments": wm.next_seg,
-              "dropped_lines": wm.dropped_lines}
+              "dropped_lines": wm.dropped_lines, "partitions": sorted(wm.partitions or [wm.partition_date])}
     if isinstance(done, dict) and isinstance(done.get("transcript_path"), str):
         marker["transcript_path_hash"] = sha256_hex(done["transcript_path"])
-    try:
-        store.put(lake.sealed_key(prefix), json.dumps(marker, sort_keys=True).encode(), CREATE)
-    except PreconditionFailed:
-        pass  # sealed before (a crash after the PUT, or a resumed session): fine
+    for dt in marker["partitions"]:  # every partition the session's events went to is sealed
+        prefix = lake.session_prefix(wm.fleet_id, dt, wm.runtime or runtime, wm.agent_id, unquote(sid))
+        try:
+            store.put(lake.sealed_key(prefix), json.dumps(marker, sort_keys=True).encode(), CREATE)
+        except PreconditionFailed:
+            pass  # sealed before (a crash after the PUT, or a resumed session): fine
     wm.sealed = True
     wm.save()
     _cleanup(group, wm)

@@ -29,6 +29,54 @@ SESSION_COLUMNS = {"session_id": str, "fleet_id": str, "agent_id": str, "runtime
                    "commands_ok": int, "commands_failed": int, "files_touched": str, "commands": str,
                    "tests_run": str, "commits": str, "usage": str, "outcome": str, "friction": str,
                    "summary": str, "imported": int}
+JSON_COLUMNS = ("files_touched", "commands", "tests_run", "commits", "usage", "friction")
+"""Session columns holding JSON text (lists, ``usage`` an object)."""
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def typed_row(row: dict, columns: dict) -> dict:
+    """``row`` with every column named in ``columns`` (:data:`CLAIM_COLUMNS` or
+    :data:`SESSION_COLUMNS`: name → ``str``/``int``/``float``/``bytes``) coerced to its declared
+    type, or ``None`` when the cell holds something else.
+
+    The snapshot is untrusted input to its readers: SQLite does not enforce column types, so a
+    cell may hold any value (``confidence = 'high'``, a BLOB summary, an integer beyond int64
+    read back as text, ±Infinity). Numbers must be finite (ints within int64); a ``str``
+    column accepts finite numbers as their decimal text; an ``int`` column accepts a finite
+    float by truncation. Columns not named pass through. Never raises.
+    """
+    out = dict(row)
+    for name, kind in columns.items():
+        if name in out:
+            out[name] = _coerce(out[name], kind)
+    return out
+
+
+def _coerce(v, kind):
+    if v is None or isinstance(v, kind) and not isinstance(v, bool) and kind is not float:
+        if kind is int and v is not None and not _INT64[0] <= v <= _INT64[1]:
+            return None
+        return v
+    if isinstance(v, bool):
+        v = int(v)
+    if kind is float or kind is int:
+        if not isinstance(v, (int, float)):
+            return None
+        try:
+            f = float(v)
+        except OverflowError:
+            return None
+        if f != f or f in (float("inf"), float("-inf")):
+            return None
+        if kind is float:
+            return f
+        n = int(v) if isinstance(v, int) else int(f)
+        return n if _INT64[0] <= n <= _INT64[1] else None
+    if kind is str and isinstance(v, (int, float)):
+        return None if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))) else str(v)
+    return None
+
 
 
 class StaleEpoch(Exception):
@@ -56,7 +104,7 @@ def build(fleet_id: str, digests: list[dict], claims: list[dict], meta: dict | N
         rows = []
         for d in sorted(digests, key=lambda x: (x.get("ended_at") or "", x["session_id"])):
             row = {k: d.get(k) for k in SESSION_COLUMNS}
-            for k in ("files_touched", "commands", "tests_run", "commits", "usage", "friction"):
+            for k in JSON_COLUMNS:
                 row[k] = json.dumps(d.get(k), sort_keys=True)
             row["imported"] = int(bool(d.get("imported")))
             rows.append(row)
@@ -260,11 +308,11 @@ def recent_sessions(conn, limit: int = 5, repo: str | None = None) -> list[dict]
     rows = conn.execute(q, ((repo, limit) if repo else (limit,))).fetchall()
     out = []
     for r in rows:
-        d = dict(r)
-        for k in ("files_touched", "commands", "tests_run", "commits", "usage", "friction"):
+        d = typed_row(dict(r), {k: t for k, t in SESSION_COLUMNS.items() if k not in JSON_COLUMNS})
+        for k in JSON_COLUMNS:
             try:
-                d[k] = json.loads(d[k]) if d[k] else None
-            except ValueError:
+                d[k] = json.loads(d[k]) if isinstance(d.get(k), str) and d[k] else None
+            except (ValueError, RecursionError):  # not JSON, or nested too deep to decode
                 d[k] = None
         out.append(d)
     return out
@@ -275,4 +323,4 @@ def visible_claims(conn, limit: int = 5) -> list[dict]:
     rows = conn.execute("SELECT claim_id, claim, claim_type, subject, status, confidence, observed_by, observed_at, "
                         "independent_sessions FROM claims WHERE visible_to_agents = 1 AND status IN ('promoted','contested') "
                         "ORDER BY confidence DESC, observed_at DESC, claim_id LIMIT ?", (limit,)).fetchall()
-    return [dict(r) for r in rows]
+    return [typed_row(dict(r), CLAIM_COLUMNS) for r in rows]

@@ -31,6 +31,11 @@ class SpoolFull(OSError):
     """The spool directory reached its cap; the record was not written."""
 
 
+class NotDurable(OSError):
+    """The whole line was written, but the disk did not confirm it (``fdatasync`` failed): the
+    record exists and will be read, it may not survive a power loss."""
+
+
 def dir_bytes(directory: str) -> int:
     """Total size in bytes of the regular files directly inside ``directory`` (0 if absent)."""
     total = 0
@@ -47,33 +52,83 @@ def dir_bytes(directory: str) -> int:
     return total
 
 
-def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: int = ROTATE_BYTES) -> int:
-    """Append one complete line (must end with ``\\n``) to ``path``; return bytes written.
+def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: int = ROTATE_BYTES,
+           sync: bool = False, lock_path: str | None = None) -> int:
+    """Append one complete line (must end with ``\n``) to ``path``; return bytes written.
 
     Creates the directory (mode 0700) when missing. Rotates ``path`` to ``path.<n>`` first when
-    it has reached ``rotate_bytes``. :raises SpoolFull: the directory holds ``cap_bytes``
-    already. :raises OSError: the disk refused the write (full, read-only, permissions).
+    it has reached ``rotate_bytes``. With ``sync`` the line is on stable storage when this
+    returns (``fdatasync`` of the file, and ``fsync`` of the directory when the file was just
+    created, so its name survives a crash too; ``bench/spool_durability.py`` measures the cost).
+    With ``lock_path`` the append holds a shared ``flock`` on that file, so a reclaimer holding
+    it exclusively (:func:`reclaim_consumed`) never deletes a file a writer is appending to.
+    :raises SpoolFull: the directory holds ``cap_bytes`` already. :raises OSError: the disk
+    refused the write (full, read-only, permissions): no record was written (a partial line is
+    ended with a newline, so readers drop it as one unparseable line). :raises NotDurable: with
+    ``sync``, the line was written but not confirmed on disk.
     """
     if not line.endswith("\n") or "\n" in line[:-1]:
         raise ValueError("a spool record is exactly one line ending in a newline")
     data = line.encode("utf-8", "surrogatepass")
     directory = os.path.dirname(path)
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    if dir_bytes(directory) + len(data) > cap_bytes:
-        raise SpoolFull(f"spool directory {directory} is at its cap of {cap_bytes} bytes")
+    lock_fd = _lock(lock_path, shared=True) if lock_path else None
     try:
-        if os.stat(path).st_size >= rotate_bytes:
-            rotate(path)
-    except FileNotFoundError:
-        pass
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if dir_bytes(directory) + len(data) > cap_bytes:
+            raise SpoolFull(f"spool directory {directory} is at its cap of {cap_bytes} bytes")
+        try:
+            if os.stat(path).st_size >= rotate_bytes:
+                rotate(path)
+        except FileNotFoundError:
+            pass
+        created = False
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        except FileNotFoundError:
+            fd, created = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), True
+        try:
+            n = os.write(fd, data)
+            if n != len(data):  # a short write on a full disk: never leave half a line silently
+                try:  # end the fragment, so it is one unparseable line and the next record stays whole
+                    os.write(fd, b"\n")
+                except OSError:
+                    pass
+                raise OSError(f"short write to {path}: {n} of {len(data)} bytes")
+            if sync:
+                try:
+                    os.fdatasync(fd)
+                    if created:
+                        _fsync_dir(directory)
+                except OSError as exc:
+                    raise NotDurable(exc.errno, f"written but not confirmed on disk: {exc.strerror or exc}") from exc
+        finally:
+            os.close(fd)
+        return n
+    finally:
+        if lock_fd is not None:
+            os.close(lock_fd)
+
+
+def _lock(path: str, *, shared: bool) -> int:
+    """An open descriptor of ``path`` (created when missing) holding ``flock`` (shared or
+    exclusive, blocking); closing it releases the lock."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        n = os.write(fd, data)
-        if n != len(data):  # a short write on a full disk: never leave half a line silently
-            raise OSError(f"short write to {path}: {n} of {len(data)} bytes")
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
     finally:
         os.close(fd)
-    return n
 
 
 def rotate(path: str) -> str | None:
@@ -194,8 +249,10 @@ class Watermark:
 
     ``files`` maps file identity ``dev:inode`` → confirmed byte offset; ``next_seg`` is the next
     segment number; ``pending`` = ``{seg, file, start, end}`` is the batch being uploaded (written
-    *before* the PUT, so a crash re-sends the same bytes as the same segment); ``partition_date``,
-    ``agent_id``, ``fleet_id`` and ``runtime`` (of the first envelope) pin the lake key. Kept after sealing: a resumed session id must not reuse
+    *before* the PUT, so a crash re-sends the same bytes as the same segment); ``partitions`` lists
+    every date partition the session's segments went to (an event goes to the partition of its
+    own ``emitted_at``; ``partition_date`` is the first of them); ``agent_id``, ``fleet_id`` and
+    ``runtime`` (of the first envelope) pin the rest of the lake key. Kept after sealing: a resumed session id must not reuse
     ``seg-000000`` (reference bug 12.2 #19).
     """
 
@@ -204,6 +261,7 @@ class Watermark:
     next_seg: int = 0
     pending: dict | None = None
     partition_date: str | None = None
+    partitions: list = field(default_factory=list)
     agent_id: str | None = None
     fleet_id: str | None = None
     runtime: str | None = None
@@ -228,33 +286,44 @@ class Watermark:
             raise ValueError(f"unreadable watermark {path}: not an object")
         return cls(path, files=dict(data.get("files", {})), next_seg=int(data.get("next_seg", 0)),
                    pending=data.get("pending"), partition_date=data.get("partition_date"),
+                   partitions=list(data.get("partitions") or ([data["partition_date"]] if data.get("partition_date") else [])),
                    agent_id=data.get("agent_id"), fleet_id=data.get("fleet_id"), runtime=data.get("runtime"),
                    sealed=bool(data.get("sealed")), dropped_lines=int(data.get("dropped_lines", 0)))
 
     def save(self) -> None:
         """Write atomically (temp file, fsync, rename)."""
         data = {"files": self.files, "next_seg": self.next_seg, "pending": self.pending,
-                "partition_date": self.partition_date, "agent_id": self.agent_id,
+                "partition_date": self.partition_date, "partitions": self.partitions, "agent_id": self.agent_id,
                 "fleet_id": self.fleet_id, "runtime": self.runtime, "sealed": self.sealed, "dropped_lines": self.dropped_lines,
                 "updated_at": time.time()}
         atomic_write(self.path, json.dumps(data, sort_keys=True).encode())
 
 
-def atomic_write(path: str, data: bytes, mode: int = 0o600) -> None:
-    """Replace ``path`` with ``data`` atomically: temp file in the same dir, fsync, rename."""
+def atomic_write(path: str, data: bytes, mode: int = 0o600, *, fsync: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically: temp file in the same dir, fsync (unless
+    ``fsync=False``: atomic but not durable), rename. On any failure (a full disk) the temp
+    file is removed and the old ``path`` is left as it was. :raises OSError: as the disk did."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def backlog(spool_dir: str, state_dir: str | None = None) -> dict:

@@ -269,17 +269,18 @@ def start_seaweed(bucket: str = BUCKET, startup_timeout: float = 60.0, attempts:
 
 _HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
         "expect", "host", "content-length"}
-_STRIPPED = {"if-match", "if-none-match", "authorization", "x-amz-date", "x-amz-security-token",
-             "x-amz-content-sha256"}
+_SIGNING = {"authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"}
+_STRIPPED = _SIGNING | {"if-match", "if-none-match"}
 
 
 class StrippingProxy:
     """A loopback HTTP proxy in front of an S3 server that silently removes ``If-Match`` and
     ``If-None-Match`` from every request and re-signs it (SigV4) with the server's credentials —
-    an S3-compatible store that ignores conditional requests. ``endpoint`` is its URL;
-    ``close()`` stops it."""
+    an S3-compatible store that ignores conditional requests. With ``every=n`` only every n-th
+    request carrying a condition loses it (a gateway that drops conditions only sometimes);
+    ``stripped`` counts the requests stripped. ``endpoint`` is its URL; ``close()`` stops it."""
 
-    def __init__(self, upstream: SeaweedServer):
+    def __init__(self, upstream: SeaweedServer, every: int = 1):
         from botocore.auth import S3SigV4Auth
         from botocore.awsrequest import AWSRequest
         from botocore.credentials import Credentials
@@ -287,6 +288,17 @@ class StrippingProxy:
         up = urllib.parse.urlsplit(upstream.endpoint)
         creds = Credentials(upstream.access_key, upstream.secret_key)
         region = upstream.region
+        proxy, lock = self, threading.Lock()
+        self.stripped, seen = 0, [0]
+
+        def strip(headers) -> bool:
+            if not any(k.lower() in ("if-match", "if-none-match") for k in headers):
+                return True  # nothing to strip; signing headers are re-made either way
+            with lock:
+                seen[0] += 1
+                hit = seen[0] % every == 0
+                proxy.stripped += hit
+            return hit
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -297,7 +309,8 @@ class StrippingProxy:
             def _relay(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP | _STRIPPED}
+                drop = _HOP | (_STRIPPED if strip(self.headers.keys()) else _SIGNING)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in drop}
                 request = AWSRequest(method=self.command, url=upstream.endpoint + self.path, data=body,
                                      headers=headers)
                 S3SigV4Auth(creds, "s3", region).add_auth(request)

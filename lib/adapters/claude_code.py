@@ -6,7 +6,7 @@ briefing), UserPromptSubmit→prompt (``prompt``, falling back to ``user_input``
 PreToolUse/PostToolUse/PostToolUseFailure→tool_call (``tool_name``, ``tool_input``,
 ``tool_use_id``; output from ``tool_response`` — not ``tool_result``, reference bug 12.2 #2; a
 failure's output and exit status from ``error``, ``"Exit code <n>\n…"`` for a shell command),
-PreCompact→compact, Stop/SubagentStop→assistant (``last_assistant_message``),
+PreCompact→compact (``compact_trigger``), Stop/SubagentStop→assistant (``last_assistant_message``),
 SessionEnd→session_end. Other events (Notification, PermissionRequest, SubagentStart, …) get the
 default answer and no envelope. PreToolUse on a write tool answers with a lease warning (policy
 ``warn``) or a ``permissionDecision: deny`` (policy ``block``). Standard library only.
@@ -47,6 +47,77 @@ def failure_exit_code(error) -> int:
         if head.lstrip("-").isdigit() and int(head) != 0:
             return int(head)
     return 1
+
+
+USER_KINDS = ("typed", "slash_command", "text_beside_result", "interrupt", "local_command_output",
+              "task_notification", "system_reminder", "compaction_summary", "hook_feedback", "subagent_prompt", "meta")
+"""What a user-role record is (docs/architecture.md "User records"); only ``typed`` is a prompt."""
+_TAG_KINDS = (("<command-name>", "slash_command"), ("<command-message>", "slash_command"),
+              ("<local-command-stdout>", "local_command_output"), ("<local-command-stderr>", "local_command_output"),
+              ("<local-command-caveat>", "local_command_output"), ("<bash-input>", "local_command_output"),
+              ("<bash-stdout>", "local_command_output"), ("<bash-stderr>", "local_command_output"),
+              ("<task-notification>", "task_notification"), ("<system-reminder>", "system_reminder"),
+              ("<user-prompt-submit-hook>", "hook_feedback"))
+
+
+def user_kind(text: str, *, meta: bool = False, sidechain: bool = False, beside_result: bool = False) -> str:
+    """The kind of a user-role text (a transcript record or a hook's prompt), by the first rule
+    that matches (docs/architecture.md "User records"):
+
+    ``[Request interrupted by user…`` → ``interrupt``; a leading ``<command-name>`` /
+    ``<command-message>`` wrapper, or a hook prompt ``/name …`` → ``slash_command``;
+    ``<local-command-stdout|stderr|caveat>``, ``<bash-input|stdout|stderr>`` →
+    ``local_command_output``; ``<task-notification>`` → ``task_notification``;
+    ``<system-reminder>`` → ``system_reminder``; ``Stop hook feedback:`` or
+    ``<user-prompt-submit-hook>`` → ``hook_feedback``; text beside a tool result →
+    ``text_beside_result``; an ``isMeta`` record → ``meta``; an ``isSidechain`` record (the
+    parent agent's instruction to a sub-agent) → ``subagent_prompt``; else ``typed``.
+    """
+    head = text.lstrip()[:200]
+    if head.startswith("[Request interrupted by user"):
+        return "interrupt"
+    for tag, kind in _TAG_KINDS:
+        if head.startswith(tag):
+            return kind
+    if head.startswith("Stop hook feedback:"):
+        return "hook_feedback"
+    if beside_result:
+        return "text_beside_result"
+    if meta:
+        return "meta"
+    if sidechain:
+        return "subagent_prompt"
+    if head.startswith("/") and len(head) > 1 and (head[1:].split(None, 1) or [""])[0].replace(":", "").replace("-", "").replace("_", "").isalnum():
+        return "slash_command"
+    return "typed"
+
+
+FAILURE_REASONS = ("user_rejected", "permission_denied", "cancelled_sibling", "interrupted", "exit_code", "tool_error")
+
+
+def failure_reason(output, is_error: bool, interrupted: bool = False) -> str | None:
+    """Why a tool call failed, from the text Claude Code returned to the model (docs/architecture.md
+    "User records"): ``None`` when it did not fail; ``user_rejected`` ("The user doesn't want to
+    proceed…"), ``permission_denied`` ("Permission to use … has been denied", "… requested
+    permissions …"), ``cancelled_sibling`` ("Sibling tool call errored", "Cancelled: parallel
+    tool call…"), ``interrupted`` (the runtime's interrupt flag or marker), ``exit_code`` (a
+    shell's "Exit code <n>"), else ``tool_error``."""
+    if not is_error and not interrupted:
+        return None
+    text = output if isinstance(output, str) else ""
+    head = text.lstrip()[:300]
+    low = head.lower()
+    if interrupted or head.startswith("[Request interrupted") or low.startswith("interrupted by user"):
+        return "interrupted"
+    if "the user doesn't want to proceed" in low or "user rejected" in low:
+        return "user_rejected"
+    if ("permission" in low and "denied" in low) or "requested permissions" in low:
+        return "permission_denied"
+    if "sibling tool call errored" in low or "cancelled: parallel tool call" in low:
+        return "cancelled_sibling"
+    if head.startswith("Exit code "):
+        return "exit_code"
+    return "tool_error"
 
 
 def tool_paths(tool_input) -> list[str]:
@@ -113,12 +184,32 @@ def answer(event: str, payload: dict, ctx) -> dict:
     return collision_answer(payload.get("tool_name"), payload.get("tool_input"), payload.get("cwd"), ctx)
 
 
+def _ids(payload: dict, sid: str):
+    from lib import identity
+
+    def make(kind: str, *source) -> str | None:
+        return identity.event_id(sid, kind, *source) if all(isinstance(x, str) and x for x in source) else None
+
+    return make
+
+
 def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
     """Map one payload to envelopes (zero for unmapped events). Raw values go to ``builder``,
-    which truncates and redacts them."""
+    which truncates and redacts them. Event ids come from the runtime's own ids
+    (docs/architecture.md "Event identity"): ``tool_use_id`` (PostToolUse/PostToolUseFailure:
+    the same id as the import of the transcript's call; PreToolUse: its own), ``prompt_id``
+    (UserPromptSubmit, Stop), the session id (the first SessionStart, SessionEnd); a
+    PostToolUse is placed at the call's start (now − ``duration_ms``), where the transcript's
+    ``tool_use`` record is."""
+    import time
+
+    from lib.envelope import format_time
+
     etype = EVENTS.get(event)
     if etype is None:
         return []
+    sid = builder.session_id
+    ids = _ids(payload, sid)
     common = {"cwd": payload.get("cwd") if isinstance(payload.get("cwd"), str) else None}
     cwd = common["cwd"]
     if cwd and os.path.isdir(cwd):
@@ -127,38 +218,60 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
         info = repo.identify(cwd)
         if info:
             common.update(repo=info.get("repo_id"), branch=info.get("branch"), git_sha=info.get("git_sha"))
+    now = time.time()
     if etype == "session_start":
-        return [builder.make("session_start", injected_context=ctx.injected, **common)]
+        first = payload.get("source") in (None, "", "startup")
+        return [builder.make("session_start", injected_context=ctx.injected, emitted_at=format_time(now),
+                             event_id=ids("start") if first else None, **common)]
     if etype == "prompt":
         text = payload.get("prompt")
         if not isinstance(text, str):
             text = payload.get("user_input") if isinstance(payload.get("user_input"), str) else None
-        return [builder.make("prompt", role="user", content=text, **common)]
+        kind = user_kind(text) if text else "typed"
+        eid = ids("prompt", payload.get("prompt_id"))
+        if kind == "typed":
+            return [builder.make("prompt", role="user", content=text, event_id=eid, **common)]
+        return [builder.make("context", role="user", content=text, event_id=eid, fields={"user_kind": kind}, **common)]
     if etype == "tool_call":
+        tid = payload.get("tool_use_id")
         tool = {"name": payload.get("tool_name") or "unknown", "input": payload.get("tool_input"),
                 "paths": tool_paths(payload.get("tool_input"))}
+        fields, emitted = {}, now
+        dur = payload.get("duration_ms")
+        if isinstance(dur, (int, float)) and not isinstance(dur, bool) and 0 <= dur < 1 << 53:
+            tool["duration_ms"] = int(dur)
+        if event == "PreToolUse":
+            return [builder.make("tool_call", tool=tool, message_id=tid, event_id=ids("tool_pre", tid),
+                                 emitted_at=format_time(now), **common)]
         if event == "PostToolUse":
             tool["result"] = payload.get("tool_response")
             tool["exit_code"] = 0
-        elif event == "PostToolUseFailure":
+        else:
             tool["result"] = payload.get("error") if payload.get("error") is not None else payload.get("tool_response")
             tool["exit_code"] = failure_exit_code(payload.get("error"))
-        if isinstance(payload.get("duration_ms"), (int, float)):
-            tool["duration_ms"] = int(payload["duration_ms"])
-        return [builder.make("tool_call", tool=tool, message_id=payload.get("tool_use_id"), **common)]
+            fields["failure_reason"] = failure_reason(payload.get("error"), True, payload.get("is_interrupt") is True)
+        if "duration_ms" in tool:
+            emitted = now - tool["duration_ms"] / 1000.0
+            fields["observed_at"] = format_time(now)
+        return [builder.make("tool_call", tool=tool, message_id=tid, event_id=ids("tool", tid),
+                             emitted_at=format_time(emitted), fields=fields, **common)]
     if etype == "compact":
         text = payload.get("custom_instructions") or None
+        trigger = payload.get("trigger") if isinstance(payload.get("trigger"), str) else None
         return [builder.make("compact", content=text if isinstance(text, str) else None,
-                             turn_id=payload.get("trigger"), **common)]
+                             fields={"compact_trigger": trigger}, **common)]
     if etype == "assistant":
         text = payload.get("last_assistant_message")
         extra = {}
         if event == "SubagentStop" and isinstance(payload.get("agent_id"), str):
             extra["parent_message_id"] = "subagent:" + payload["agent_id"]
+            eid = ids("subagent_stop", payload["agent_id"])
+        else:
+            eid = ids("stop", payload.get("prompt_id"))
         return [builder.make("assistant", role="assistant", content=text if isinstance(text, str) else None,
-                             **extra, **common)]
+                             event_id=eid, **extra, **common)]
     return [builder.make("session_end", content=payload.get("reason") if isinstance(payload.get("reason"), str) else None,
-                         **common)]
+                         event_id=ids("end"), **common)]
 
 
 def done_marker(event: str, payload: dict) -> dict | None:

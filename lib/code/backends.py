@@ -22,7 +22,10 @@ class Spec:
     byte range is the symbol's slice (decorators, ``template <…>``, ``export``, a one-spec Go
     declaration); ``body`` the node a compact view folds (``None`` when there is no body);
     ``doc`` a doc string a backend found itself (Python docstrings), else looked up above
-    ``outer``.
+    ``outer``. ``sig_node`` is where the signature starts when that is not ``node``
+    (decorators, ``export``, ``template <…>``); ``sig_end`` the node whose start ends a header
+    signature when the symbol is not a definition kind with a body (a variable bound to an
+    arrow function).
     """
 
     name: str
@@ -32,6 +35,7 @@ class Spec:
     body: object = None
     doc: str | None = None
     sig_node: object = None
+    sig_end: object = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,7 @@ def _python(node, data, parent):
         outer = parent if parent is not None and parent.type == "decorated_definition" else node
         body = node.child_by_field_name("body")
         kind = "class" if t == "class_definition" else "function"
-        return [Spec(name, kind, node, outer, body, doc=_python_docstring(body, data))], True
+        return [Spec(name, kind, node, outer, body, doc=_python_docstring(body, data), sig_node=outer)], True
     return [], t in _PY_CONTAINERS
 
 
@@ -222,11 +226,11 @@ def _ts(node, data, parent):
             if name_node is None or name_node.type != "identifier":
                 continue
             value = decl.child_by_field_name("value")
-            body = None
+            body = fn_body = None
             if value is not None and value.type in ("arrow_function", "function_expression", "function"):
                 fn_body = value.child_by_field_name("body")
                 body = fn_body if fn_body is not None and fn_body.type == "statement_block" else None
-            specs.append(Spec(text(name_node, data), "var", node, outer, body, sig_node=outer))
+            specs.append(Spec(text(name_node, data), "var", node, outer, body, sig_node=outer, sig_end=fn_body))
         return specs, True
     return [], True
 
@@ -394,7 +398,7 @@ def _c_family(node, data, parent, cpp: bool):
         outer = parent if parent is not None and parent.type == "template_declaration" else node
         if name is None:
             return [], False
-        return [Spec(name, "function", node, outer, node.child_by_field_name("body"))], False
+        return [Spec(name, "function", node, outer, node.child_by_field_name("body"), sig_node=outer)], False
     if t in ("declaration", "field_declaration"):
         specs = []
         for decl in node.children_by_field_name("declarator"):
@@ -417,7 +421,7 @@ def _c_family(node, data, parent, cpp: bool):
             return [], True
         kind = {"enum_specifier": "enum", "class_specifier": "class"}.get(t, "struct")
         outer = parent if parent is not None and parent.type == "template_declaration" else node
-        return [Spec(text(name, data), kind, node, outer, body)], True
+        return [Spec(text(name, data), kind, node, outer, body, sig_node=outer)], True
     if cpp and t == "namespace_definition":
         name = node.child_by_field_name("name")
         if name is None:

@@ -5,12 +5,13 @@ found outside single and double quotes with backslash escapes honoured) are refu
 message naming ``sh -c``; the line is split with POSIX shell-word rules; keep patterns are
 compiled. So a bad call never leaves an orphan child.
 
-The child runs in its own process group with stdin on /dev/null. stdout streams through the
-:class:`~lib.code.fold.Folder` as it arrives; stderr is drained on a thread into an unnamed
-temporary file and folded after stdout (the merge order is all of stdout, then all of stderr,
-with a ``\\n`` between them when stdout does not end with one). A wall-clock timeout (30 s)
-kills the whole process group. The child's exit code passes through (128+signal when it was
-killed by a signal, truncated to 0–255).
+The child runs in its own process group and session with stdin on /dev/null and a per-run
+token in its environment (:data:`TOKEN_VAR`), which every descendant inherits. One loop reads
+stdout (folded as it arrives by :class:`~lib.code.fold.Folder`) and stderr (spooled to an
+unnamed temporary file and folded after stdout, with a ``\\n`` between them when stdout does not
+end with one) against a wall-clock deadline (30 s) that bounds reading, folding and
+descendants alike (:func:`run_command`). The child's exit code passes through (128+signal
+when it was killed by a signal, truncated to 0–255).
 
 Raw-output recovery (beyond upstream ctxctl): every byte the child wrote is also streamed to a
 file. When the shown output dropped anything (folded lines, ANSI codes, progress redraws,
@@ -20,16 +21,18 @@ is deleted.
 """
 from __future__ import annotations
 
+import binascii
 import hashlib
 import os
+import selectors
 import shlex
 import signal
 import subprocess
 import tempfile
-import threading
+import time
 from dataclasses import dataclass
 
-from lib.code import fold, render
+from lib.code import fold, render, tokens
 from lib.code.errors import READ, ExitError
 from lib.code.render import Result
 
@@ -83,87 +86,161 @@ def split_command(cmd: str) -> list:
 
 @dataclass
 class Outcome:
-    """A finished run: the folded output, the child's exit code and the recovery file path."""
+    """A finished run: the folded output, the child's exit code, the recovery file path and
+    the note about background processes that outlived the command (``None`` when none did)."""
 
     folded: fold.Folded
     exit_code: int
     full_output: str | None
+    note: str | None = None
+
+
+LINGER_SECS = 2.0
+"""After the command exits, how long descendants may keep its output open before they are
+killed and the answer is given (a daemon started with ``setsid``/``nohup`` inherits the pipe)."""
+TOKEN_VAR = "CTXCTL_EXEC_TOKEN"
+"""Environment variable carrying a per-run token: every descendant inherits it, also one that
+left the process group and the session (``setsid``), so the whole tree can be found in /proc."""
 
 
 def _recovery_dir() -> str:
     return os.path.join(tempfile.gettempdir(), "ctxctl-exec")
 
 
+def _tagged(token: bytes) -> list:
+    """PIDs of live processes whose environment holds ``TOKEN_VAR=token``."""
+    needle = TOKEN_VAR.encode() + b"=" + token + b"\0"
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                if needle in fh.read() + b"\0":
+                    out.append(int(name))
+        except OSError:
+            continue
+    return out
+
+
+def kill_tree(pgid: int, token: bytes) -> int:
+    """SIGKILL the process group ``pgid`` and every process tagged with ``token`` (repeated
+    until none is left, so a process forking while it dies is caught too); returns how many
+    tagged processes were found."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+    seen = set()
+    for _ in range(5):
+        pids = [p for p in _tagged(token) if p != os.getpid()]
+        if not pids:
+            break
+        for pid in pids:
+            seen.add(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.01)
+    return len(seen)
+
+
 def run_command(cmd: str, patterns: list, head: int, tail: int, threshold: int,
-                timeout: float = TIMEOUT_SECS, cwd: str | None = None) -> Outcome:
-    """Spawn ``cmd`` and fold its output.
+                timeout: float = TIMEOUT_SECS, cwd: str | None = None, raw: bool = False) -> Outcome:
+    """Spawn ``cmd`` and fold its output (``raw``: pass it through unfolded).
+
+    One loop reads stdout and stderr with a deadline, so the timeout bounds the whole call —
+    reading, folding and descendants: at the deadline the process group and every tagged
+    descendant (:func:`kill_tree`) are killed, the pipes closed and the timeout reported. When
+    the command itself has exited but descendants still hold its output open, they get
+    :data:`LINGER_SECS`, then they are killed too and the answer notes it.
 
     :raises ExitError: code 1 — pre-spawn errors, spawn failure, or the timeout.
     """
     argv = split_command(cmd)
+    token = binascii.hexlify(os.urandom(8))
+    env = dict(os.environ)
+    env[TOKEN_VAR] = token.decode()
+    deadline = time.monotonic() + timeout
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True, cwd=cwd)
+                                start_new_session=True, cwd=cwd, env=env)
     except OSError as exc:
         reason = f"{exc.strerror} (os error {exc.errno})" if exc.errno else str(exc)
         raise ExitError(READ, f"failed to run `{cmd}`: {reason}") from None
-    timed_out = threading.Event()
-
-    def kill_group():
-        timed_out.set()
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-
-    timer = threading.Timer(timeout, kill_group)
-    timer.daemon = True
     err_spool = tempfile.TemporaryFile()
     os.makedirs(_recovery_dir(), exist_ok=True)
     raw_fd, raw_path = tempfile.mkstemp(prefix=".partial-", dir=_recovery_dir())
-    raw = os.fdopen(raw_fd, "wb")
+    raw_file = os.fdopen(raw_fd, "wb")
     digest = hashlib.sha256()
-
-    def drain_stderr():
-        for chunk in iter(lambda: proc.stderr.read1(CHUNK), b""):
-            err_spool.write(chunk)
-
-    folder = fold.Folder(patterns, head, tail, threshold)
-    reader = threading.Thread(target=drain_stderr, daemon=True)
-    timer.start()
-    reader.start()
+    folder = fold.Folder(patterns, head, tail, threshold, raw=raw)
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, "out")
+    sel.register(proc.stderr, selectors.EVENT_READ, "err")
+    last, wrote_out, timed_out, lingered = b"", False, False, 0
+    exited_at = None
     try:
-        last = b""
-        wrote_out = False
-        for chunk in iter(lambda: proc.stdout.read1(CHUNK), b""):
-            folder.feed(chunk)
-            raw.write(chunk)
-            digest.update(chunk)
-            last = chunk[-1:]
-            wrote_out = True
-        reader.join()
-        proc.wait()
+        while sel.get_map():
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at >= LINGER_SECS:
+                lingered = 1
+                break
+            wait = min(deadline - now, 0.05 if exited_at is None else LINGER_SECS - (now - exited_at), 0.25)
+            for key, _ in sel.select(max(wait, 0.0)):
+                chunk = os.read(key.fd, CHUNK)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                if key.data == "err":
+                    err_spool.write(chunk)
+                    continue
+                folder.feed(chunk)
+                raw_file.write(chunk)
+                digest.update(chunk)
+                last = chunk[-1:]
+                wrote_out = True
+        if timed_out or lingered:
+            kill_tree(proc.pid, token)
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()) + 1.0)
+        except subprocess.TimeoutExpired:
+            kill_tree(proc.pid, token)
+            proc.wait()
+            timed_out = True
     finally:
-        timer.cancel()
-    if timed_out.is_set():
-        raw.close()
+        sel.close()
+        proc.stdout.close()
+        proc.stderr.close()
+    def timeout_error():
+        raw_file.close()
         os.unlink(raw_path)
         err_spool.close()
-        raise ExitError(READ, f"command `{cmd}` exceeded the {int(timeout) if timeout == int(timeout) else timeout}s "
-                              f"execution timeout and was killed")
+        shown = int(timeout) if timeout == int(timeout) else timeout
+        return ExitError(READ, f"command `{cmd}` exceeded the {shown}s execution timeout and was killed")
+
+    if timed_out:
+        raise timeout_error()
     err_spool.seek(0)
     first = True
     for chunk in iter(lambda: err_spool.read(CHUNK), b""):
+        if time.monotonic() >= deadline:  # folding is inside the bound too
+            raise timeout_error()
         if first and wrote_out and last != b"\n":
             folder.feed(b"\n")
-            raw.write(b"\n")
+            raw_file.write(b"\n")
             digest.update(b"\n")
         first = False
         folder.feed(chunk)
-        raw.write(chunk)
+        raw_file.write(chunk)
         digest.update(chunk)
     err_spool.close()
-    raw.close()
+    raw_file.close()
     folded = folder.finish()
     full = None
     if folded.folded or folded.changed:
@@ -174,31 +251,37 @@ def run_command(cmd: str, patterns: list, head: int, tail: int, threshold: int,
     code = proc.returncode
     if code < 0:
         code = 128 + (-code)
-    return Outcome(folded, code & 0xFF, full)
+    note = None
+    if lingered:
+        note = (f"the command exited but background processes kept its output open; "
+                f"they were killed after {LINGER_SECS:g}s")
+    return Outcome(folded, code & 0xFF, full, note)
 
 
 def run(cmd: str, config, *, keep=(), head: int | None = None, tail: int | None = None,
         json_mode: bool = False, show_saved: bool = True, timeout: float = TIMEOUT_SECS,
-        cwd: str | None = None) -> Result:
+        cwd: str | None = None, raw: bool = False) -> Result:
     """The ``exec`` command: ``Result.code`` is the child's exit code.
 
-    ``keep`` patterns are appended to ``[exec] keep``; ``head``/``tail`` override the config.
+    ``keep`` patterns are appended to ``[exec] keep``; ``head``/``tail`` override the config;
+    ``raw`` (the bypass switch, ``--raw`` / ``CTXCTL_EXEC_RAW=1`` / MCP ``raw: true``) passes the
+    output through byte for byte, unfolded and unnormalised, still under the timeout.
     :raises ExitError: code 1, see :func:`run_command`.
     """
     split_command(cmd)
     patterns = fold.compile_patterns(list(config.exec.keep) + list(keep))
     h = config.exec.head_lines if head is None else head
     t = config.exec.tail_lines if tail is None else tail
-    outcome = run_command(cmd, patterns, h, t, config.exec.collapse_threshold, timeout, cwd)
+    outcome = run_command(cmd, patterns, h, t, config.exec.collapse_threshold, timeout, cwd, raw=raw)
     folded = outcome.folded
     text = folded.text.decode("utf-8", "replace")
-    warning = folded.warning()
+    warnings = [w for w in (folded.warning(), outcome.note) if w]
+    counter = tokens.ESTIMATED if folded.estimated else tokens.EXACT
     if json_mode:
         env = render.envelope("exec", cmd=cmd, exit_code=outcome.exit_code, compressed=text,
-                              full_output=outcome.full_output, warning=warning)
+                              full_output=outcome.full_output, warning="; ".join(warnings) or None)
         if show_saved:
-            env["saved"] = {"tokens_before": folded.tokens_before, "tokens_after": folded.tokens_after,
-                            "percent": folded.percent}
+            env["saved"] = counter.saved(folded.tokens_before, folded.tokens_after)
         return Result(render.dumps(env) + "\n", outcome.exit_code, [], None)
     out = f"$ {cmd}\n"
     if text:
@@ -206,5 +289,6 @@ def run(cmd: str, config, *, keep=(), head: int | None = None, tail: int | None 
     if outcome.full_output:
         out += f"[full output: {outcome.full_output}]\n"
     if show_saved:
-        out += f"Saved ~{folded.percent}% ({render.group(folded.tokens_before)} -> {render.group(folded.tokens_after)} tokens)\n"
-    return Result(out, outcome.exit_code, [warning] if warning else [], None)
+        out += (f"Saved ~{folded.percent}% ({counter.figure(folded.tokens_before)} -> "
+                f"{render.group(folded.tokens_after)} tokens)\n")
+    return Result(out, outcome.exit_code, warnings, None)

@@ -16,7 +16,8 @@ protocol errors, and their text teaches the fix:
 
 Workspace pinning: the working directory at launch is the root; every ``file`` argument is
 confined to it (lexical ``..`` climbing above it, absolute paths outside it, and symlinks
-resolving outside it are refused); ``exec`` runs in the root (it is not sandboxed) under the
+resolving outside it are refused; an absolute path through a symlinked alias of the root is
+accepted when it resolves inside it); ``exec`` runs in the root (it is not sandboxed) under the
 wall-clock timeout.
 
 The JSON-RPC loop is ``lib/jsonrpc.py``'s :class:`~lib.jsonrpc.Server`, shared with ctxlake's
@@ -62,7 +63,8 @@ TOOL_TABLE = [
      [("cmd", "string", True, "the command line"),
       ("keep", "array", False, "extra regexes whose matching lines are kept"),
       ("head", "integer", False, "lines kept from the start"),
-      ("tail", "integer", False, "lines kept from the end")]),
+      ("tail", "integer", False, "lines kept from the end"),
+      ("raw", "boolean", False, "bypass folding: the whole output, byte for byte")]),
 ]
 
 
@@ -180,7 +182,12 @@ def resolve(raw: str, root: str) -> str:
     if os.path.isabs(raw):
         lexical = posixpath.normpath(raw)
         if not (_under(lexical, posixpath.normpath(root)) or _under(lexical, canon_root)):
-            raise ArgumentError(escape)
+            # an alias of the root (a symlinked parent, /tmp vs /private/tmp): the contract
+            # symlink-resolves existing targets, so what counts is where the path really is
+            real = os.path.realpath(lexical)
+            if not _under(real, canon_root):
+                raise ArgumentError(escape)
+            return real
         joined = lexical
     else:
         parts = []
@@ -242,7 +249,7 @@ class Adapter:
             from lib.code import execute
 
             r = execute.run(args["cmd"], cfg, keep=args.get("keep", ()), head=args.get("head"), tail=args.get("tail"),
-                            show_saved=show, timeout=self.exec_timeout, cwd=self.root)
+                            show_saved=show, timeout=self.exec_timeout, cwd=self.root, raw=args.get("raw", False))
             return r.out, r.code, r.diagnostic, r.warnings
         path = args["file"]
         real = resolve(path, self.root)

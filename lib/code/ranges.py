@@ -3,7 +3,7 @@
 Range syntax: comma-separated tokens, each trimmed (empty ones dropped), each ``N``, ``N-M`` or
 ``N-`` (to the end). Ranges are 1-based, kept in the given order, never merged or sorted; a
 closed end is clamped to the file length. Errors (exit 2): ``empty line range``, ``invalid
-range `tok```, ``ranges are 1-based; start must be >= 1``, ``range S-E is inverted``, ``line
+range `tok`: expected N, N-M, or N-``, ``ranges are 1-based; start must be >= 1``, ``range S-E is inverted``, ``line
 range S-E out of bounds (file has N lines)``.
 
 Lines split *inclusive* of their terminators, so CRLF survives byte for byte.
@@ -26,11 +26,11 @@ _TOKEN = re.compile(r"^(\d+)(?:(-)(\d+)?)?$")
 def parse_token(tok: str) -> tuple:
     """``"3"`` → (3, 3); ``"3-9"`` → (3, 9); ``"3-"`` → (3, OPEN).
 
-    :raises ExitError: code 2 ``invalid range `tok```, ``ranges are 1-based…``, ``… is inverted``.
+    :raises ExitError: code 2 ``invalid range `tok`: expected N, N-M, or N-``, ``ranges are 1-based…``, ``… is inverted``.
     """
     m = _TOKEN.match(tok)
     if not m:
-        raise ExitError(USAGE, f"invalid range `{tok}`")
+        raise ExitError(USAGE, f"invalid range `{tok}`: expected N, N-M, or N-")
     start = int(m.group(1))
     if m.group(2) is None:
         end = start

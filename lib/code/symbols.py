@@ -4,7 +4,17 @@ The walk uses an explicit stack (source with 120,000 nested parentheses must not
 anything) and asks the file's backend (:mod:`lib.code.backends`) what each node defines.
 Symbols come out in source pre-order, flat: nested definitions follow their parents.
 
-Signature: the definition's first source line with attribute-only (``#[…]``) and
+Signature (beyond upstream ctxctl's first line, which loses every multi-line parameter list):
+a definition with a header — function, method, class, struct, enum, interface, trait, module,
+type — is signed by its *whole header*, from its first decorator, attribute or annotation
+(Python ``@x``, TypeScript decorators, Rust ``#[…]``, Java/C# annotations and attribute
+lists, C++ ``template <…>``) to the start of its body (or the end of a bodiless function
+such as a Rust trait item or a Java interface method): modifiers, parameters with defaults
+and types, return type. Comments inside it are removed, whitespace is collapsed (none after an
+opening or before a closing bracket, no trailing comma before it), trailing
+``=> -> ( { , ; : =`` stripped; each decorator is capped at 120 characters and the whole
+signature at 2,000. Everything else (variables, constants, headings, CSS rules, elements)
+keeps upstream's rule: the first source line with attribute-only (``#[…]``) and
 decorator/annotation-only (``@x``, ``@x(…)``) lines skipped, a trailing ``//`` or ``/*``
 comment (and ``#``/``--`` in languages that use them) dropped when preceded by whitespace,
 whitespace collapsed, trailing ``=> -> ( { , ; : =`` stripped repeatedly, capped at 120
@@ -66,18 +76,25 @@ class Symbol:
 
 _ATTRIBUTE_LINE = re.compile(r"^\s*(#!?\[.*\]|@[\w.]+(\(.*\))?)\s*$")
 _TRAILING = ("=>", "->", "(", "{", ",", ";", ":", "=")
+FIRST_LINE_CAP = 120
+"""Cap, in characters, of a first-line signature (variables, constants, headings, rules)."""
+SIGNATURE_CAP = 2000
+"""Cap, in characters, of a whole header signature: far above any real one, it only bounds a
+pathological (generated or minified) header."""
+DECORATOR_CAP = 120
+"""Cap, in characters, of each decorator, attribute or annotation in a header signature (a
+``@pytest.mark.parametrize`` table would otherwise swamp the outline)."""
+HEADER_KINDS = frozenset({"function", "method", "class", "struct", "enum", "interface", "trait", "module", "type"})
+"""Kinds whose signature is the whole header (definition start to body start), not one line."""
+_STOP_CHILDREN = frozenset({"arrow_expression_clause", "field_initializer_list"})
+"""Children that end a header although they are not the body (C# ``=> expr``, C++ ``: a_(a)``)."""
+_PREFIX_SIBLINGS = frozenset({"decorator", "attribute_item"})
+"""Siblings just before a definition that belong to its signature (TypeScript method
+decorators, Rust ``#[…]`` attributes)."""
+_DECORATOR_CHILDREN = frozenset({"decorator", "attribute_item", "attribute_list", "annotation", "marker_annotation"})
 
 
-def clean_signature(line: str, comment_prefix: str = "//") -> str:
-    """Normalise one source line into a signature (rules in the module docstring)."""
-    cut = re.search(r"\s(//|/\*)", line)
-    if cut:
-        line = line[:cut.start()]
-    if comment_prefix in ("#", "--"):
-        cut = re.search(r"\s" + re.escape(comment_prefix) + r"(\s|$)", line)
-        if cut:
-            line = line[:cut.start()]
-    sig = " ".join(line.split())
+def _strip_trailing(sig: str) -> str:
     changed = True
     while changed and sig:
         changed = False
@@ -85,19 +102,149 @@ def clean_signature(line: str, comment_prefix: str = "//") -> str:
             if sig.endswith(suffix):
                 sig = sig[: -len(suffix)].rstrip()
                 changed = True
-    if len(sig) > SIGNATURE_CAP:
-        sig = sig[: SIGNATURE_CAP - 1] + "…"
-    return sig or "…"
+    return sig
+
+
+def _cap(sig: str, cap: int) -> str:
+    return sig[: cap - 1] + "…" if len(sig) > cap else sig
+
+
+def clean_signature(line: str, comment_prefix: str = "//") -> str:
+    """Normalise one source line into a first-line signature (rules in the module docstring)."""
+    cut = re.search(r"\s(//|/\*)", line)
+    if cut:
+        line = line[:cut.start()]
+    if comment_prefix in ("#", "--"):
+        cut = re.search(r"\s" + re.escape(comment_prefix) + r"(\s|$)", line)
+        if cut:
+            line = line[:cut.start()]
+    sig = _strip_trailing(" ".join(line.split()))
+    return _cap(sig, FIRST_LINE_CAP) or "…"
 
 
 def signature_at(data: bytes, start: int, end: int, comment_prefix: str) -> str:
-    """Signature from the source lines starting at byte ``start`` (not past ``end``)."""
+    """First-line signature from the source lines starting at byte ``start`` (not past ``end``)."""
     chunk = data[start:end].decode("utf-8", "replace")
     lines = chunk.split("\n")
     for line in lines:
         if line.strip() and not _ATTRIBUTE_LINE.match(line):
             return clean_signature(line.rstrip("\r"), comment_prefix)
     return clean_signature(lines[0] if lines else "", comment_prefix)
+
+
+_OPEN_SPACE = re.compile(r"([(\[<]) ")
+_SPACE_CLOSE = re.compile(r",? ([)\]])")
+
+
+def tidy_header(text: str) -> str:
+    """Whitespace of a multi-line header collapsed to one line: runs of whitespace become one
+    space, none after an opening or before a closing bracket, no trailing comma before a
+    closing bracket; trailing ``=> -> ( { , ; : =`` stripped."""
+    sig = " ".join(text.split())
+    sig = _OPEN_SPACE.sub(r"\1", sig)
+    sig = _SPACE_CLOSE.sub(r"\1", sig)
+    return _strip_trailing(sig)
+
+
+def _header_end(spec, start: int) -> int | None:
+    """End byte of the header of ``spec``'s node, or ``None`` when it has none (no body)."""
+    node, body = spec.node, spec.body
+    end = None
+    if body is not None and body.start_byte > start and data_starts_block(body):
+        end = body.start_byte
+    for child in node.children:
+        if child.type in _STOP_CHILDREN and child.start_byte > start:
+            end = child.start_byte if end is None else min(end, child.start_byte)
+            break
+    return end
+
+
+def data_starts_block(body) -> bool:
+    """A body node that opens a block (not a tuple struct's ``(…)`` field list)."""
+    return body.type != "ordered_field_declaration_list"
+
+
+def _comment_ranges(top, start: int, end: int, comment_types) -> list:
+    """``(start, end)`` byte ranges of comment nodes inside ``[start, end)`` under ``top``."""
+    out = []
+    stack = [top]
+    while stack:
+        n = stack.pop()
+        if n.end_byte <= start or n.start_byte >= end:
+            continue
+        if n.type in comment_types:
+            out.append((n.start_byte, n.end_byte))
+        elif n.child_count:
+            stack.extend(n.children)
+    out.sort()
+    return out
+
+
+def header_signature(spec, data: bytes, backend) -> str | None:
+    """The whole header of a definition as one line: decorators/attributes/annotations (each
+    capped at :data:`DECORATOR_CAP` characters), modifiers, name, parameters with defaults and
+    types, return type — everything from the definition's start to its body, comments removed,
+    whitespace tidied (:func:`tidy_header`), capped at :data:`SIGNATURE_CAP`. ``None`` when
+    the definition has no header of that shape (a variable, a bodiless non-function)."""
+    top = spec.sig_node if spec.sig_node is not None else spec.node
+    start = top.start_byte
+    if spec.sig_end is not None:
+        end = spec.sig_end.start_byte
+    elif spec.kind in HEADER_KINDS:
+        end = _header_end(spec, start)
+    else:
+        return None
+    if end is None:
+        if spec.kind not in ("function", "method"):  # a bodiless type or class: first line
+            return None
+        end = spec.node.end_byte
+    prefix = []
+    prev = top.prev_named_sibling
+    while prev is not None and prev.type in _PREFIX_SIBLINGS:
+        prefix.append(prev)
+        prev = prev.prev_named_sibling
+    pieces = [tidy_header_piece(data, p.start_byte, p.end_byte, p, backend) for p in reversed(prefix)]
+    pos = start
+    # decorators inside the definition (Python's decorated_definition, annotations in Java/C#
+    # modifiers) are capped one by one; the rest of the header is kept whole
+    for child in _decorator_children(top, spec.node):
+        if child.start_byte < pos or child.end_byte > end:
+            continue
+        if child.start_byte > pos:
+            pieces.append(tidy_header_piece(data, pos, child.start_byte, top, backend, strip=False))
+        pieces.append(tidy_header_piece(data, child.start_byte, child.end_byte, child, backend))
+        pos = child.end_byte
+    pieces.append(tidy_header_piece(data, pos, end, top, backend, strip=False))
+    sig = tidy_header(" ".join(p for p in pieces if p))
+    return _cap(sig, SIGNATURE_CAP) or None
+
+
+def _decorator_children(top, node):
+    out = [c for c in top.children if c.type in _DECORATOR_CHILDREN]
+    if node is not top:
+        out += [c for c in node.children if c.type in _DECORATOR_CHILDREN]
+    for holder in (c for c in node.children if c.type == "modifiers"):
+        out += [c for c in holder.children if c.type in _DECORATOR_CHILDREN]
+    out.sort(key=lambda c: c.start_byte)
+    return out
+
+
+def tidy_header_piece(data: bytes, start: int, end: int, top, backend, strip: bool = True) -> str:
+    """Source ``[start, end)`` with comment nodes under ``top`` removed and whitespace collapsed;
+    a decorator piece (``strip``) is capped at :data:`DECORATOR_CAP`."""
+    raw = data[start:end]
+    if b"//" in raw or b"/*" in raw or b"#" in raw or b"--" in raw:
+        cuts = _comment_ranges(top, start, end, backend.comments)
+        if cuts:
+            parts, pos = [], start
+            for a, b in cuts:
+                if a >= pos:
+                    parts.append(data[pos:a])
+                    pos = b
+            parts.append(data[pos:end])
+            raw = b" ".join(parts)
+    piece = " ".join(raw.decode("utf-8", "replace").split())
+    return _cap(piece, DECORATOR_CAP) if strip else piece
 
 
 _MARKER = re.compile(r"^(?:/\*+|\*+/?|//+!?|#+!?|--+(?:\[=*\[)?)")
@@ -160,6 +307,8 @@ def walk_specs(parsed: Parsed):
         specs, descend = visit(node, data, parent)
         for spec in specs:
             if spec.name:
+                if "\n" in spec.name:  # a C++ specialisation's name may span lines
+                    spec.name = " ".join(spec.name.split())
                 yield spec
         if descend and node.child_count:
             stack.extend((child, node) for child in reversed(node.children))
@@ -180,8 +329,10 @@ def extract(parsed: Parsed, starts: list | None = None) -> list:
     for spec in walk_specs(parsed):
         outer = spec.outer if spec.outer is not None else spec.node
         start, end = outer.start_byte, outer.end_byte
-        sig_node = spec.sig_node if spec.sig_node is not None else spec.node
-        sig = signature_at(data, sig_node.start_byte, sig_node.end_byte, backend.comment_prefix)
+        sig = header_signature(spec, data, backend)
+        if sig is None:
+            sig_node = spec.sig_node if spec.sig_node is not None else spec.node
+            sig = signature_at(data, sig_node.start_byte, sig_node.end_byte, backend.comment_prefix)
         doc = spec.doc
         if doc is None and backend.doc_above:
             doc = doc_above(outer, data, backend.comments)

@@ -10,6 +10,14 @@ downloaded and nothing is written to tiktoken's cache directory.
 ``count(text)`` is the length of the encoding with special tokens allowed. The metric
 ``percent(before, after) = floor((before - min(after, before)) * 100 / before)`` is an integer
 in 0–100 (0 when ``before`` is 0).
+
+``estimate(text)`` is a cl100k_base count *estimated* without the tokenizer: loading tiktoken
+and building the 100,000-entry vocabulary costs ~100 ms of a CLI call whose parse takes a few
+milliseconds. It is a linear model over byte-class counts computed in C (whitespace-separated
+words, punctuation, capitals, digits, 4-space indents, bytes), fitted on 124 texts (the real
+sources of ``tests/ctxctl/fixtures/real``, boto3, botocore and jsonschema, their outline rows,
+a pytest and a git log output): 90% of them within −8%/+6% of the exact count, all within
+−14%/+25%. ``tests/ctxctl/test_tokens_offline.py`` pins that band on files it did not see.
 """
 from __future__ import annotations
 
@@ -80,6 +88,59 @@ def count_many(texts) -> int:
     wall time per call, far more than encoding a few lines.)"""
     enc = encoding()
     return sum(len(enc.encode(t, allowed_special="all")) for t in texts if t)
+
+
+_PUNCT = bytes(c for c in range(33, 127) if not chr(c).isalnum())
+_UPPER = bytes(range(65, 91))
+_DIGITS = bytes(range(48, 58))
+_WEIGHTS = (0.2757, 0.3587, 0.0853, -0.5466, 0.7693, 0.1666)
+"""Model weights for (words, punctuation, capitals, 4-space runs, digits, bytes)."""
+
+
+def estimate_bytes(data: bytes) -> int:
+    """Estimated cl100k_base tokens of UTF-8 ``data`` (see the module docstring); ``b""`` → 0,
+    never below 1 for non-empty input."""
+    if not data:
+        return 0
+    n = len(data)
+    feats = (len(data.split()), n - len(data.translate(None, _PUNCT)), n - len(data.translate(None, _UPPER)),
+             data.count(b"    "), n - len(data.translate(None, _DIGITS)), n)
+    return max(1, round(sum(w * f for w, f in zip(_WEIGHTS, feats))))
+
+
+def estimate(text: str) -> int:
+    """Estimated cl100k_base tokens of ``text``: :func:`estimate_bytes` of its UTF-8."""
+    return estimate_bytes(text.encode("utf-8", "replace")) if text else 0
+
+
+class Counter:
+    """A token counter that is either exact (:func:`count`) or estimated (:func:`estimate`);
+    ``exact`` says which, so every printed figure can say so."""
+
+    def __init__(self, exact: bool):
+        self.exact = exact
+        self.count = count if exact else estimate
+
+    def many(self, texts) -> int:
+        """Sum over ``texts``."""
+        if self.exact:
+            return count_many(texts)
+        return sum(estimate(t) for t in texts)
+
+    def figure(self, n: int) -> str:
+        """``n`` grouped, with ``~`` in front when estimated (``1,240`` / ``~1,240``)."""
+        return f"{n:,}" if self.exact else f"~{n:,}"
+
+    def saved(self, before: int, after: int) -> dict:
+        """:func:`saved`, with ``"estimated": true`` when estimated."""
+        out = saved(before, after)
+        if not self.exact:
+            out["estimated"] = True
+        return out
+
+
+EXACT = Counter(True)
+ESTIMATED = Counter(False)
 
 
 def percent(before: int, after: int) -> int:

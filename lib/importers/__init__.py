@@ -20,7 +20,9 @@ def deterministic_event_id(ts_ms: int, *parts: str) -> str:
 
 
 class ImportResult:
-    """Per-source counts: ``path``, ``sessions`` (ids), ``envelopes``, ``skipped_lines``, ``records``."""
+    """Per-source counts: ``path``, ``sessions`` (ids), ``envelopes``, ``skipped_lines`` (not
+    JSON, or cut), ``repaired_lines`` (invalid UTF-8 replaced), ``records``,
+    ``untitled_orphans`` (titles naming a session with no records in the file)."""
 
     def __init__(self, path: str):
         self.path = path
@@ -28,3 +30,5 @@ class ImportResult:
         self.envelopes = 0
         self.skipped_lines = 0
         self.records = 0
+        self.repaired_lines = 0
+        self.untitled_orphans = 0

@@ -34,6 +34,10 @@ def _etag(data: bytes) -> str:
 class FileStore:
     """Objects as files under a root directory. ``url`` = ``file:///abs/path`` (``~`` expanded)."""
 
+    conditional_writes_native = True
+    """Create-only and If-Match are implemented here, not by a remote server: nothing to probe
+    (:func:`lib.live.require_conditional`)."""
+
     def __init__(self, url: str):
         raw = url[len("file://"):]
         root = os.path.abspath(os.path.expanduser(urllib.parse.unquote(raw)))

@@ -19,6 +19,10 @@ _NAMED: dict = {}
 class MemoryStore:
     """Dict-backed store. ``now`` is a callable returning the store clock (default time.time)."""
 
+    conditional_writes_native = True
+    """Create-only and If-Match are implemented here, not by a remote server: nothing to probe
+    (:func:`lib.live.require_conditional`)."""
+
     def __init__(self, url: str = "memory://", now=time.time):
         self.url = url
         self.now = now

@@ -57,6 +57,10 @@ def _t(sec, usec) -> float:
 class RedisStore:
     """Store contract on Redis (see module docstring). ``url`` = ``redis://host:port/db?ns=...``."""
 
+    conditional_writes_native = True
+    """Create-only and If-Match are implemented here, not by a remote server: nothing to probe
+    (:func:`lib.live.require_conditional`)."""
+
     def __init__(self, url: str, client=None):
         import redis
 

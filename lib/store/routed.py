@@ -21,6 +21,7 @@ class RoutedStore:
         self.lake, self.live, self.prefix = lake, live, prefix
         self.url = lake.url
         self.live_url = live.url
+        self.conditional_writes_native = getattr(live, "conditional_writes_native", False)  # leases live there
 
     def _pick(self, key: str):
         return self.live if key.startswith(self.prefix) else self.lake

@@ -55,7 +55,7 @@ def test_python_decorated_defs_slice_from_the_decorator():
     sliced = parsed.data[by["decorated"].start:by["decorated"].end].decode()
     assert sliced.startswith("@deco\ndef decorated(x):")
     assert by["decorated"].doc == "Returns its argument."
-    assert by["decorated"].signature == "def decorated(x)"
+    assert by["decorated"].signature == "@deco def decorated(x)"  # decorators are part of the signature
     # a bare string statement above a def is not its docstring (deliberate, see docs/ctxctl.md)
     assert by["processed"].doc is None
 

@@ -152,7 +152,7 @@ def test_read_absolute_in_workspace_path_without_lines_is_the_whole_file(adapter
 
 def test_read_invalid_range_names_the_formats(adapter):
     r = call(adapter, "ctxctl_read", file="notes.txt", lines="1x2")
-    assert r["isError"] is True and text(r).startswith("invalid range `1x2`")
+    assert r["isError"] is True and text(r) == "invalid range `1x2`: expected N, N-M, or N-"
 
 
 @pytest.mark.parametrize("raw,message", [
@@ -171,6 +171,20 @@ def test_workspace_escapes_are_rejected_without_leaking(adapter, raw, message):
 def test_absolute_symlink_escape_is_rejected(adapter, workspace):
     r = call(adapter, "ctxctl_read", file=str(workspace / "link.txt"))
     assert r["isError"] is True and "resolved symlink target is outside the workspace" in text(r)
+
+
+def test_absolute_path_through_a_symlinked_alias_of_the_root_is_accepted(adapter, workspace, tmp_path):
+    alias = tmp_path / "alias"
+    os.symlink(workspace, alias)
+    r = call(adapter, "ctxctl_read", file=str(alias / "notes.txt"), lines="2")
+    assert "isError" not in r and text(r).startswith(f"# {alias / 'notes.txt'}:2-2\ntwo\n")
+    r = call(adapter, "ctxctl_outline", file=str(alias / "sample.rs"))
+    assert "isError" not in r and "fn      add" in text(r)
+    # the alias does not open a way out: its link.txt still resolves outside the workspace
+    r = call(adapter, "ctxctl_read", file=str(alias / "link.txt"))
+    assert r["isError"] is True and "TOP SECRET" not in json.dumps(r)
+    r = call(adapter, "ctxctl_read", file=str(alias / ".." / "outside.txt"))
+    assert r["isError"] is True and "TOP SECRET" not in json.dumps(r)
 
 
 def test_exec_timeout_is_an_error_result(adapter):

@@ -14,6 +14,7 @@ def _prove(make_store):
     run = bench.simulate(make_store, agents=50, keys=5, seconds=10, ttl=2.0, seed=7)
     check = bench.verify(run)
     assert check["violations"] == [], check["violations"][:10]
+    assert bench.double_holders(check) == 0
     s = run["stats"]
     # the run really exercised every transition: takeovers after crashes, refusals, lost races
     assert s["grants"] > 5 and s["refusals"] > 50 and s["releases"] > 0 and s["renewals"] > 0
@@ -29,6 +30,20 @@ def test_fifty_agents_on_file_store_never_overlap(tmp_path):
 @pytest.mark.s3
 def test_fifty_agents_on_seaweedfs_never_overlap(s3_url):
     _prove(lambda: open_store(s3_url, log=lambda *a, **k: None))
+
+
+@pytest.mark.s3
+def test_fifty_agents_through_a_header_stripping_proxy_are_granted_nothing(stripping_proxy):
+    """Where the store ignores If-None-Match/If-Match a lease could be granted twice: nothing is
+    granted at all, every attempt is refused with the reason, and the checker finds no version."""
+    _proxy, url = stripping_proxy
+    run = bench.simulate(lambda: open_store(url, log=lambda *a, **k: None), agents=50, keys=5, seconds=3, ttl=2.0, seed=7)
+    check = bench.verify(run)
+    s = run["stats"]
+    assert run["errors"] == [] and check["violations"] == [] and bench.double_holders(check) == 0
+    assert s.get("grants", 0) == 0 and s.get("renewals", 0) == 0 and run["writes"] == []
+    assert s["unsafe_refusals"] == s["attempts"] > 50 and all("ignored" in r for r in run["unsafe"])
+    assert run["observations"] == []
 
 
 def _rec(holder, epoch, at, ttl=3.0, acquired=None):

@@ -13,7 +13,7 @@ from tests.mcp.conftest import AGENT, FLEET, NOW, spool_lines, write_cache
 
 SECRET = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8I9j0" * 2
 AWS = "AKIAIOSFODNN7EXAMPLE"
-COMMON = {"kind", "record_id", "fleet_id", "agent_id", "requested_at"}
+COMMON = {"kind", "record_id", "request_id", "fleet_id", "agent_id", "requested_at"}
 
 
 def test_tools_list_has_the_eight_tools_and_no_memory_write(make_session):
@@ -208,7 +208,7 @@ def test_write_guard_scrubs_before_the_record_is_built(make_session, cfg, monkey
 def test_spool_full_is_an_is_error_result_and_nothing_is_written(make_session, cfg, monkeypatch):
     monkeypatch.setattr(spool, "CAP_BYTES", 0)
 
-    def full(path, line, *, cap_bytes=0, rotate_bytes=spool.ROTATE_BYTES):
+    def full(path, line, **kw):
         raise spool.SpoolFull(f"spool directory {os.path.dirname(path)} is at its cap of 536870912 bytes")
 
     monkeypatch.setattr(spool, "append", full)

@@ -137,19 +137,21 @@ def test_a_reshipped_event_updates_its_row_and_never_duplicates(home, monkeypatc
     prefix = [p for p in _sealed_prefixes(store) if "session=55604662" in p][0]
     first = lake.read_table(store.get(_segment(store, prefix)[0]).data)
     envs = lake.decode(store.get(_segment(store, prefix)[0]).data)
-    changed = dict(envs[1], content="re-imported with a corrected transcript")
-    fresh = dict(envs[1], event_id=envs[1]["event_id"][:-4] + "ZZZZ", content="an event the first import missed")
-    import pyarrow as pa  # envs[2] re-sent byte for byte (its spool line as envelope_json)
+    i, j = [n for n, e in enumerate(envs) if e["event_type"] != "session_start"][:2]
+    later = "2099-01-01T00:00:00.000Z"  # a re-import after the transcript grew: observed later, so it wins
+    changed = dict(envs[i], content="re-imported with a corrected transcript", observed_at=later)
+    fresh = dict(envs[i], event_id=envs[i]["event_id"][:-4] + "ZZZZ", content="an event the first import missed")
+    import pyarrow as pa  # envs[j] re-sent byte for byte (its spool line as envelope_json)
 
-    store.put(lake.segment_key(prefix, 1), lake.encode(pa.concat_tables([lake.to_table([changed, fresh]), first.slice(2, 1)])))
+    store.put(lake.segment_key(prefix, 1), lake.encode(pa.concat_tables([lake.to_table([changed, fresh]), first.slice(j, 1)])))
     log = Log()
     out = maint.run_once(cfg, store, log)
     assert out["compacted"] == 1 and out["rows_out"] == 3
     committed = dict(log.events)["lake_committed"]
-    assert committed["inserted"] == 1 and committed["updated"] == 1  # envs[2] is unchanged: not rewritten
+    assert committed["inserted"] == 1 and committed["updated"] == 1  # envs[j] is unchanged: not rewritten
     after = _table_keys(store)
     assert sum(after.values()) == sum(before.values()) + 1 and max(after.values()) == 1
-    row = lake.query(store, FLEET, f"SELECT content FROM events WHERE event_id = '{envs[1]['event_id']}'")
+    row = lake.query(store, FLEET, f"SELECT content FROM events WHERE event_id = '{envs[i]['event_id']}'")
     assert row.column("content").to_pylist() == ["re-imported with a corrected transcript"]
     # the digest was recomputed from the table's rows for that session
     digest = json.loads(store.get(lake.digest_key(prefix)).data)
@@ -170,8 +172,10 @@ def test_commits_are_idempotent_per_epoch_and_fenced_by_a_newer_one(home, monkey
         lake.commit(store, FLEET, rows, epoch=4, pass_id="4-late")
     same = lake.commit(store, FLEET, rows, epoch=6, pass_id="6-same")  # nothing changed: no commit at all
     assert not same["committed"] and lake.open_table(store, FLEET).version() == 0
-    changed = rows.slice(0, 1).set_column(rows.schema.get_field_index("envelope_json"), "envelope_json",
-                                          pa.array(['{"changed":true}'], type=pa.string()))
+    i = rows.column("event_type").to_pylist().index("assistant")
+    later = dict(json.loads(rows.column("envelope_json")[i].as_py()), observed_at="2099-01-01T00:00:00.000Z")
+    changed = rows.slice(i, 1).set_column(rows.schema.get_field_index("envelope_json"), "envelope_json",
+                                          pa.array([json.dumps(later)], type=pa.string()))
     newer = lake.commit(store, FLEET, changed, epoch=6, pass_id="6-b")
     assert newer["committed"] and newer["inserted"] == 0 and newer["updated"] == 1
     dt = lake.open_table(store, FLEET)
@@ -193,7 +197,8 @@ def test_an_unparseable_segment_is_quarantined_and_the_pass_goes_on(home, monkey
     assert not out.get("lake_error") and out["sessions"] == 4
     assert set(_table_keys(store)) == bronze
     records = [json.loads(store.get(e.key).data) for e in store.list("quarantine/")]
-    assert [r["key"] for r in records] == [bad] and "ArrowInvalid" in records[0]["reason"]
+    assert [r["key"] for r in records] == [bad] and "ArrowInvalid" in records[0]["error"]
+    assert out["quarantined"] == [bad]
     assert bad in lake.Ledger.load(store, FLEET).quarantined
     maint.run_once(cfg, store, Log())  # not retried every pass, never deleted
     assert len(list(store.list("quarantine/"))) == 1 and store.get(bad).data.startswith(b"PAR1 this")
@@ -301,7 +306,8 @@ def test_retention_deletes_only_what_is_safe(home, monkeypatch, lakedir):
     # an update replaces a table file: unreferenced from then on, but younger than vacuum_hours
     prefix = _sealed_prefixes(store)[0]
     envs = lake.decode(store.get(_segment(store, prefix)[0]).data)
-    store.put(lake.segment_key(prefix, 1), lake.encode([dict(envs[0], content="corrected")]))
+    e = [x for x in envs if x["event_type"] != "session_start"][0]
+    store.put(lake.segment_key(prefix, 1), lake.encode([dict(e, content="corrected", observed_at="2099-01-01T00:00:00.000Z")]))
     clock[0] += 3600
     out = maint.run_once(cfg, store, Log(), now=lambda: clock[0])
     assert out["retention"]["vacuum"]["files"] == 0

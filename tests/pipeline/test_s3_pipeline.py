@@ -61,4 +61,4 @@ def test_syncd_keeps_the_spool_while_the_server_is_down_and_catches_up(seaweed_f
     env.update(server2.env())
     env["CTXLAKE_STORE"] = server2.url("up")
     ok = json.loads(_run(["syncd.py", "--once", "--json"], env).stdout)
-    assert ok["errors"] == 0 and ok["sealed"] == 1 and ok["shipped"] == 8
+    assert ok["errors"] == 0 and ok["sealed"] == 1 and ok["shipped"] == 7

@@ -390,16 +390,49 @@ def test_cli_refuses_a_malformed_file_with_exit_1(user_home, home):
     assert code == 1 and path in text and _read(path) == "{oops"
 
 
-def test_cli_project_targets_the_current_repository(user_home, home, tmp_path, monkeypatch):
+def test_cli_project_install_writes_only_personal_files(user_home, home, tmp_path, monkeypatch):
+    import subprocess
+
     repo = tmp_path / "repo"
-    repo.mkdir()
+    (repo / ".claude").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    team_settings = '{"permissions": {"allow": ["Bash(make test)"]}}\n'
+    (repo / ".claude" / "settings.json").write_text(team_settings)
     monkeypatch.chdir(repo)
-    code, _ = _cli(["install", "cursor", "--project"])
-    assert code == 0 and os.path.exists(repo / ".cursor" / "hooks.json") and os.path.exists(repo / ".cursor" / "mcp.json")
-    assert not os.path.exists(os.path.join(user_home, ".cursor"))
+    code, text = _cli(["install", "claude_code", "--project", "--agent-id", "alice-laptop"])
+    assert code == 0, text
+    assert "not git-ignored" in text  # the personal file would be committed: say so
+    assert (repo / ".claude" / "settings.json").read_text() == team_settings
+    assert not (repo / ".mcp.json").exists()
+    local = json.loads((repo / ".claude" / "settings.local.json").read_text())
+    assert set(local["hooks"]) == set(install.adapter_events("claude_code"))
+    mcp = json.loads(open(os.path.join(user_home, ".claude.json")).read())
+    assert mcp["projects"][str(repo)]["mcpServers"]["ctxlake"]["env"]["CTXLAKE_AGENT_ID"] == "alice-laptop"
+    for p in _all_files(str(repo)):  # what a teammate would get from git: nothing of this machine
+        if ".git" + os.sep in p or p.endswith("settings.local.json"):
+            continue
+        body = _read(p)
+        assert "alice-laptop" not in body and str(tmp_path) not in body and install.ROOT not in body, p
+    assert _cli(["install", "cursor", "--project"])[0] == 1
     assert _cli(["install", "hermes", "--project"])[0] == 1
-    code, _ = _cli(["uninstall", "cursor", "--project"])
-    assert code == 0 and not os.path.exists(repo / ".cursor" / "hooks.json")
+    code, _ = _cli(["uninstall", "claude_code", "--project"])
+    assert code == 0 and not (repo / ".claude" / "settings.local.json").exists()
+    assert not os.path.exists(os.path.join(user_home, ".claude.json"))
+    assert (repo / ".claude" / "settings.json").read_text() == team_settings
+
+
+def test_project_install_moves_an_older_install_out_of_the_team_files(user_home, ident, tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".claude").mkdir(parents=True)
+    old_cmd = install.hook_command(ident, "claude_code", "Stop")
+    (repo / ".claude" / "settings.json").write_text(json.dumps(
+        {"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": old_cmd}]}]}}))
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"ctxlake": install.mcp_entry(ident, claude=True),
+                                                               "docs": {"command": "docs-mcp"}}}))
+    _run("install", ["claude_code"], ident, user_home, str(repo))
+    assert json.loads((repo / ".claude" / "settings.json").read_text()) == {"model": "opus"}
+    assert json.loads((repo / ".mcp.json").read_text()) == {"mcpServers": {"docs": {"command": "docs-mcp"}}}
+    assert "Stop" in json.loads((repo / ".claude" / "settings.local.json").read_text())["hooks"]
 
 
 def test_symlinked_config_stays_a_symlink(user_home, ident, tmp_path):

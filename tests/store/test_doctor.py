@@ -50,17 +50,37 @@ def test_doctor_on_seaweedfs_identifies_it_and_finds_every_primitive(s3_url):
 def test_doctor_behind_a_header_stripping_proxy_reports_missing_conditional_writes_with_their_cost(stripping_proxy):
     _proxy, url = stripping_proxy
     result = doctor.run(url, "agent-1")
-    assert status(result) == {"write_read": True, "create_only": False, "cas_update": True,
-                              "cas_stale": False, "conditional_get": False, "list": True, "delete": True}
+    assert status(result) == {"write_read": True, "create_only": False, "cas_update": True, "cas_stale": False,
+                              "cas_repeat": False, "conditional_get": False, "list": True, "delete": True}
     rows = {row["name"]: row for row in result["checks"]}
     assert "If-None-Match" in rows["create_only"]["detail"]
     assert rows["create_only"]["cost"].startswith("no create-only: bootstrap races possible")
     assert "leases and roster are unsafe" in rows["cas_stale"]["cost"]
-    assert doctor.exit_code(result) == 0  # readable and writable: degraded, not broken
+    assert "If-None-Match: * ignored" in rows["cas_repeat"]["detail"]
+    assert doctor.exit_code(result) == 1  # leases would be granted twice there: refused, loudly
     table = doctor.render_table(result)
-    assert table.count("FAILED") == 3 and "cost: no create-only" in table
-    assert "usable with weaker guarantees" in table
+    assert table.count("FAILED") == 4 and "cost: no create-only" in table
+    assert "verdict: UNSAFE for the live plane" in table and "refuse leases, roster and the maintenance lease" in table
     assert list(open_store(url).list("_meta/")) == []
+
+
+@pytest.mark.s3
+def test_doctor_catches_a_gateway_that_drops_conditions_only_sometimes(seaweed, monkeypatch):
+    """Every third conditional request loses its headers: one round may pass, the repeats do not."""
+    from tests.s3server import StrippingProxy, use_server_env
+
+    proxy = StrippingProxy(seaweed, every=3)
+    use_server_env(monkeypatch, seaweed, AWS_ENDPOINT_URL_S3=proxy.endpoint)
+    url = seaweed.url()
+    try:
+        result = doctor.run(url, "agent-1")
+        assert list(open_store(url).list("_meta/")) == []
+    finally:
+        proxy.close()
+        seaweed.wipe(url.split("/", 3)[3] + "/")
+    rows = {row["name"]: row for row in result["checks"]}
+    assert rows["cas_repeat"]["ok"] is False and "round " in rows["cas_repeat"]["detail"]
+    assert doctor.exit_code(result) == 1 and doctor.unsafe_reason(result)
 
 
 def test_doctor_exits_non_zero_only_when_the_store_cannot_be_written_and_read_back():

@@ -1,0 +1,103 @@
+"""Helpers for tests that take real input through spool → syncd's shipping → maint on the
+embedded ``file://`` store and read the compacted lake back (no mocks: the real modules)."""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from lib import config, lake, ship
+from lib.paths import Paths
+from lib.store.file import FileStore
+
+FLEET, AGENT = "f", "alice"
+
+
+def setup(home: str):
+    """``(paths, store, cfg)`` for a temporary CTXLAKE_HOME."""
+    env = {"CTXLAKE_HOME": home, "CTXLAKE_FLEET_ID": FLEET, "CTXLAKE_AGENT_ID": AGENT}
+    cfg = config.load(env, path=os.path.join(home, "none.toml"))
+    paths = Paths.from_env(env)
+    return paths, FileStore(cfg.store), cfg
+
+
+def ship_and_maint(paths, store, cfg) -> tuple[ship.ShipStats, dict]:
+    """One shipping pass then one maintenance pass; returns both summaries."""
+    import maint
+
+    stats = ship.ship_all(store, paths, batch_rows=500)
+    summary = maint.run_once(cfg, store, lambda *a, **k: None)
+    return stats, summary
+
+
+def compacted(store, fleet: str = FLEET) -> list[dict]:
+    """Every envelope in the current version of the fleet's Delta table."""
+    t = lake.query(store, fleet, "SELECT envelope_json FROM events")
+    return [] if t is None else [json.loads(raw) for raw in t.column("envelope_json").to_pylist()]
+
+
+def digests(store, fleet: str = FLEET) -> dict[str, dict]:
+    """``{session_id: digest}`` of every digest in the lake (one per session)."""
+    found: dict = {}
+    for entry in store.list(lake.fleet_sessions_prefix(fleet)):
+        if entry.key.endswith("/digest.json"):
+            d = json.loads(store.get(entry.key).data)
+            assert d["session_id"] not in found, f"two digests for session {d['session_id']}"
+            found[d["session_id"]] = d
+    return found
+
+
+def transcript_times(path: str) -> dict:
+    """Times (epoch s) of a transcript's records, by what a hook payload names: ``prompt`` by
+    promptId, ``tool_use``/``tool_result`` by tool-use id, ``first``/``last``."""
+    from lib.envelope import parse_time
+
+    out = {"prompt": {}, "tool_use": {}, "tool_result": {}, "first": None, "last": None}
+    with open(path, "rb") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            if not isinstance(rec.get("timestamp"), str):
+                continue
+            t = parse_time(rec["timestamp"])
+            out["first"] = t if out["first"] is None else min(out["first"], t)
+            out["last"] = t if out["last"] is None else max(out["last"], t)
+            content = (rec.get("message") or {}).get("content")
+            if rec.get("type") == "user" and isinstance(content, str) and rec.get("promptId"):
+                out["prompt"].setdefault(rec["promptId"], t)
+            for b in content if isinstance(content, list) else []:
+                if b.get("type") == "tool_use":
+                    out["tool_use"][b["id"]] = t
+                elif b.get("type") == "tool_result":
+                    out["tool_result"][b["tool_use_id"]] = t
+    return out
+
+
+def hook_time(payload: dict, times: dict) -> float:
+    """When Claude Code fired the hook for ``payload`` in the session ``times`` describes."""
+    ev = payload["hook_event_name"]
+    if ev == "SessionStart":
+        return times["first"] - 0.5
+    if ev == "UserPromptSubmit":
+        return times["prompt"].get(payload.get("prompt_id"), times["first"])
+    if ev == "PreToolUse":
+        return times["tool_use"][payload["tool_use_id"]] + 0.001
+    if ev in ("PostToolUse", "PostToolUseFailure"):
+        return times["tool_result"][payload["tool_use_id"]] - 0.001
+    if ev == "Stop":
+        return times["last"] + 0.01
+    return times["last"] + 0.1
+
+
+def replay_hooks(paths, payloads: list[dict], times: dict, fleet: str = FLEET, agent: str = AGENT) -> None:
+    """Run the hook's capture half (:func:`lib.hookproc.capture`) for each payload at the time
+    Claude Code fired it (the clock is set to that moment)."""
+    import pytest
+
+    from lib import adapters, hookproc
+
+    for p in payloads:
+        t = hook_time(p, times)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(time, "time", lambda t=t: t)
+            ctx = adapters.HookContext(paths, fleet, agent)
+            hookproc.capture("claude_code", p["hook_event_name"], p, ctx, paths)
