@@ -672,53 +672,30 @@ class Ledger:
         self.folded = []
 
 
-_SAFETY = None  # weakref.WeakKeyDictionary: store object -> verdict (built on first use)
-
-
 def commit_safety(store) -> str | None:
-    """Why Delta commits to ``store`` would be unsafe, or ``None`` when they are safe.
+    """Why Delta commits to the lake half of ``store`` would be unsafe, or ``None`` when safe.
 
     A Delta commit is a create-only write of ``_delta_log/<n>.json``; a store that ignores
     ``If-None-Match: *`` lets two writers both "win" version ``n`` and one commit silently
-    vanishes. ``file://`` is safe (delta-rs renames without replacing); on ``s3://`` one
-    create-only probe under ``_meta/probe/`` (written twice: the second must be refused)
-    decides, once per store object. ``ctxlake doctor`` reports the same verdict.
+    vanishes. The verdict is :func:`lib.live.require_conditional`'s on the lake store itself
+    (with ``live_store`` on Redis the maintenance lease is safe but the lake may still not be);
+    ``memory://`` cannot hold a table. ``ctxlake doctor`` reports the same verdict.
     """
-    from lib.store import CREATE, NotFound, PreconditionFailed, StoreError
-    from lib.ulid import new_ulid
+    from lib import live
+    from lib.store import StoreError
 
-    global _SAFETY
-    import weakref
-
-    if _SAFETY is None:
-        _SAFETY = weakref.WeakKeyDictionary()
     base = getattr(store, "lake", store)
-    if base in _SAFETY:
-        return _SAFETY[base]
-    if base.url.startswith("file://"):
-        verdict = None
-    elif not base.url.startswith("s3://"):
-        verdict = f"{base.url} cannot hold a Delta table (use file:// or s3://)"
-    else:
-        key = f"_meta/probe/delta-commit/{new_ulid()}.json"
-        try:
-            base.put(key, b"{}", CREATE)
-            try:
-                base.put(key, b"{}", CREATE)
-                verdict = (f"{base.url} accepted a second create-only PUT of one key (If-None-Match ignored): "
-                           "two Delta commits could both claim one version; maint refuses to commit here — use a "
-                           "store that honours conditional writes (`ctxlake doctor` shows which ones fail)")
-            except PreconditionFailed:
-                verdict = None
-        except StoreError as exc:
-            return f"could not probe {base.url} for conditional writes: {exc}"  # not cached: may be transient
-        finally:
-            try:
-                base.delete(key)
-            except (NotFound, StoreError):
-                pass
-    _SAFETY[base] = verdict
-    return verdict
+    if not base.url.startswith(("file://", "s3://")):
+        return f"{base.url} cannot hold a Delta table (use file:// or s3://)"
+    try:
+        live.require_conditional(base)
+    except live.Unsafe as exc:
+        return (f"{base.url} does not honour conditional writes ({exc}): two Delta commits could both claim one "
+                "version; maint refuses to commit the lake there — use a store or gateway that honours "
+                "If-None-Match (`ctxlake doctor` shows what fails)")
+    except StoreError as exc:
+        return f"could not probe {base.url} for conditional writes: {exc}"
+    return None
 
 
 def live_files(store, fleet: str, cache_dir: str | None = None) -> list[str] | None:
