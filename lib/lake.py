@@ -309,12 +309,19 @@ def merge_predicate(dts=()) -> str:
 
 
 def table_root(fleet: str) -> str:
-    """``compacted/fleet=<f>/``: the root of the fleet's Delta table (``_delta_log/`` inside)."""
+    """``compacted/<f>/``: the root of the fleet's Delta table (``_delta_log/`` inside). No
+    ``name=value`` folder above the table: engines that infer Hive partitions from the whole path
+    (Polars) would otherwise invent a ``fleet`` column the table does not have."""
+    return f"compacted/{safe_segment(fleet)}/"
+
+
+def legacy_root(fleet: str) -> str:
+    """``compacted/fleet=<f>/``: where the layout before the Delta table lived."""
     return f"compacted/fleet={safe_segment(fleet)}/"
 
 
 def state_prefix(fleet: str) -> str:
-    """``compacted/fleet=<f>/_ctxlake/``: maint's own bookkeeping next to the table (a leading
+    """``compacted/<f>/_ctxlake/``: maint's own bookkeeping next to the table (a leading
     underscore: Delta, Spark, Trino and DuckDB skip it when they list the table)."""
     return table_root(fleet) + "_ctxlake/"
 
@@ -360,7 +367,7 @@ def table_rows(table):
 def location(store, fleet: str) -> tuple[str, dict]:
     """``(table_uri, storage_options)`` of the fleet's table for delta-rs.
 
-    ``file://`` → a local path; ``s3://`` → ``s3://bucket/prefix/compacted/fleet=<f>`` with
+    ``file://`` → a local path; ``s3://`` → ``s3://bucket/prefix/compacted/<f>`` with
     :meth:`lib.store.s3.S3Store.delta_storage_options` (commits are create-only PUTs of
     ``_delta_log/<n>.json``, ``conditional_put=etag``). A routed store uses its lake half.
     :raises TableError: any other backend (``memory://`` has no Delta table).
@@ -562,8 +569,8 @@ def legacy_pointers(store, fleet: str) -> list[tuple[str, list[str]]]:
     from lib.store import NotFound
 
     out = []
-    for entry in store.list(table_root(fleet)):
-        rest = entry.key[len(table_root(fleet)):]
+    for entry in store.list(legacy_root(fleet)):
+        rest = entry.key[len(legacy_root(fleet)):]
         if rest.startswith("dt=") and rest.endswith("/_CURRENT") and rest.count("/") == 1:
             try:
                 ptr = json.loads(store.get(entry.key).data)
@@ -577,8 +584,8 @@ def legacy_pointers(store, fleet: str) -> list[tuple[str, list[str]]]:
 def legacy_keys(store, fleet: str) -> list[str]:
     """Every object of the ``gen=<hash>`` layout (parts of all generations and ``_CURRENT``)."""
     out = []
-    for entry in store.list(table_root(fleet)):
-        rest = entry.key[len(table_root(fleet)):]
+    for entry in store.list(legacy_root(fleet)):
+        rest = entry.key[len(legacy_root(fleet)):]
         parts = rest.split("/")
         if parts[0].startswith("dt=") and (rest.endswith("/_CURRENT") or (len(parts) == 3 and parts[1].startswith("gen="))):
             out.append(entry.key)
@@ -588,7 +595,7 @@ def legacy_keys(store, fleet: str) -> list[str]:
 # -- what the table already holds: pass manifests and the ledger -----------------------------
 
 def manifest_key(fleet: str, pass_id: str) -> str:
-    """``compacted/fleet=<f>/_ctxlake/passes/<pass_id>.json``: the bronze segments one pass
+    """``compacted/<f>/_ctxlake/passes/<pass_id>.json``: the bronze segments one pass
     merges, written create-only before its commit (the commit names it in ``commitInfo``)."""
     return f"{state_prefix(fleet)}passes/{safe_segment(pass_id)}.json"
 
@@ -596,7 +603,7 @@ def manifest_key(fleet: str, pass_id: str) -> str:
 class Ledger:
     """Which bronze segments the fleet's table holds, as of table version ``version``.
 
-    ``compacted/fleet=<f>/_ctxlake/ledger.json`` = ``{"version", "segments": {key:
+    ``compacted/<f>/_ctxlake/ledger.json`` = ``{"version", "segments": {key:
     consumed_at}, "quarantined": {key: reason}}`` (``consumed_at``: epoch s of the commit that
     merged it). It is a cache of the Delta log, never the truth: :meth:`catch_up` replays every
     commit after ``version`` that names a pass manifest, so a pass killed between its commit and

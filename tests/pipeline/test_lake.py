@@ -205,7 +205,7 @@ def test_an_unparseable_segment_is_quarantined_and_the_pass_goes_on(home, monkey
 
 
 def _log_dir(lakedir):
-    return os.path.join(lakedir, "compacted", f"fleet={FLEET}", "_delta_log")
+    return os.path.join(lakedir, "compacted", FLEET, "_delta_log")
 
 
 def test_a_corrupt_commit_file_stops_compaction_until_it_is_restored(home, monkeypatch, lakedir):
