@@ -25,8 +25,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
-def build_spool(home: str, sessions: int, events: int) -> int:
-    """Spool ``sessions`` ended sessions of ``events`` envelopes each; returns envelopes written."""
+def build_spool(home: str, sessions: int, events: int, prefix: str = "bench-") -> int:
+    """Spool ``sessions`` ended sessions of ``events`` envelopes each (ids ``<prefix>NNNNN``);
+    returns envelopes written."""
     os.environ["CTXLAKE_HOME"] = home
     from lib import envelope, spool
     from lib.paths import Paths
@@ -34,7 +35,7 @@ def build_spool(home: str, sessions: int, events: int) -> int:
     paths = Paths.from_env()
     n = 0
     for s in range(sessions):
-        sid = f"bench-{s:05d}"
+        sid = f"{prefix}{s:05d}"
         b = envelope.Builder(fleet_id="bench", agent_id=f"agent-{s % 20}", runtime="claude_code", session_id=sid)
         lines = [b.make("session_start", cwd="/srv/example-repo")]
         lines.append(b.make("prompt", role="user", content=f"task {s}: fix the flaky test in module {s % 37}"))
