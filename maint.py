@@ -155,7 +155,7 @@ def _compact(cfg, store, scan: dict, epoch: int, renew, log, now, summary: dict)
     if not new and not legacy and not lake.legacy_keys(store, fleet):
         state["ledger"] = ledger
         return state
-    unsafe = lake.commit_safety(store)
+    unsafe = lake.commit_safety(store, fleet)
     if unsafe:
         summary["lake_error"] = unsafe
         log("lake_commit_refused", reason=unsafe)
@@ -335,7 +335,11 @@ def run_once(cfg, store, log, now=time.time) -> dict:
         if emb and emb[0] in embed.RELEVANCE_FLOORS:
             meta.update(relevance_floor=embed.RELEVANCE_FLOORS[emb[0]],
                         relevance_floor_mixed=embed.RELEVANCE_FLOORS_MIXED[emb[0]])
-        data = snapshot.build(cfg.fleet_id, digests, claims, meta=meta)
+        from lib import handoffs as handoffmod
+
+        notes = handoffmod.load_recent(store, cfg.fleet_id, now=now())
+        summary["handoffs"] = len(notes)
+        data = snapshot.build(cfg.fleet_id, digests, claims, meta=meta, handoffs=notes)
         renew.tick()
         stats = _retention(cfg, store, lake_state, log, now, summary)
         renew.tick(force=True)  # still ours right before the swap; the pointer epoch fences the rest

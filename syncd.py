@@ -47,8 +47,8 @@ def render_briefing(cfg, log, *, have_snapshot: bool = True) -> dict:
     """Render ``cache/<fleet>/briefing.json`` from the cached roster and snapshot; returns
     ``{"briefing_chars": n}``.
 
-    The briefing shows the cached roster, the snapshot's recent sessions and, in summarize mode
-    ``agent``, its agent-visible claims (``shadow`` and ``none`` show none). Both inputs are
+    The briefing shows the snapshot's newest handoff notes, the cached roster, the snapshot's
+    recent sessions and, in summarize mode ``agent``, its agent-visible claims (``shadow`` and ``none`` show none). Both inputs are
     untrusted cache content: a roster that is not one (:func:`lib.cache_view.roster`) or a
     snapshot that cannot be read is logged as a warning (``briefing_input_unreadable``) and
     left out, so the briefing still renders from what is readable. Never raises on cache
@@ -61,7 +61,7 @@ def render_briefing(cfg, log, *, have_snapshot: bool = True) -> dict:
     from lib.spool import atomic_write
 
     paths = cfg.paths
-    sessions, claims = [], []
+    sessions, claims, handoffs = [], [], []
     if have_snapshot and os.path.exists(paths.snapshot(cfg.fleet_id)):
         try:
             conn = snapshot.open_readonly(paths.snapshot(cfg.fleet_id))
@@ -71,6 +71,7 @@ def render_briefing(cfg, log, *, have_snapshot: bool = True) -> dict:
                             if d.get("turn_count") or d.get("commands_ok") or d.get("commands_failed")][:5]
                 if cfg.summarize_mode == "agent":
                     claims = snapshot.visible_claims(conn, 5)
+                handoffs = snapshot.recent_handoffs(conn, 5)
             finally:
                 conn.close()
         except sqlite3.Error as exc:
@@ -78,7 +79,7 @@ def render_briefing(cfg, log, *, have_snapshot: bool = True) -> dict:
     view = cache_view.roster(paths.roster(cfg.fleet_id), time.time(), cfg.sync.presence_ttl_secs)
     if view["status"] == cache_view.UNREADABLE:
         log("briefing_input_unreadable", file="roster.json", error=str(view.get("detail"))[:200])
-    text, ids = briefing.render(view["agents"], sessions, claims)
+    text, ids = briefing.render(view["agents"], sessions, claims, handoffs=handoffs)
     atomic_write(paths.briefing(cfg.fleet_id), json.dumps({"text": text, "claim_ids": ids,
                                                            "rendered_at": format_time()}).encode(), mode=0o644)
     return {"briefing_chars": len(text)}
@@ -89,11 +90,36 @@ def ingest_proposals(cfg, store, log) -> dict:
     consumer's offsets advance only after the events were written."""
     from lib import claims, spool
 
-    state = os.path.join(cfg.paths.state_dir, "consumers", f"claims-{cfg.fleet_id}.json")
-    records, commit = spool.consume_records(cfg.paths.mcp_spool(cfg.fleet_id), state)
+    records, commit = spool.consume_records(cfg.paths.mcp_spool(cfg.fleet_id), cfg.paths.mcp_consumer_state(cfg.fleet_id, "claims"))
     proposals = [r for r in records if r.get("kind") == "proposed"]
     out = claims.ingest(store, proposals, cfg.fleet_id, log=log) if proposals else {"proposed": 0, "rejected": 0}
     commit()
+    return out
+
+
+def ingest_handoffs(cfg, store, log) -> dict:
+    """MCP ``handoff`` records → notes in the lake (:func:`lib.handoffs.ingest`, create-only);
+    the consumer's offsets advance only after the notes were written."""
+    from lib import handoffs, spool
+
+    records, commit = spool.consume_records(cfg.paths.mcp_spool(cfg.fleet_id),
+                                            cfg.paths.mcp_consumer_state(cfg.fleet_id, "handoffs"))
+    out = handoffs.ingest(store, records, cfg.fleet_id, log=log)
+    commit()
+    return out
+
+
+def reclaim_mcp_spool(cfg, log) -> dict:
+    """Delete the MCP spool files every consumer (:data:`lib.paths.MCP_CONSUMERS`) has read to
+    their end (:func:`lib.spool.reclaim_consumed`); returns ``{"files", "bytes"}`` reclaimed."""
+    from lib import spool
+    from lib.paths import MCP_CONSUMERS
+
+    out = spool.reclaim_consumed(cfg.paths.mcp_spool(cfg.fleet_id),
+                                 [cfg.paths.mcp_consumer_state(cfg.fleet_id, name) for name in MCP_CONSUMERS],
+                                 cfg.paths.mcp_spool_lock(cfg.fleet_id))
+    if out["files"]:
+        log("mcp_spool_reclaimed", files=out["files"], bytes=out["bytes"])
     return out
 
 
@@ -128,11 +154,17 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
         if live_summary.get("live_error"):
             summary["errors"] += 1
         summary["live"] = live_summary
-        try:
-            summary["claims"] = ingest_proposals(cfg, store, log)
-        except Exception as exc:  # store outage: the records stay unconsumed for the next pass
-            summary["errors"] += 1
-            log("claim_ingest_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+        for name, step, event in (("claims", ingest_proposals, "claim_ingest_failed"),
+                                  ("handoffs", ingest_handoffs, "handoff_ingest_failed")):
+            try:
+                summary[name] = step(cfg, store, log)
+            except Exception as exc:  # store outage: the records stay unconsumed for the next pass
+                summary["errors"] += 1
+                log(event, error=f"{type(exc).__name__}: {exc}"[:300])
+        try:  # only files every consumer read to their end: a failed step above keeps its files
+            summary["mcp_reclaimed"] = reclaim_mcp_spool(cfg, log)
+        except OSError as exc:  # a full or read-only disk: the files stay, the next pass tries again
+            log("mcp_spool_reclaim_failed", error=str(exc)[:300])
         try:
             summary.update(refresh_cache(cfg, store, log))
             summary["cache_refreshed"] = True

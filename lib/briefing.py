@@ -30,7 +30,8 @@ def attribution(claim: dict) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-def render(agents: list[dict], sessions: list[dict], claims: list[dict], *, self_agent: str | None = None) -> tuple[str, list[str]]:
+def render(agents: list[dict], sessions: list[dict], claims: list[dict], *, self_agent: str | None = None,
+           handoffs: list[dict] = ()) -> tuple[str, list[str]]:
     """Render the briefing text and the ids of the claims it shows.
 
     :param agents: roster entries ``{agent_id, runtime, task?, repo?, paths?}``; ``self_agent``
@@ -38,9 +39,22 @@ def render(agents: list[dict], sessions: list[dict], claims: list[dict], *, self
     :param sessions: digests ``{repo?, ended_at, summary, agent_id}``, newest first; ≤ 5 shown.
     :param claims: agent-visible claims ``{claim_id, claim, observed_by, observed_at,
         independent_sessions, confidence, status}``, best first; ≤ 5 shown.
+    :param handoffs: notes left by ``fleet_handoff`` ``{repo?, agent_id, status, summary, next?,
+        requested_at}`` (:mod:`lib.handoffs`), newest first; ≤ 5 shown, each with its repository.
     :returns: ``(text, claim_ids)``; text is ``""`` when there is nothing to say.
     """
     blocks = []
+    if handoffs:
+        lines = ["## Handoffs (left for whoever picks the work up)"]
+        for h in handoffs[:5]:
+            where = clean(str(h.get("repo") or "no repository"), 80, True)
+            head = ", ".join([where, clean(str(h.get("requested_at") or "")[:16], 16, True),
+                              clean(str(h.get("agent_id") or "?"), 80, True), clean(str(h.get("status") or "?"), 20, True)])
+            line = f"- [{head}] {clean(str(h.get('summary') or ''), 400, True)}"
+            if h.get("next"):
+                line += " — next: " + clean(str(h["next"]), 240, True)
+            lines.append(line)
+        blocks.append("\n".join(lines))
     live = [a for a in agents if a.get("agent_id") != self_agent]
     if live:
         lines = ["## Live agents"]

@@ -24,10 +24,10 @@ Standard library only.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 
+from lib.live import TIME_MAX, TIME_MIN  # one range for every lease and cache time
 from lib.sanitize import clean_deep
 
 MAX_CACHE_BYTES = 16 << 20
@@ -38,9 +38,6 @@ SPOOL_TAIL_BYTES = 4 << 20
 """How much of the end of this fleet's MCP spool file is scanned for our own pending requests."""
 
 MISSING, UNREADABLE, OK = "missing", "unreadable", "ok"
-TIME_MIN, TIME_MAX = 0.0, 253402300799.999
-"""The epoch seconds a cache time may hold: 1970-01-01 to 9999-12-31T23:59:59.999Z. Anything
-outside (1e308, a negative age, an overflowed counter) is not a time and reads as unknown."""
 
 
 def format_time(epoch_secs: float) -> str:
@@ -118,6 +115,8 @@ def read_json(path: str, max_bytes: int = MAX_CACHE_BYTES) -> tuple[object, str,
     if len(raw) > max_bytes:
         return None, UNREADABLE, f"larger than {max_bytes} bytes"
     try:
+        import json  # here, not at the top: the hook imports this module for its time rules only
+
         data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
         return None, UNREADABLE, "not UTF-8"
@@ -201,8 +200,9 @@ def leases(path: str, now: float) -> dict:
     Returns ``{"status", "detail"?, "view": the cleaned dict, "leases": [lease +
     "expires_in_secs"], "requests": [{record_id, ...}], "cache": file_age}``. Expiry is judged
     by :func:`lib.live.view_leases` (store clock through the ``store_time``/``refreshed_at``
-    offset, the one rule every lease reader uses); free, expired or malformed leases are skipped. ``requests`` accepts a ``{record_id: outcome}`` object or a list
-    of outcomes carrying ``record_id``.
+    offset, the one rule every lease reader uses); free, expired or malformed leases are
+    skipped. ``requests`` accepts a ``{record_id: outcome}`` object or a list of outcomes
+    carrying ``record_id``.
     """
     data, status, detail = read_json(path)
     out = {"status": status, "view": {}, "leases": [], "requests": []}
@@ -250,6 +250,8 @@ def spooled_records(path: str, agent_id: str, kinds: tuple, max_bytes: int = SPO
         if not line.strip():
             continue
         try:
+            import json
+
             rec = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
         except (ValueError, RecursionError):
             continue

@@ -172,9 +172,9 @@ def probe(store, caller: str, now=time.time) -> dict:
     def cas_repeat():
         from lib import live
 
-        prefix = run + "repeat-"
+        written.add(run + "repeat.json")
         for i in range(REPEAT_ROUNDS):
-            reason = live.probe_round(store, prefix)
+            reason = live.probe_round(store, run + "repeat.json")
             if reason:
                 return False, f"round {i + 1} of {REPEAT_ROUNDS}: {reason}"
         return True, f"{REPEAT_ROUNDS} rounds of create-only and If-Match, each refused what it had to"
@@ -188,7 +188,7 @@ def probe(store, caller: str, now=time.time) -> dict:
 
     def listing():
         listed = sorted(e.key for e in store.list(run))
-        expected = sorted({keys["plain"], keys["create"]})
+        expected = sorted({keys["plain"], keys["create"]} | (written & {run + "repeat.json"}))
         if listed == expected:
             return True, f"listed the {len(listed)} scratch keys"
         return False, f"listed {listed!r}, expected {expected!r}"

@@ -679,13 +679,14 @@ class Ledger:
         self.folded = []
 
 
-def commit_safety(store) -> str | None:
+def commit_safety(store, fleet: str) -> str | None:
     """Why Delta commits to the lake half of ``store`` would be unsafe, or ``None`` when safe.
 
     A Delta commit is a create-only write of ``_delta_log/<n>.json``; a store that ignores
     ``If-None-Match: *`` lets two writers both "win" version ``n`` and one commit silently
-    vanishes. The verdict is :func:`lib.live.require_conditional`'s on the lake store itself
-    (with ``live_store`` on Redis the maintenance lease is safe but the lake may still not be);
+    vanishes. The verdict is :func:`lib.live.require_conditional`'s on the lake store itself,
+    probing ``compacted/<f>/_probe.json`` (with ``live_store`` on Redis the maintenance lease is
+    safe but the lake may still not be; the leading underscore keeps Delta readers off it);
     ``memory://`` cannot hold a table. ``ctxlake doctor`` reports the same verdict.
     """
     from lib import live
@@ -695,7 +696,7 @@ def commit_safety(store) -> str | None:
     if not base.url.startswith(("file://", "s3://")):
         return f"{base.url} cannot hold a Delta table (use file:// or s3://)"
     try:
-        live.require_conditional(base)
+        live.require_conditional(base, state_prefix(fleet) + "commit")
     except live.Unsafe as exc:
         return (f"{base.url} does not honour conditional writes ({exc}): two Delta commits could both claim one "
                 "version; maint refuses to commit the lake there — use a store or gateway that honours "

@@ -56,12 +56,24 @@ def lease_key(fleet_id: str, resource: str) -> str:
     return f"{leases_prefix(fleet_id)}{safe_segment(resource)}.json"
 
 
+TIME_MIN, TIME_MAX = 0.0, 253402300799.999
+"""The epoch seconds a lease or cache time may hold: 1970-01-01 to 9999-12-31T23:59:59.999Z.
+Anything outside (1e308, a negative age, an overflowed counter) is not a time and reads as
+unknown, so no arithmetic on it can overflow (:mod:`lib.cache_view` uses the same range)."""
+
+
 def epoch_secs(value) -> float | None:
-    """Epoch seconds from a number or an ISO-8601 string (:func:`lib.cache_view.parse_time`)."""
+    """Epoch seconds from a number or an ISO-8601 string (:func:`lib.cache_view.parse_time`,
+    imported only for strings: the hook's path reads numbers); ``None`` when unparseable,
+    non-finite or outside [:data:`TIME_MIN`, :data:`TIME_MAX`]."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            v = float(value)
+        except OverflowError:
+            return None
+        return v if TIME_MIN <= v <= TIME_MAX else None
     from lib.cache_view import parse_time
 
     return parse_time(value)
@@ -148,81 +160,96 @@ PROBE_ROUNDS = 3
 conditions only sometimes gets several chances to show it)."""
 PROBE_SECS = 300
 """One more probe round at most this often (monotonic seconds) while the store is trusted."""
-PROBE_PREFIX = "live/_probe/"
-"""Scratch keys of the probe: under ``live/`` so a routed store probes the backend that holds
-the leases (``live_store``)."""
 
 _VERDICTS: dict = {}
 _VERDICTS_LOCK = None
 
 
-def probe_round(store, prefix: str = PROBE_PREFIX) -> str | None:
-    """One probe of the conditional writes leases rely on, on a fresh scratch key under ``prefix``:
-    create-only twice (the second must lose with 412), ``If-Match`` with the current ETag (must
-    win), ``If-Match`` with the now-stale ETag (must lose), then delete the key.
+def probe_key(key: str) -> str:
+    """The probe object for live-plane key ``key`` (``live/<fleet>/...``): ``live/<fleet>/_probe.json``,
+    under ``live/`` so a routed store probes the backend that holds the leases (``live_store``)
+    and inside the fleet's prefix the roles may already write (docs/security.md)."""
+    parts = key.split("/")
+    return f"{parts[0]}/{parts[1]}/_probe.json" if len(parts) > 2 else f"{parts[0]}/_probe.json"
 
-    :returns: ``None`` when every condition was honoured, else the reason (one line).
-    :raises lib.store.Unavailable, lib.store.Conflict: the store could not answer (no verdict).
 
-    What it proves: that this store, at this moment, on this key, refused the two writes it had
-    to refuse. What it cannot prove: that every later conditional write will be honoured — a
+def probe_round(store, key: str) -> str | None:
+    """One probe of the conditional writes leases rely on, against object ``key`` (created when
+    absent, then only overwritten — nothing is deleted, so no role needs ``DeleteObject``):
+    a create-only write over the existing object must lose (412), a write with the current ETag
+    must win, a write with the now-stale ETag must lose. Every body is unique, so ETags that are
+    content hashes (S3) differ between versions.
+
+    Several processes may probe one key at once: a concurrent write can only turn an expected
+    success into a refusal (read as "honoured", the round proves less), never make the store
+    accept a write it had to refuse — so a verdict of "ignored" is never a false alarm.
+
+    :returns: ``None`` when nothing that had to be refused was accepted, else the reason (one line).
+    :raises lib.store.Unavailable: the store could not answer (no verdict).
+
+    What it proves: that this store, at this moment, on this key, refused the writes it had to
+    refuse. What it cannot prove: that every later conditional write will be honoured — a
     gateway that drops the headers only under load, after a failover or on some keys passes a
-    probe it happens not to hit (see docs/operations.md, "Conditional writes").
+    probe it happens not to hit (docs/operations.md, "Conditional writes").
     """
+    import json
     import secrets
 
-    from lib.store import CREATE, PreconditionFailed, update
+    from lib.store import CREATE, Conflict, NotFound, PreconditionFailed, update
 
-    key = f"{prefix}{secrets.token_hex(8)}.json"
+    def body() -> bytes:
+        return json.dumps({"probe": secrets.token_hex(8)}).encode()
+
     try:
-        first = store.put(key, b'{"probe": 1}', CREATE)
+        store.head(key)
+    except NotFound:
         try:
-            store.put(key, b'{"probe": "second create"}', CREATE)
-            return "If-None-Match: * ignored: a second create-only write of one key was accepted"
-        except PreconditionFailed:
-            pass
-        current = store.head(key).etag
-        if current != first.etag:
-            return "the object changed although the second create-only write was refused"
-        try:
-            store.put(key, b'{"probe": 2}', update(current))
-        except PreconditionFailed:
-            return "If-Match with the current ETag was refused"
-        try:
-            store.put(key, b'{"probe": "stale writer"}', update(current))
-            return "If-Match ignored: a write against a stale ETag was accepted"
-        except PreconditionFailed:
-            return None
-    finally:
-        try:
-            store.delete(key)
-        except Exception:  # scratch left behind costs bytes only; the verdict stands
-            pass
+            store.put(key, body(), CREATE)
+        except (PreconditionFailed, Conflict):
+            pass  # another prober created it first
+    try:
+        store.put(key, body(), CREATE)
+        return "If-None-Match: * ignored: a create-only write over an existing object was accepted"
+    except (PreconditionFailed, Conflict):
+        pass
+    current = store.head(key).etag
+    try:
+        store.put(key, body(), update(current))
+    except (PreconditionFailed, Conflict):
+        return None  # another prober wrote in between: refused, as an honouring store must
+    try:
+        store.put(key, body(), update(current))
+        return "If-Match ignored: a write against a stale ETag was accepted"
+    except (PreconditionFailed, Conflict):
+        return None
 
 
-def require_conditional(store, *, log=None, rounds: int = PROBE_ROUNDS, every: float = PROBE_SECS,
+def require_conditional(store, key: str, *, log=None, rounds: int = PROBE_ROUNDS, every: float = PROBE_SECS,
                         clock=time.monotonic) -> None:
-    """Refuse (:class:`Unsafe`) unless ``store`` has been seen honouring conditional writes.
+    """Refuse (:class:`Unsafe`) unless ``store`` has been seen honouring conditional writes for
+    live-plane key ``key`` (probed at :func:`probe_key`).
 
     Backends that implement the conditions in this process or by a script of ours (memory, file,
     Redis: ``conditional_writes_native``) are trusted without a probe; S3-compatible stores,
-    whose server or gateway decides, are probed. The verdict is kept per store URL for the life of the process: the first call runs
-    ``rounds`` probe rounds (:func:`probe_round`), later calls one more round once ``every``
-    seconds have passed. One failed round makes the store unsafe for the rest of the process
-    (a store that ignored a condition once is never trusted again; restart after fixing it).
-    ``log(event, **fields)`` receives ``conditional_writes_probed`` with the outcome.
+    whose server or gateway decides, are probed. The verdict is kept per store URL and probe key
+    for the life of the process: the first call runs ``rounds`` probe rounds
+    (:func:`probe_round`), later calls one more round once ``every`` seconds have passed. One
+    failed round makes the store unsafe for the rest of the process (a store that ignored a
+    condition once is never trusted again; restart after fixing it). ``log(event, **fields)``
+    receives ``conditional_writes_probed`` with the outcome.
 
     :raises Unsafe: the store ignored a condition (now or earlier in this process).
     :raises lib.store.Unavailable: the probe could not reach the store (no verdict recorded).
     """
     global _VERDICTS_LOCK
+    if getattr(store, "conditional_writes_native", False):
+        return  # memory, file and Redis implement the conditions themselves
     if _VERDICTS_LOCK is None:
         import threading
 
         _VERDICTS_LOCK = threading.Lock()
-    if getattr(store, "conditional_writes_native", False):
-        return  # memory, file and Redis implement the conditions themselves
-    ident = (getattr(store, "live_url", None) or store.url, store.url)
+    pkey = probe_key(key)
+    ident = (getattr(store, "live_url", None) or store.url, store.url, pkey)
     with _VERDICTS_LOCK:
         v = _VERDICTS.get(ident)
         if v is not None and (v["reason"] or clock() - v["probed_at"] < every):
@@ -232,19 +259,20 @@ def require_conditional(store, *, log=None, rounds: int = PROBE_ROUNDS, every: f
         n = rounds if v is None else 1
         reason = None
         for _ in range(n):
-            reason = probe_round(store)
+            reason = probe_round(store, pkey)
             if reason:
                 break
-        _VERDICTS[ident] = {"reason": reason, "probed_at": clock(), "rounds": (v or {}).get("rounds", 0) + n}
+        _VERDICTS[ident] = {"reason": reason, "probed_at": clock()}
         if log:
             log("conditional_writes_probed", honoured=reason is None, rounds=n, reason=reason)
     if reason:
         raise Unsafe(reason)
 
 
-def conditional_verdict(store) -> str | None:
-    """The reason ``store`` was found unsafe in this process, or ``None`` (trusted or not probed)."""
-    v = _VERDICTS.get((getattr(store, "live_url", None) or store.url, store.url))
+def conditional_verdict(store, key: str) -> str | None:
+    """The reason ``store`` was found unsafe for live-plane key ``key`` in this process, or
+    ``None`` (trusted or not probed yet)."""
+    v = _VERDICTS.get((getattr(store, "live_url", None) or store.url, store.url, probe_key(key)))
     return v["reason"] if v else None
 
 
@@ -363,7 +391,7 @@ def _cas(store, key: str, decide, *, attempts: int, log=None):
 
     from lib.store import CREATE, Conflict, PreconditionFailed, update
 
-    require_conditional(store, log=log)
+    require_conditional(store, key, log=log)
     for attempt in range(attempts):
         current, etag, now = _get(store, key, log)
         record = decide(current, now)
@@ -534,42 +562,6 @@ def claim(store, fleet_id: str, resources: list[dict], *, holder: str, session_i
                     log("lease_rollback_failed", resource=rk, error=f"{type(exc).__name__}: {exc}"[:200])
         raise
     return [done[resource_key(r.get("repo"), r["path"])] for r in resources]
-
-
-RETRY_SECS = 120
-"""An identical lease request (same :func:`request_key`) within this many seconds of the first is
-a retry of it (a runtime re-sending a tool call): applied once, answered as the first."""
-
-
-def request_key(kind: str, agent_id: str, session_id: str | None, resources=None, *, reason: str = "",
-                ttl: int | None = None, everything: bool = False) -> str:
-    """Identity of a lease request for retry detection: sha256 hex of the kind, agent, session and
-    what is asked — the resolved ``resources`` (``{"repo", "rel"|"path"}``, order and duplicates
-    ignored, so any spelling of the same paths is the same request), ``reason``, ``ttl`` and
-    ``everything`` (release all). Two calls with one key inside :data:`RETRY_SECS` are one request."""
-    import hashlib
-    import json
-
-    what = sorted({(str(r.get("repo")), str(r.get("rel") if "rel" in r else r.get("path"))) for r in resources or []
-                   if isinstance(r, dict)})
-    body = json.dumps([kind, agent_id, session_id, what, reason, ttl, bool(everything)], separators=(",", ":"))
-    return hashlib.sha256(body.encode("utf-8")).hexdigest()
-
-
-def first_request(candidates, key: str, now: float) -> dict | None:
-    """The earliest of ``candidates`` (request records or outcomes carrying ``request_key`` and
-    ``requested_at``, ISO or epoch s) with ``request_key == key`` requested within
-    :data:`RETRY_SECS` before ``now`` (epoch s, the requester's clock); ``None`` if there is none."""
-    best = None
-    for c in candidates or []:
-        if not isinstance(c, dict) or c.get("request_key") != key:
-            continue
-        at = epoch_secs(c.get("requested_at"))
-        if at is None or not (now - RETRY_SECS <= at <= now + RETRY_SECS):
-            continue
-        if best is None or at < best[0]:
-            best = (at, c)
-    return best[1] if best else None
 
 
 # -- messages --------------------------------------------------------------------------------

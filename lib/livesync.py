@@ -75,13 +75,19 @@ class LivePlane:
                 data = json.loads(fh.read())
         except FileNotFoundError:
             return base
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             self.log("live_state_unreadable", error=str(exc)[:200], detail="starting from an empty live state")
             return base
         if isinstance(data, dict):
             for k, v in base.items():
-                if isinstance(data.get(k), type(v)) or (v is None and isinstance(data.get(k), (int, float))):
+                if k in data and (isinstance(data[k], type(v)) or (v is None and isinstance(data[k], (int, float)))):
                     base[k] = data[k]
+        # entries are objects (anything else is a state file damaged by hand or by a bug: dropped)
+        for k in ("sessions", "agents", "held", "requests"):
+            base[k] = {ek: ev for ek, ev in base[k].items() if isinstance(ev, dict)}
+        base["lost"] = [e for e in base["lost"] if isinstance(e, dict)]
+        if base["stale_since"] is not None and live.epoch_secs(base["stale_since"]) is None:
+            base["stale_since"] = None
         return base
 
     def _save(self) -> None:
@@ -107,7 +113,7 @@ class LivePlane:
                                                    idle_secs=cfg.sync.session_idle_secs, local_now=local)
             now = store.clock()
             offset = now - local
-            live.require_conditional(store, log=self.log)
+            live.require_conditional(store, live.leases_prefix(self.fleet), log=self.log)
             self._requests(store, now, open_keys, summary)
             self._renewals(store, now, open_keys, ended, summary)
             upserts, removals = self._heartbeats(store, now, offset, open_keys, summary)
@@ -122,7 +128,8 @@ class LivePlane:
                 self.log("live_view_recovered", stale_secs=round(self.clock() - self.state["stale_since"], 1))
             self.state["stale_since"] = None
         except live.Unsafe as exc:  # the store ignores conditional writes: grant nothing, say so
-            self._refuse(exc.reason, open_keys, summary)
+            self._refuse(exc.reason, summary)
+            activity.forget(self.activity, ended)
         except Exception as exc:  # store outage (or a bug): keep the last view, say how old it is
             summary["live_error"] = f"{type(exc).__name__}: {exc}"[:300]
             self.log("live_pass_failed", error=summary["live_error"])
@@ -135,7 +142,7 @@ class LivePlane:
                 self.log("live_state_write_failed", error=str(exc)[:200])
         return summary
 
-    def _refuse(self, reason: str, open_keys: set, summary: dict) -> None:
+    def _refuse(self, reason: str, summary: dict) -> None:
         """The pass on a store that does not honour conditional writes (:class:`lib.live.Unsafe`):
         nothing is granted, renewed or rebuilt; spooled lease requests are answered ``refused``
         with the reason (so ``fleet_status`` tells the agent), leases this host thought it held
@@ -143,13 +150,12 @@ class LivePlane:
         ``refused`` = the reason, so the hook warns about nothing and ``ctxlake status`` says why.
         Logged once per pass (``live_plane_refused``)."""
         from lib import spool
-        from lib.paths import safe_segment
         from lib.spool import atomic_write
 
         summary["live_refused"] = reason
         self.log("live_plane_refused", reason=reason, detail=str(live.Unsafe(reason)))
-        state = os.path.join(self.cfg.paths.state_dir, "consumers", f"leases-{safe_segment(self.fleet)}.json")
-        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet), state)
+        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet),
+                                                self.cfg.paths.mcp_consumer_state(self.fleet, "leases"))
         now = self.clock()
         for rec in records:
             rid, agent = rec.get("record_id"), rec.get("agent_id")
@@ -178,15 +184,13 @@ class LivePlane:
         file identity, :func:`lib.spool.consume_records`), committed only once every record
         read was applied; other kinds (``proposed``, ``handoff``) are left to their consumers
         and nothing here deletes the spool. A store failure mid-batch re-delivers the batch
-        next pass: a record whose ``record_id`` already has an outcome is not applied again, and
-        a retry of a request (same ``request_key`` from the same agent within
-        :data:`lib.live.RETRY_SECS`) gets the first one's outcome (:meth:`_retried`).
+        next pass: a record whose ``record_id`` already has an outcome is not applied again
+        (:meth:`_retried`).
         """
         from lib import spool
-        from lib.paths import safe_segment
 
-        state = os.path.join(self.cfg.paths.state_dir, "consumers", f"leases-{safe_segment(self.fleet)}.json")
-        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet), state)
+        records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet),
+                                                self.cfg.paths.mcp_consumer_state(self.fleet, "leases"))
         mine = [r for r in records if r.get("kind") in LEASE_KINDS]
         if mine and self.lease_view_time is None:  # first pass of this process: a view for the directory check
             self.lease_view, self.lease_view_time = live.list_leases(store, self.fleet, cache=self.lease_cache, log=self.log)
@@ -202,26 +206,12 @@ class LivePlane:
         self._trim_requests(now)
 
     def _retried(self, rec: dict) -> dict | None:
-        """The outcome to report for ``rec`` without touching the store when it is a retry: the
-        same ``record_id`` already applied (a re-delivered spool line), or another record of the
-        same request (``request_key``, :func:`lib.live.first_request`) from the same agent —
-        answered with the first one's outcome plus ``retry_of``. ``None``: apply it."""
-        reqs = self.state["requests"]
-        rid, key = rec.get("record_id"), rec.get("request_key")
-        if not isinstance(rid, str) or not rid:
-            return None
-        if rid in reqs:
-            return reqs[rid]
-        if not isinstance(key, str) or not key:
-            return None
-        mine = [dict(o, record_id=k) for k, o in reqs.items() if o.get("agent_id") == rec.get("agent_id")]
-        at = live.epoch_secs(rec.get("requested_at"))
-        first = live.first_request(mine, key, at) if at is not None else None
-        if first is None:
-            return None
-        out = {k: v for k, v in first.items() if k != "record_id"}
-        out.update(retry_of=first["record_id"], requested_at=rec.get("requested_at"))
-        return out
+        """The outcome already recorded for ``rec``'s ``record_id`` (the same spool line delivered
+        again: after a failed commit, or appended twice), so it is applied once and answered as
+        the first time; ``None``: apply it. (A runtime's retried tool call never reaches the
+        spool twice: :meth:`lib.mcp_tools.Tools._queue` answers it from the first record.)"""
+        rid = rec.get("record_id")
+        return self.state["requests"].get(rid) if isinstance(rid, str) and rid else None
 
     def _trim_requests(self, now: float) -> None:
         reqs = self.state["requests"]
@@ -273,7 +263,7 @@ class LivePlane:
             return None
         paths = rec.get("paths") if isinstance(rec.get("paths"), list) else None
         base = {"kind": kind, "agent_id": agent, "applied_at": now}
-        for f in ("requested_at", "session_id", "request_key"):
+        for f in ("requested_at", "session_id"):
             if isinstance(rec.get(f), str):
                 base[f] = rec[f]
         if paths is not None:
@@ -482,7 +472,7 @@ class LivePlane:
                     data = json.loads(fh.read())
                 if not isinstance(data, dict):
                     raise ValueError("not an object")
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 data = dict(empty, refreshed_at=None, store_time=None)
             data.update(stale_since=self.state["stale_since"], error=error)
             if "leases" in empty:

@@ -59,9 +59,6 @@ INSTRUCTIONS = ("ctxlake: shared memory and coordination for this agent fleet. R
                 "record for ctxlake sync and never report success at the fleet. Leases are advisory: git decides "
                 "what lands.")
 LEASE_KINDS = ("lease_request", "lease_release")
-RETRY_WINDOW_SECS = 600
-"""A write identical to the last one this agent session queued, this many seconds after it or
-less, is a retry of it (answered from the first record, nothing written)."""
 VOLATILE_FIELDS = ("observed_at",)
 """Record fields that differ between a call and its retry by construction (the clock)."""
 
@@ -168,7 +165,7 @@ DESCRIPTIONS = {
                    "check fleet_status for the outcome. Leases are advisory: they warn other agents, they do not lock files.",
     "fleet_release": "Queue the release of your leases on paths (omit paths: all you hold) for ctxlake sync to apply.",
     "fleet_history": "Recent sessions of this fleet from the cached snapshot: agent, repo, outcome, one-line summary, "
-                     "files, tests, commits, friction. Newest first.",
+                     "files, tests, commits, friction; and the handoff notes agents left (fleet_handoff). Newest first.",
     "fleet_handoff": "Leave a handoff note (summary, status, next step) for whoever picks this work up; queued for ctxlake sync.",
     "memory_search": "Search the fleet's promoted claims (FTS5 + cosine, fused). Each hit carries its attribution: observer, "
                      "date, independent sessions, confidence, CONTESTED when disputed. Returns nothing rather than unrelated claims.",
@@ -184,7 +181,7 @@ TITLES = {"fleet_status": "Fleet status", "fleet_claim": "Request advisory lease
           "memory_propose": "Propose a claim", "memory_timeline": "Subject timeline"}
 TOOL_NAMES = tuple(SCHEMAS)
 READ_TOOLS = ("fleet_status", "fleet_history", "memory_search", "memory_timeline")
-_EMPTY_KEYS = {"fleet_status": ("agents", "leases", "my_requests"), "fleet_history": ("sessions",),
+_EMPTY_KEYS = {"fleet_status": ("agents", "leases", "my_requests"), "fleet_history": ("sessions", "handoffs"),
                "memory_search": ("results",), "memory_timeline": ("entries",)}
 
 
@@ -283,16 +280,17 @@ def _resources(paths: list[str], cwd: str) -> list[dict]:
     return out
 
 
-def request_id(kind: str, fleet_id: str, agent_id: str, session_id: str | None, fields: dict) -> str:
-    """Identity of a write request (32 hex chars): sha256 of the canonical JSON of the kind, the
-    agent session and the record's fields without :data:`VOLATILE_FIELDS`. Equal for a call and
-    its retry; stored in the record as ``request_id``."""
+def request_key(kind: str, fleet_id: str, agent_id: str, session_id: str | None, fields: dict) -> str:
+    """Identity of a ``fleet_handoff``/``memory_propose`` request for retry recognition: sha256
+    hex of the canonical JSON of the kind, the agent session and the record's fields without
+    :data:`VOLATILE_FIELDS`. Lease requests use :func:`lib.live.request_key` (resolved paths, so
+    any spelling of the same files is the same request). Stored in the record as ``request_key``."""
     import hashlib
 
     body = {"kind": kind, "fleet_id": fleet_id, "agent_id": agent_id, "session_id": session_id or None,
             "fields": {k: v for k, v in fields.items() if k not in VOLATILE_FIELDS}}
     text = json.dumps(body, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _last_write(path: str) -> dict | None:
@@ -500,14 +498,19 @@ class Tools:
         since = parse_since(args.get("since"), self.ctx.clock())
         off = self._snapshot_or_none("sessions")
         if off:
-            return off
-        rows = self.ctx.snapshot.sessions(limit + 1, repo=args.get("repo") or None, since=since)
+            return dict(off, handoffs=[])
+        from lib import snapshot
+
+        repo = args.get("repo") or None
+        rows = self.ctx.snapshot.sessions(limit + 1, repo=repo, since=since)
+        notes = snapshot.recent_handoffs(self.ctx.snapshot.conn(), limit + 1, repo=repo, since=since)
         out = {"enabled": True, "fleet_id": self.ctx.fleet_id, "sessions": [_session_entry(r) for r in rows[:limit]],
-               "truncated": len(rows) > limit, "limit": limit}
+               "handoffs": [{k: h.get(k) for k in snapshot.HANDOFF_COLUMNS} for h in notes[:limit]],
+               "truncated": len(rows) > limit or len(notes) > limit, "limit": limit}
         if since:
             out["since"] = since
-        if not rows:
-            out["note"] = "No sealed session matches in the cached snapshot."
+        if not rows and not notes:
+            out["note"] = "No sealed session or handoff note matches in the cached snapshot."
         return out
 
     # -- memory_search ---------------------------------------------------------------------
@@ -602,36 +605,40 @@ class Tools:
 
         The record is on disk before this returns (:func:`lib.spool.append` with ``sync``:
         ``fdatasync``, the cheapest durable mechanism measured by ``bench/spool_durability.py``).
-        A **retry** — the same ``kind`` and fields (after redaction; ``observed_at`` aside) from
-        the same agent session, equal to the last record it queued, within
-        :data:`RETRY_WINDOW_SECS` — writes nothing and returns that first record with
-        ``replayed: True``: its ``request_id`` (:func:`request_id`) is compared with the one
-        kept in ``spool/.state/mcp-last/`` (:meth:`lib.paths.Paths.mcp_last_write`).
+        A **retry** — a request with the same ``request_key`` (``fields["request_key"]`` for
+        lease requests, else :func:`request_key`) as the last record this agent session queued
+        (kept in ``spool/.state/mcp-last/``, :meth:`lib.paths.Paths.mcp_last_write`), within
+        :data:`lib.live.RETRY_SECS` of it — writes nothing and returns that first record, so the
+        agent gets the first call's answer. Only the *last* write counts: claim, release, claim
+        again is three requests.
 
         :raises ToolError: the spool is at its cap (:class:`lib.spool.SpoolFull`) or the disk
             refused the write — nothing was queued, and the agent is told so. A line written
             but not confirmed by the disk (:class:`lib.spool.NotDurable`) is queued, not failed.
         """
         from lib import spool
+        from lib.live import RETRY_SECS
         from lib.paths import safe_segment
 
         ctx = self.ctx
-        req = request_id(kind, ctx.fleet_id, ctx.agent_id, ctx.session_id, fields)
+        key = fields.get("request_key") or request_key(kind, ctx.fleet_id, ctx.agent_id, ctx.session_id, fields)
         last_path = ctx.paths.mcp_last_write(ctx.fleet_id, ctx.agent_id, ctx.session_id)
         prior = _last_write(last_path)
-        if prior is not None and prior.get("request_id") == req:
+        if prior is not None and prior.get("request_key") == key and prior.get("kind") == kind:
             from lib.cache_view import parse_time
 
             at = parse_time(prior.get("requested_at"))
-            if at is not None and 0 <= ctx.clock() - at <= RETRY_WINDOW_SECS:
-                ctx.log("mcp_record_replayed", kind=kind, record_id=prior.get("record_id"))
+            if at is not None and 0 <= ctx.clock() - at <= RETRY_SECS:
+                ctx.log("mcp_request_retried", kind=kind, record_id=prior.get("record_id"),
+                        detail="identical to this session's last write; not queued again")
                 self._queued = prior
-                return dict(prior, replayed=True)
-        rec = {"kind": kind, "record_id": record_id, "request_id": req, "fleet_id": ctx.fleet_id, "agent_id": ctx.agent_id}
+                return prior
+        rec = {"kind": kind, "record_id": record_id, "fleet_id": ctx.fleet_id, "agent_id": ctx.agent_id}
         if ctx.session_id:
             rec["session_id"] = ctx.session_id
         rec["requested_at"] = ctx.now_iso()
         rec.update(fields)
+        rec["request_key"] = key
         line = json.dumps(rec, ensure_ascii=True, separators=(",", ":")) + "\n"
         try:
             spool.append(ctx.paths.mcp_spool(ctx.fleet_id), line, sync=True, lock_path=ctx.paths.mcp_spool_lock(ctx.fleet_id))
@@ -662,10 +669,6 @@ class Tools:
         out = {"queued": True, "status": QUEUED, "kind": rec["kind"], "record_id": rec["record_id"],
                "sync": self._sync_info()}
         out.update(extra)
-        if rec.get("replayed"):
-            out["replayed"] = True
-            out["note"] = (f"Already queued: this call is identical to the one you made at {rec.get('requested_at')} "
-                           f"(record {rec['record_id']}); nothing new was written. " + str(out.get("note") or ""))
         return out
 
     def fleet_claim(self, args: dict) -> dict:
@@ -682,7 +685,7 @@ class Tools:
         ttl = int(a.get("ttl_secs") or self.ctx.cfg.leases.ttl_secs)
         resources = _resources(paths, self.ctx.cwd)
         key = live.request_key("lease_request", self.ctx.agent_id, self.ctx.session_id, resources, reason=reason, ttl=ttl)
-        rec = self._retry_of(key) or self._queue(
+        rec = self._queue(
             "lease_request", {"paths": paths, "resources": resources, "reason": reason, "ttl_secs": ttl,
                               "cwd": self.ctx.cwd, "request_key": key}, rid, quarantine)
         view = cache_view.leases(self.ctx.paths.leases(self.ctx.fleet_id), self.ctx.clock())["view"]
@@ -707,25 +710,9 @@ class Tools:
             fields = {"all": True}
         fields["request_key"] = live.request_key("lease_release", self.ctx.agent_id, self.ctx.session_id,
                                                  fields.get("resources"), everything=bool(fields.get("all")))
-        rec = self._retry_of(fields["request_key"]) or self._queue("lease_release", fields, rid, quarantine)
+        rec = self._queue("lease_release", fields, rid, quarantine)
         return self._queued_answer(rec, paths=rec.get("paths", "all you hold"), note=(
             "Queued: ctxlake sync releases these leases at the store; until it runs, other agents still see them held."))
-
-    def _retry_of(self, key: str) -> dict | None:
-        """The record this agent already queued for the same lease request (:func:`lib.live.request_key`)
-        within :data:`lib.live.RETRY_SECS` — still in the MCP spool, or applied and reported in
-        ``leases.json`` — so a retried call queues nothing and is answered as the first; else ``None``."""
-        from lib import cache_view, live
-
-        ctx = self.ctx
-        now = ctx.clock()
-        spooled = cache_view.spooled_records(ctx.paths.mcp_spool(ctx.fleet_id), ctx.agent_id, LEASE_KINDS)
-        applied = [o for o in cache_view.leases(ctx.paths.leases(ctx.fleet_id), now)["requests"]
-                   if o.get("agent_id") == ctx.agent_id]
-        first = live.first_request(spooled + applied, key, now)
-        if first is not None:
-            ctx.log("mcp_request_retried", record_id=first.get("record_id"), detail="identical lease request; not queued again")
-        return first
 
     def fleet_handoff(self, args: dict) -> dict:
         """Queue a handoff note for whoever picks the work up next."""
@@ -746,7 +733,9 @@ class Tools:
         if info.get("branch"):
             fields["branch"] = info["branch"]
         rec = self._queue("handoff", fields, rid, quarantine)
-        return self._queued_answer(rec, note="Queued: ctxlake sync ships the note to the fleet on its next pass.")
+        return self._queued_answer(rec, note=(
+            "Queued: ctxlake sync ships the note to the lake on its next pass; after the next ctxlake maint it shows in "
+            "this fleet's briefings and in fleet_history (handoffs)."))
 
     def memory_propose(self, args: dict) -> dict:
         """Queue a ``proposed`` claim event (scope ``agent``, always). Refuses without evidence."""

@@ -18,6 +18,10 @@ from __future__ import annotations
 import os
 
 RUNTIMES = ("claude_code", "cursor", "hermes", "import")
+MCP_CONSUMERS = ("leases", "claims", "handoffs")
+"""syncd's consumers of the MCP spool, each with its own offsets (:meth:`Paths.mcp_consumer_state`):
+lease requests and releases (:mod:`lib.livesync`), proposals and handoffs (``syncd.py``). A file
+is reclaimed once all of them have read it to its end."""
 _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
 
@@ -43,6 +47,32 @@ def safe_segment(value: str) -> str:
     return "".join(out)
 
 
+class HomeError(ValueError):
+    """No directory to put ``~/.ctxlake`` in: ``HOME`` is empty or relative and the password
+    database gives none either (or gives ``/``)."""
+
+
+def user_home(environ) -> str:
+    """The user's home directory: ``HOME`` when it is an absolute path other than ``/``, else
+    the password database's entry for this user (``pwd``). A ``HOME`` that is empty (``HOME=""``,
+    as some service managers and ``env -i`` runs leave it) must not put the spool in
+    ``/.ctxlake``. :raises HomeError: neither gives a usable directory; set ``CTXLAKE_HOME``.
+    """
+    home = environ.get("HOME") or ""
+    if os.path.isabs(home) and home.rstrip("/"):
+        return home
+    try:
+        import pwd
+
+        entry = pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError, OSError):
+        entry = ""
+    if os.path.isabs(entry) and entry.rstrip("/"):
+        return entry
+    raise HomeError(f"cannot place ~/.ctxlake: HOME is {home!r} and the password database gives "
+                    f"{entry or 'no home directory'!r}; set CTXLAKE_HOME to a directory")
+
+
 class Paths:
     """Resolved local directories for one ``CTXLAKE_HOME``.
 
@@ -64,13 +94,24 @@ class Paths:
 
     @classmethod
     def from_env(cls, environ=None) -> "Paths":
-        """Resolve from an environment mapping (default ``os.environ``)."""
+        """Resolve from an environment mapping (default ``os.environ``).
+
+        ``~`` is the user's home directory (:func:`user_home`), never the filesystem root.
+        :raises HomeError: ``CTXLAKE_HOME`` is unset and there is no usable home directory.
+        """
         env = os.environ if environ is None else environ
-        home = env.get("CTXLAKE_HOME") or os.path.join(os.path.expanduser("~"), ".ctxlake")
-        home = os.path.abspath(os.path.expanduser(home))
+
+        def expand(p: str) -> str:
+            if p == "~" or p.startswith("~/"):
+                p = user_home(env) + p[1:]
+            elif p.startswith("~"):  # ~user/...: that user's entry in the password database
+                p = os.path.expanduser(p)
+            return os.path.abspath(p)
+
+        home = expand(env.get("CTXLAKE_HOME") or "~/.ctxlake")
         spool = env.get("CTXLAKE_SPOOL_DIR") or os.path.join(home, "spool")
         cache = env.get("CTXLAKE_CACHE_DIR") or os.path.join(home, "cache")
-        return cls(home, os.path.abspath(os.path.expanduser(spool)), os.path.abspath(os.path.expanduser(cache)))
+        return cls(home, expand(spool), expand(cache))
 
     # -- spool ---------------------------------------------------------------
     def runtime_spool(self, runtime: str) -> str:
@@ -93,6 +134,11 @@ class Paths:
         """``spool/mcp/<fleet_id>.lock``: held shared by each MCP append, exclusively by syncd
         while it deletes consumed MCP spool files."""
         return os.path.join(self.runtime_spool("mcp"), safe_segment(fleet_id) + ".lock")
+
+    def mcp_consumer_state(self, fleet_id: str, consumer: str) -> str:
+        """``spool/.state/consumers/<consumer>-<fleet_id>.json``: one consumer's offsets in this
+        fleet's MCP spool files, keyed by file identity (:func:`lib.spool.consume_records`)."""
+        return os.path.join(self.state_dir, "consumers", f"{safe_segment(consumer)}-{safe_segment(fleet_id)}.json")
 
     def mcp_last_write(self, fleet_id: str, agent_id: str, session_id: str | None) -> str:
         """``spool/.state/mcp-last/<fleet_id>/<agent_id>/<session_id or ->.json``: the last record

@@ -278,7 +278,7 @@ def rebuild(store, fleet_id: str, *, etag: str | None, ttl: float, built_by: str
     from lib import live
     from lib.store import CREATE, Conflict, PreconditionFailed, update
 
-    live.require_conditional(store, log=log)
+    live.require_conditional(store, roster_key(fleet_id), log=log)
     heartbeats = list_heartbeats(store, fleet_id)
     now = store.clock()
     roster = build_roster(heartbeats, now=now, ttl=ttl, built_by=built_by)
@@ -302,7 +302,7 @@ def edit(store, fleet_id: str, *, upserts=(), removals=(), ttl: float, attempts:
     from lib import live
     from lib.store import CREATE, Conflict, PreconditionFailed, update
 
-    live.require_conditional(store, log=log)
+    live.require_conditional(store, roster_key(fleet_id), log=log)
     for _ in range(attempts):
         current, etag, now, _ = read_roster(store, fleet_id)
         nxt = edit_roster(current, upserts=upserts, removals=removals, now=now, ttl=ttl)

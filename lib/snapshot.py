@@ -29,6 +29,9 @@ SESSION_COLUMNS = {"session_id": str, "fleet_id": str, "agent_id": str, "runtime
                    "commands_ok": int, "commands_failed": int, "files_touched": str, "commands": str,
                    "tests_run": str, "commits": str, "usage": str, "outcome": str, "friction": str,
                    "summary": str, "imported": int}
+HANDOFF_COLUMNS = {"record_id": str, "agent_id": str, "session_id": str, "repo": str, "branch": str, "status": str,
+                   "summary": str, "next": str, "requested_at": str}
+"""The ``handoffs`` table: notes left by ``fleet_handoff`` (:mod:`lib.handoffs`)."""
 JSON_COLUMNS = ("files_touched", "commands", "tests_run", "commits", "usage", "friction")
 """Session columns holding JSON text (lists, ``usage`` an object)."""
 
@@ -83,12 +86,14 @@ class StaleEpoch(Exception):
     """The published pointer carries a higher maintenance epoch than ours: we were fenced off."""
 
 
-def build(fleet_id: str, digests: list[dict], claims: list[dict], meta: dict | None = None) -> bytes:
+def build(fleet_id: str, digests: list[dict], claims: list[dict], meta: dict | None = None,
+          handoffs: list[dict] = ()) -> bytes:
     """SQLite bytes for the snapshot.
 
     Tables: ``snapshot_meta(key, value)``, ``sessions`` (one row per digest; lists as JSON
     text), ``claims`` (+ ``embedding`` BLOB, ``embedder``), ``claims_fts`` (FTS5 over claims with
-    ``visible_to_agents = 1`` only). Rows are inserted in sorted order so bytes are deterministic.
+    ``visible_to_agents = 1`` only), ``handoffs`` (:data:`HANDOFF_COLUMNS`, one row per note).
+    Rows are inserted in sorted order so bytes are deterministic.
     """
     import sqlite_utils
 
@@ -119,6 +124,11 @@ def build(fleet_id: str, digests: list[dict], claims: list[dict], meta: dict | N
             crow.append(r)
         if crow:
             db["claims"].insert_all(crow, pk="claim_id")
+        db["handoffs"].create(HANDOFF_COLUMNS, pk="record_id")
+        hrows = [{k: h.get(k) for k in HANDOFF_COLUMNS} for h in sorted(handoffs, key=lambda h: h["record_id"])]
+        if hrows:
+            db["handoffs"].insert_all(hrows, pk="record_id", replace=True)
+        db["handoffs"].create_index(["requested_at"])
         conn.execute("CREATE VIRTUAL TABLE claims_fts USING fts5(claim_id UNINDEXED, claim, subject, tokenize='porter unicode61')")
         conn.execute("INSERT INTO claims_fts(claim_id, claim, subject) SELECT claim_id, claim, subject FROM claims "
                      "WHERE visible_to_agents = 1 ORDER BY claim_id")
@@ -233,7 +243,7 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
             side = json.loads(fh.read())
         st = os.stat(cache_path)
         trusted = side.get("file") == [st.st_size, st.st_mtime_ns, st.st_ino] and isinstance(side.get("pointer"), dict)
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # missing or garbage: verify from scratch
         side, trusted = {}, False
     key = lake.snapshot_pointer_key(fleet_id)
     try:
@@ -242,10 +252,10 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
         return {"changed": False, "sha256": None, "pointer": None}
     if not obj.modified:
         return {"changed": False, "sha256": side["pointer"].get("sha256"), "pointer": side["pointer"]}
-    pointer = json.loads(obj.data)
+    pointer = _pointer(obj.data, key)
     sha = pointer.get("sha256")
     if not isinstance(sha, str) or len(sha) != 64:
-        raise ValueError("snapshot pointer has no valid sha256")
+        raise ValueError(f"snapshot pointer {key} has no valid sha256; the next `ctxlake maint --once` publishes a new one")
 
     def remember():
         st = os.stat(cache_path)
@@ -294,6 +304,24 @@ def cached_lake_figures(cache_path: str) -> dict:
     return out
 
 
+def _pointer(data: bytes, key: str) -> dict:
+    """The pointer object in ``data``. :raises ValueError: naming ``key`` and why (not UTF-8,
+    not JSON, not an object) — never a codec guess such as a ``utf-16-be`` error."""
+    why = None
+    try:
+        pointer = json.loads(data.decode("utf-8"))
+        if not isinstance(pointer, dict):
+            why = f"a JSON {type(pointer).__name__}, not an object"
+    except UnicodeDecodeError:
+        why = "not UTF-8 text"
+    except (ValueError, RecursionError) as exc:
+        why = f"not valid JSON ({str(exc)[:80]})"
+    if why:
+        raise ValueError(f"snapshot pointer {key} is unreadable: {why} ({len(data)} bytes); "
+                         "the next `ctxlake maint --once` publishes a new one")
+    return pointer
+
+
 def open_readonly(path: str) -> sqlite3.Connection:
     """Open a snapshot read-only (``mode=ro``); :raises sqlite3.Error: missing or corrupt."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -324,3 +352,19 @@ def visible_claims(conn, limit: int = 5) -> list[dict]:
                         "independent_sessions FROM claims WHERE visible_to_agents = 1 AND status IN ('promoted','contested') "
                         "ORDER BY confidence DESC, observed_at DESC, claim_id LIMIT ?", (limit,)).fetchall()
     return [typed_row(dict(r), CLAIM_COLUMNS) for r in rows]
+
+
+def recent_handoffs(conn, limit: int = 5, repo: str | None = None, since: str | None = None) -> list[dict]:
+    """Handoff notes, newest ``requested_at`` first, at most ``limit``; ``repo`` exact,
+    ``since`` an ISO time. Cells of the wrong type read as ``None`` (:func:`typed_row`); a
+    snapshot from before the table existed has none (``[]``)."""
+    terms = [(sql, v) for sql, v in (("repo = ?", repo), ("requested_at >= ?", since)) if v]
+    where = " AND ".join(sql for sql, _ in terms) or "1 = 1"
+    q = f"SELECT * FROM handoffs WHERE {where} ORDER BY requested_at DESC, record_id LIMIT ?"
+    try:
+        rows = conn.execute(q, [v for _, v in terms] + [limit]).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    return [typed_row(dict(r), HANDOFF_COLUMNS) for r in rows]

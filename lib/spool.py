@@ -61,7 +61,8 @@ def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: in
     returns (``fdatasync`` of the file, and ``fsync`` of the directory when the file was just
     created, so its name survives a crash too; ``bench/spool_durability.py`` measures the cost).
     With ``lock_path`` the append holds a shared ``flock`` on that file, so a reclaimer holding
-    it exclusively (:func:`reclaim_consumed`) never deletes a file a writer is appending to.
+    it exclusively (:func:`reclaim_consumed`) never deletes a file a writer is appending to,
+    and rotates holding it exclusively, so concurrent appenders never rotate onto one name.
     :raises SpoolFull: the directory holds ``cap_bytes`` already. :raises OSError: the disk
     refused the write (full, read-only, permissions): no record was written (a partial line is
     ended with a newline, so readers drop it as one unparseable line). :raises NotDurable: with
@@ -76,11 +77,19 @@ def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: in
     try:
         if dir_bytes(directory) + len(data) > cap_bytes:
             raise SpoolFull(f"spool directory {directory} is at its cap of {cap_bytes} bytes")
-        try:
-            if os.stat(path).st_size >= rotate_bytes:
+        if _size(path) >= rotate_bytes:
+            if lock_fd is None:
                 rotate(path)
-        except FileNotFoundError:
-            pass
+            else:  # rotate holding the lock exclusively: two appenders never pick the same name
+                os.close(lock_fd)
+                lock_fd = None
+                ex = _lock(lock_path, shared=False)
+                try:
+                    if _size(path) >= rotate_bytes:
+                        rotate(path)
+                finally:
+                    os.close(ex)
+                lock_fd = _lock(lock_path, shared=True)
         created = False
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND)
@@ -107,6 +116,13 @@ def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: in
     finally:
         if lock_fd is not None:
             os.close(lock_fd)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _lock(path: str, *, shared: bool) -> int:
@@ -280,7 +296,7 @@ class Watermark:
                 data = json.loads(fh.read())
         except FileNotFoundError:
             return cls(path)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise ValueError(f"unreadable watermark {path}: {exc}") from exc
         if not isinstance(data, dict) or not isinstance(data.get("files", {}), dict):
             raise ValueError(f"unreadable watermark {path}: not an object")
@@ -340,7 +356,7 @@ def backlog(spool_dir: str, state_dir: str | None = None) -> dict:
                     try:
                         with open(os.path.join(root, name), "rb") as fh:
                             offsets.update(json.loads(fh.read()).get("files") or {})
-                    except (OSError, ValueError, AttributeError):
+                    except (OSError, ValueError, AttributeError, RecursionError):
                         continue
     total, files, oldest = 0, 0, None
     for root, dirs, names in os.walk(spool_dir):
@@ -394,27 +410,17 @@ def consume_records(base_path: str, state_path: str, *, max_records: int = 10000
 
     Returns ``(records, commit)``: call ``commit()`` only after the records were applied, so a
     crash re-delivers them (consumers must be idempotent). Several consumers may read the same
-    file with their own ``state_path``; none deletes it (records are small; rotation bounds files).
+    file with their own ``state_path``; none deletes it: :func:`reclaim_consumed` does, once
+    every consumer has read a file to its end.
     """
-    directory, base = os.path.split(base_path)
-    try:
-        with open(state_path, "rb") as fh:
-            offsets = json.loads(fh.read()).get("files", {})
-    except (OSError, ValueError, AttributeError):
-        offsets = {}
-    files = []
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        names = []
-    rotated = sorted((int(m.group("n")), n) for n in names if (m := _ROTATED.match(n)) and m.group("base") == base)
-    files = [os.path.join(directory, n) for _, n in rotated] + ([base_path] if base in names else [])
+    offsets = _load_offsets(state_path) or {}  # missing or garbage: read from the start (consumers are idempotent)
+    files = _spool_files(base_path)
     records, new_offsets = [], dict(offsets)
     for path in files:
         ident = file_identity(path)
         if ident is None:
             continue
-        lines, end = read_complete_lines(path, int(offsets.get(ident, 0)), max_lines=max_records - len(records))
+        lines, end = read_complete_lines(path, offsets.get(ident, 0), max_lines=max_records - len(records))
         recs, _ = decode_lines(lines)
         records.extend(recs)
         new_offsets[ident] = end
@@ -425,3 +431,70 @@ def consume_records(base_path: str, state_path: str, *, max_records: int = 10000
         atomic_write(state_path, json.dumps({"files": new_offsets}).encode())
 
     return records, commit
+
+
+def _load_offsets(state_path: str) -> dict | None:
+    """A consumer's ``{file identity: byte offset}`` (offsets that are not non-negative ints are
+    left out); ``{}`` when the file is missing, ``None`` when it is unreadable or not one."""
+    try:
+        with open(state_path, "rb") as fh:
+            data = json.loads(fh.read())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, RecursionError):
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        return None
+    return {k: v for k, v in files.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+
+
+def _spool_files(base_path: str) -> list[str]:
+    """``base_path``'s rotations (oldest first) and ``base_path`` itself, those that exist."""
+    directory, base = os.path.split(base_path)
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    rotated = sorted((int(m.group("n")), n) for n in names if (m := _ROTATED.match(n)) and m.group("base") == base)
+    return [os.path.join(directory, n) for _, n in rotated] + ([base_path] if base in names else [])
+
+
+def reclaim_consumed(base_path: str, state_paths: list[str], lock_path: str) -> dict:
+    """Delete the files of a rotating spool (``base_path`` and ``base_path.<n>``) that every
+    consumer in ``state_paths`` (:func:`consume_records` offsets) has read to their end.
+
+    Holds ``lock_path`` exclusively (appenders hold it shared, :func:`append` ``lock_path``), so
+    no writer is between its size check and its write: a file whose size equals every
+    consumer's offset has no unread line and none on its way. Each consumer's offset of a file
+    is dropped *before* the file is unlinked, so a later file that reuses the inode number is
+    read from its start (a crash in between re-delivers the file: consumers are idempotent).
+    Returns ``{"files": n, "bytes": n}`` reclaimed. :raises OSError: state or unlink failed.
+    """
+    offsets = [_load_offsets(sp) for sp in state_paths]
+    out = {"files": 0, "bytes": 0}
+    if any(o is None for o in offsets):
+        return out  # an unreadable watermark: reclaim nothing rather than guess
+    fd = _lock(lock_path, shared=False)
+    try:
+        done = []
+        for path in _spool_files(base_path):
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue
+            ident = f"{st.st_dev}:{st.st_ino}"
+            if all(o.get(ident, -1) >= st.st_size for o in offsets):
+                done.append((path, ident, st.st_size))
+        if not done:
+            return out
+        gone = {ident for _, ident, _ in done}
+        for sp, o in zip(state_paths, offsets):
+            atomic_write(sp, json.dumps({"files": {k: v for k, v in o.items() if k not in gone}}).encode())
+        for path, _, size in done:
+            os.unlink(path)
+            out["files"] += 1
+            out["bytes"] += size
+    finally:
+        os.close(fd)
+    return out

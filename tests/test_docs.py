@@ -216,7 +216,7 @@ def test_iam_policies_are_valid_json():
     maint = policies[1]  # maint deletes only what retention and the migration name (docs/lake.md)
     maint_deletes = [r for s in maint["Statement"] if "s3:DeleteObject" in json.dumps(s["Action"]) for r in s["Resource"]]
     assert sorted(r.split("PREFIX/", 1)[1] for r in maint_deletes) == [
-        "_meta/probe/*", "compacted/FLEET/*", "compacted/fleet=FLEET/*", "sessions/fleet=FLEET/*/seg-*.parquet",
+        "compacted/FLEET/*", "compacted/fleet=FLEET/*", "sessions/fleet=FLEET/*/seg-*.parquet",
         "snapshot/FLEET/*.sqlite"]
     syncd_deletes = [s for s in policies[0]["Statement"] if "s3:DeleteObject" in json.dumps(s["Action"])]
     assert [s["Resource"] for s in syncd_deletes] == ["arn:aws:s3:::BUCKET/PREFIX/live/FLEET/agents/*"]
@@ -227,7 +227,7 @@ def test_iam_policies_are_valid_json():
 def test_store_deletes_are_the_documented_ones():
     """syncd/maint delete only what docs/security.md grants: grep every ``.delete(`` call."""
     allowed = {"lib/doctor.py", "lib/fleet.py", "lib/roster.py", "lib/store/routed.py", "lib/lake.py", "lib/retention.py",
-               "maint.py", "lib/live.py"}  # live.py: its conditional-write probe under _meta/probe/
+               "maint.py"}
     for path in glob.glob(os.path.join(ROOT, "**", "*.py"), recursive=True):
         rel = os.path.relpath(path, ROOT)
         if rel.startswith(("tests", "bench", ".venv", "lib/store/")) and rel != "lib/store/routed.py":

@@ -3,7 +3,7 @@
 Files, lowest precedence first, each merged key by key over the previous (arrays replace
 whole, never concatenate):
 
-1. built-in defaults (the dataclass defaults below);
+1. built-in defaults (the ``FIELDS`` defaults below);
 2. ``$XDG_CONFIG_HOME/ctxctl/config.toml`` when that variable is set (then authoritative: no
    fallback), else ``~/.config/ctxctl/config.toml``;
 3. the first ``.ctxctl/config.toml`` found walking **up** from the working directory (symlinks,
@@ -18,73 +18,58 @@ is skipped with one deterministic warning, so a stray file cannot brick the tool
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields, replace
 
 from lib.code.errors import READ, ExitError
+from lib.code.record import Record
 
 DEFAULT_KEEP = ("error", "warning", "failed", "panic", "fatal")
 DEFAULT_IGNORE = ("node_modules", "target", "dist", ".git")
 
 
-@dataclass(frozen=True)
-class ExecConfig:
-    """``[exec]``: how command output is folded."""
+class ExecConfig(Record):
+    """``[exec]``: how command output is folded.
 
-    keep: tuple = DEFAULT_KEEP
-    """Case-insensitive regexes whose matching middle lines survive folding. A configured list
-    replaces these defaults; ``--keep`` values are appended to it."""
-    head_lines: int = 5
-    """Lines kept from the start of the output."""
-    tail_lines: int = 5
-    """Lines kept from the end of the output."""
-    collapse_threshold: int = 20
-    """Outputs of at most this many lines pass through unfolded."""
+    ``keep``: case-insensitive regexes whose matching middle lines survive folding (a configured
+    list replaces these defaults; ``--keep`` values are appended to it); ``head_lines`` /
+    ``tail_lines``: lines kept from the start / end of the output; ``collapse_threshold``:
+    outputs of at most this many lines pass through unfolded."""
+
+    FIELDS = (("keep", DEFAULT_KEEP), ("head_lines", 5), ("tail_lines", 5), ("collapse_threshold", 20))
 
 
-@dataclass(frozen=True)
-class OutlineConfig:
-    """``[outline]``: text outline folding and doc comments."""
+class OutlineConfig(Record):
+    """``[outline]``: ``fold_threshold`` — text outlines show at most this many rows, then
+    ``... [K symbols omitted]`` (JSON never folds); ``show_doc`` — include ``doc_comment``."""
 
-    fold_threshold: int = 50
-    """Text outlines show at most this many rows, then ``... [K symbols omitted]`` (JSON never folds)."""
-    show_doc: bool = True
-    """Include ``doc_comment`` in JSON outlines."""
+    FIELDS = (("fold_threshold", 50), ("show_doc", True))
 
 
-@dataclass(frozen=True)
-class PathsConfig:
-    """``[paths]``: import classification."""
+class PathsConfig(Record):
+    """``[paths]``: ``ignore`` — globs (``*``, ``?``) marking imports ``ignored``; without ``/``
+    a pattern matches one path segment."""
 
-    ignore: tuple = DEFAULT_IGNORE
-    """Globs (``*``, ``?``) marking imports ``ignored``; without ``/`` a pattern matches one path segment."""
-
-
-@dataclass(frozen=True)
-class LimitsConfig:
-    """``[limits]``: input guards."""
-
-    max_file_bytes: int = 10 * 1024 * 1024
-    """Largest input file read, in bytes (10 MiB): a huge or endless file cannot exhaust memory."""
+    FIELDS = (("ignore", DEFAULT_IGNORE),)
 
 
-@dataclass(frozen=True)
-class GeneralConfig:
-    """``[general]``."""
+class LimitsConfig(Record):
+    """``[limits]``: ``max_file_bytes`` — largest input file read, in bytes (10 MiB): a huge or
+    endless file cannot exhaust memory."""
 
-    show_saved: bool = True
-    """Print the saved% metrics (``--no-saved`` turns them off per call)."""
+    FIELDS = (("max_file_bytes", 10 * 1024 * 1024),)
 
 
-@dataclass(frozen=True)
-class Config:
+class GeneralConfig(Record):
+    """``[general]``: ``show_saved`` — print the saved% metrics (``--no-saved`` turns them off
+    per call)."""
+
+    FIELDS = (("show_saved", True),)
+
+
+class Config(Record):
     """The resolved configuration; ``sources`` lists the files merged, lowest precedence first."""
 
-    exec: ExecConfig = field(default_factory=ExecConfig)
-    outline: OutlineConfig = field(default_factory=OutlineConfig)
-    paths: PathsConfig = field(default_factory=PathsConfig)
-    limits: LimitsConfig = field(default_factory=LimitsConfig)
-    general: GeneralConfig = field(default_factory=GeneralConfig)
-    sources: tuple = ()
+    FIELDS = (("exec", ExecConfig), ("outline", OutlineConfig), ("paths", PathsConfig), ("limits", LimitsConfig),
+              ("general", GeneralConfig), ("sources", ()))
 
 
 _SECTIONS = {"exec": ExecConfig, "outline": OutlineConfig, "paths": PathsConfig,
@@ -143,14 +128,14 @@ def merge(config: Config, data: dict) -> Config:
         if not isinstance(values, dict):
             raise ValueError(f"[{section}] must be a table")
         current = getattr(config, section)
-        known = {f.name: getattr(current, f.name) for f in fields(cls)}
+        known = {name: getattr(current, name) for name in cls.field_names()}
         updates = {}
         for key, value in values.items():
             if key not in known:
                 raise ValueError(f"unknown key `{key}` in [{section}]")
             updates[key] = _check_value(section, key, value, known[key])
-        changes[section] = replace(current, **updates)
-    return replace(config, **changes)
+        changes[section] = current.replace(**updates)
+    return config.replace(**changes)
 
 
 def _load_file(config: Config, path: str) -> Config:
@@ -166,7 +151,7 @@ def _load_file(config: Config, path: str) -> Config:
         merged = merge(config, data)
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError) as exc:
         raise ExitError(READ, f"invalid config {path}: {exc}") from None
-    return replace(merged, sources=config.sources + (path,))
+    return merged.replace(sources=config.sources + (path,))
 
 
 def load(cwd: str, explicit: str | None = None, env=None, warn=None) -> Config:

@@ -156,12 +156,15 @@ def collect(parsed, file_path: str, config) -> list:
     return out
 
 
-def run(path: str, config, *, json_mode: bool = False, show_saved: bool = True, real: str | None = None) -> Result:
-    """The ``deps`` command. :raises ExitError: 1 read failure, 2 unsupported extension."""
-    src, parsed, _ = outline.load(path, config, real)
+def run(path: str, config, *, json_mode: bool = False, show_saved: bool = True, real: str | None = None,
+        counter: tokens.Counter = tokens.EXACT) -> Result:
+    """The ``deps`` command; ``counter`` counts the saved metric exactly or estimates it.
+
+    :raises ExitError: 1 read failure, 2 unsupported extension."""
+    src, parsed, _ = outline.load(path, config, real, extract=False)
     imports = collect(parsed, real or path, config)
-    before = tokens.count(src.text) if show_saved else 0
-    after = tokens.count_many(i["target"] for i in imports) if show_saved else 0
+    before = counter.count(src.text) if show_saved else 0
+    after = counter.many(i["target"] for i in imports) if show_saved else 0
     code = PARSE if parsed.errors else 0
     warnings, diagnostic = [], None
     if parsed.errors:
@@ -170,13 +173,13 @@ def run(path: str, config, *, json_mode: bool = False, show_saved: bool = True, 
     if json_mode:
         env = render.envelope("deps", path=path, language=parsed.language, imports=imports)
         if show_saved:
-            env["saved"] = tokens.saved(before, after)
+            env["saved"] = counter.saved(before, after)
         return Result(render.dumps(env) + "\n", code, warnings, diagnostic)
     width = max([10] + [len(i["target"]) for i in imports])
     body = "".join(f"  {i['kind']:<9} {i['target']:<{width}}    L:{i['line']}\n" for i in imports)
     if show_saved:
         header = (f"# {path}  [{len(imports)} imports, {render.human_bytes(len(src.data))} -> "
-                  f"{render.group(after)} tokens, saved ~{tokens.percent(before, after)}%]")
+                  f"{counter.figure(after)} tokens, saved ~{tokens.percent(before, after)}%]")
     else:
         header = f"# {path}  [{len(imports)} imports]"
     return Result(header + "\n" + body, code, warnings, diagnostic)

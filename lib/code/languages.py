@@ -2,6 +2,7 @@
 
 Grammars come from ``tree-sitter-language-pack`` 0.13.0 (pinned), a wheel that bundles every
 compiled grammar; releases 1.x download grammars at run time and are deliberately not used.
+Only the grammar a file needs is loaded (:func:`language`), straight from its compiled module.
 
 Routing: the extension picks the backend (:data:`EXTENSIONS`); ``.tsx`` uses the TSX grammar.
 A ``.h`` file is C or C++: C++-only markers route it to cpp; otherwise it is parsed as C and,
@@ -14,10 +15,9 @@ fewer errors. ``Parsed.language`` names the backend actually used.
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass
 
 from lib.code.errors import USAGE, ExitError
+from lib.code.record import Record
 
 EXTENSIONS = {
     ".rs": "rust",
@@ -39,29 +39,36 @@ EXTENSIONS = {
 
 _GRAMMAR = {"typescript": "typescript", "javascript": "javascript", "csharp": "csharp"}
 
-_CPP_MARKERS = re.compile(
-    rb"::|\btemplate\b|\bnamespace\b|\btypename\b|\bconstexpr\b|\bnullptr\b|\boverride\b|\bdecltype\b"
-    rb"|\b(?:static|dynamic|const|reinterpret)_cast\b|\bnoexcept\b|\bvirtual\b|\bexplicit\b|\bfriend\b"
-    rb"|\benum\s+class\b")
-_SAL = re.compile(
-    rb"\b_(?:In|Out|Inout|Ret|Deref|Pre|Post|Outptr|Must|Check|Success|Printf|Null|Notnull|Maybenull"
-    rb"|Reserved|Field|Frees|Use|When|At|Struct|Acquires|Releases|Requires|Analysis|Always|Kernel"
-    rb"|Interlocked|Readable|Writable|Result|Return|Opt)\w*_(?=\W)", re.IGNORECASE)
-_LONE_MACRO = re.compile(rb"(?m)^[ \t]*(?!(?:if|while|for|switch|return|sizeof|case|do|else)\b)"
-                         rb"[A-Za-z_]\w*[ \t]*\([^;{}\n]*\)[ \t]*$")
-_CAPS_SPECIFIER = re.compile(rb"(?m)^([ \t]*)([A-Z][A-Z0-9_]{2,})(?=[ \t]+[A-Za-z_][\w*&]*[ \t*&]+[A-Za-z_~])")
+_RX = {}
 
 
-@dataclass
-class Parsed:
+def _rx(name: str):
+    """The C/C++ routing and masking regexes, compiled on first use (``re`` stays off the path
+    of every other language)."""
+    if not _RX:
+        import re
+
+        _RX["cpp_markers"] = re.compile(
+            rb"::|\btemplate\b|\bnamespace\b|\btypename\b|\bconstexpr\b|\bnullptr\b|\boverride\b|\bdecltype\b"
+            rb"|\b(?:static|dynamic|const|reinterpret)_cast\b|\bnoexcept\b|\bvirtual\b|\bexplicit\b|\bfriend\b"
+            rb"|\benum\s+class\b")
+        _RX["sal"] = re.compile(
+            rb"\b_(?:In|Out|Inout|Ret|Deref|Pre|Post|Outptr|Must|Check|Success|Printf|Null|Notnull|Maybenull"
+            rb"|Reserved|Field|Frees|Use|When|At|Struct|Acquires|Releases|Requires|Analysis|Always|Kernel"
+            rb"|Interlocked|Readable|Writable|Result|Return|Opt)\w*_(?=\W)", re.IGNORECASE)
+        _RX["lone_macro"] = re.compile(rb"(?m)^[ \t]*(?!(?:if|while|for|switch|return|sizeof|case|do|else)\b)"
+                                       rb"[A-Za-z_]\w*[ \t]*\([^;{}\n]*\)[ \t]*$")
+        _RX["caps_specifier"] = re.compile(
+            rb"(?m)^([ \t]*)([A-Z][A-Z0-9_]{2,})(?=[ \t]+[A-Za-z_][\w*&]*[ \t*&]+[A-Za-z_~])")
+        _RX["non_newline"] = re.compile(rb"[^\n]")
+    return _RX[name]
+
+
+class Parsed(Record):
     """A parsed file: backend name, the tree, the file's original bytes (a masked parse has the
     same offsets) and the syntax-error count (ERROR/MISSING nodes, an ERROR counted once)."""
 
-    language: str
-    tree: object
-    data: bytes
-    errors: int
-    error_bytes: int
+    FIELDS = (("language", ""), ("tree", None), ("data", b""), ("errors", 0), ("error_bytes", 0))
 
 
 def backend_for(path: str) -> str | None:
@@ -84,15 +91,79 @@ def require_backend(path: str) -> str:
 
 
 _parsers = {}
+_binding = None
+
+CSHARP_PACKAGE = "tree_sitter_c_sharp"
+"""The language pack routes ``csharp`` to this separate wheel (one of its dependencies)."""
+
+
+def _load_extension(name: str, path: str):
+    """Load the compiled extension at ``path`` as module ``name``, without executing the
+    ``__init__`` of the package it belongs to (``importlib.machinery`` only: ``importlib.util``
+    alone costs milliseconds to import)."""
+    import importlib.machinery
+
+    loader = importlib.machinery.ExtensionFileLoader(name, path)
+    spec = importlib.machinery.ModuleSpec(name, loader, origin=path)
+    module = loader.create_module(spec)
+    loader.exec_module(module)
+    return module
+
+
+def _package_dir(package: str) -> str:
+    import importlib.machinery
+
+    spec = importlib.machinery.PathFinder.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(f"{package} is not installed (requirements.txt)")
+    return list(spec.submodule_search_locations)[0]
+
+
+def _extension(folder: str, stem: str) -> str:
+    import importlib.machinery
+
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        candidate = os.path.join(folder, stem + suffix)
+        if os.path.isfile(candidate):
+            return candidate
+    raise ImportError(f"no compiled module {stem} in {folder}")
+
+
+def binding():
+    """tree-sitter's compiled core (``Language``, ``Parser``, ``Query``…), loaded directly:
+    the ``tree_sitter`` package's ``__init__`` imports ``typing`` for one Protocol class."""
+    global _binding
+    if _binding is None:
+        _binding = _load_extension("tree_sitter._binding", _extension(_package_dir("tree_sitter"), "_binding"))
+    return _binding
+
+
+def language(grammar: str):
+    """The ``Language`` of one grammar of tree-sitter-language-pack, loading only that
+    grammar's compiled module — never the pack's ``__init__``, which imports every helper
+    package and ``pathlib`` — or tree-sitter-c-sharp's for ``csharp``."""
+    if grammar == "csharp":
+        module = _load_extension(f"{CSHARP_PACKAGE}._binding", _extension(_package_dir(CSHARP_PACKAGE), "_binding"))
+    else:
+        folder = os.path.join(_package_dir("tree_sitter_language_pack"), "bindings")
+        module = _load_extension(f"tree_sitter_language_pack.bindings.{grammar}", _extension(folder, grammar))
+    return binding().Language(module.language())
+
+
+_tree_languages = {}
+
+
+def language_of(root):
+    """The ``Language`` of the tree whose root node is ``root`` (a Node does not expose it; the
+    trees this module parsed are remembered by root node id)."""
+    return _tree_languages[root.id]
 
 
 def parser(grammar: str):
     """A cached tree-sitter parser for a grammar name of tree-sitter-language-pack."""
     p = _parsers.get(grammar)
     if p is None:
-        from tree_sitter_language_pack import get_parser
-
-        p = _parsers[grammar] = get_parser(grammar)
+        p = _parsers[grammar] = binding().Parser(language(grammar))
     return p
 
 
@@ -119,6 +190,9 @@ def count_errors(tree) -> tuple:
 
 def _parse(grammar: str, data: bytes):
     tree = parser(grammar).parse(data)
+    if len(_tree_languages) > 64:  # a long-lived MCP server parses without end: stay bounded
+        _tree_languages.clear()
+    _tree_languages[tree.root_node.id] = tree.language
     errors, size = count_errors(tree)
     return tree, errors, size
 
@@ -128,9 +202,9 @@ def mask_annotations(data: bytes) -> bytes:
     def blank(m):
         return b" " * (m.end() - m.start())
 
-    out = _SAL.sub(blank, data)
-    out = _LONE_MACRO.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), out)
-    out = _CAPS_SPECIFIER.sub(lambda m: m.group(1) + b" " * len(m.group(2)), out)
+    out = _rx("sal").sub(blank, data)
+    out = _rx("lone_macro").sub(lambda m: _rx("non_newline").sub(b" ", m.group(0)), out)
+    out = _rx("caps_specifier").sub(lambda m: m.group(1) + b" " * len(m.group(2)), out)
     return out
 
 
@@ -160,7 +234,7 @@ def parse(path: str, data: bytes) -> Parsed:
 
 
 def _parse_header(data: bytes) -> Parsed:
-    if _CPP_MARKERS.search(data):
+    if _rx("cpp_markers").search(data):
         candidates = [("cpp", *_parse("cpp", data))]
     else:
         c = ("c", *_parse("c", data))

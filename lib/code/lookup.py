@@ -63,8 +63,8 @@ def payload(parsed, sym, *, signature: bool = False, lines: str | None = None, c
 
 def run(path: str, name: str, config, *, kind: str | None = None, signature: bool = False,
         lines: str | None = None, compact: bool = False, json_mode: bool = False, show_saved: bool = True,
-        real: str | None = None) -> Result:
-    """The ``symbol`` command.
+        real: str | None = None, counter: tokens.Counter = tokens.EXACT) -> Result:
+    """The ``symbol`` command; ``counter`` counts the saved metric exactly or estimates it.
 
     :raises ExitError: 1 read, 2 unsupported extension or bad range, 3 slice failure, 4 not found.
     """
@@ -73,19 +73,19 @@ def run(path: str, name: str, config, *, kind: str | None = None, signature: boo
     if sym is None:
         raise ExitError(NOT_FOUND, not_found_message(name, kind))
     text = payload(parsed, sym, signature=signature, lines=lines, compact=compact)
-    before = tokens.count(src.text) if show_saved else 0
-    after = tokens.count(text) if show_saved else 0
+    before = counter.count(src.text) if show_saved else 0
+    after = counter.count(text) if show_saved else 0
     if json_mode:
         env = render.envelope("symbol", path=path, language=parsed.language, name=name,
                               symbol=sym.as_json(lines=True, doc=True))
         env["compact" if compact else "slice"] = text
         if show_saved:
-            env["saved"] = tokens.saved(before, after)
+            env["saved"] = counter.saved(before, after)
         return Result(render.dumps(env) + "\n")
     loc = f"{path}:{sym.start_line}" if sym.start_line == sym.end_line else f"{path}:{sym.start_line}-{sym.end_line}"
     header = f"# {sym.name}  {loc}"
     if show_saved:
-        header += f"  ({render.group(after)} tokens, saved ~{tokens.percent(before, after)}%)"
+        header += f"  ({counter.figure(after)} tokens, saved ~{tokens.percent(before, after)}%)"
     return Result(f"{header}\n{text}\n")
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+import threading
 
 from lib import jsonrpc
 from lib.code import symbols
@@ -323,6 +324,18 @@ def server(adapter: Adapter, version: str, log=None) -> jsonrpc.Server:
     return loop
 
 
+def preload() -> threading.Thread:
+    """Build the cl100k_base encoding on a daemon thread (a long-lived server counts exactly;
+    the first call then does not wait ~100 ms for the tokenizer). Returns the thread."""
+    from lib.code import tokens
+
+    thread = threading.Thread(target=tokens.encoding, name="ctxctl-preload", daemon=True)
+    thread.start()
+    return thread
+
+
 def serve(stdin, stdout, *, root: str, config, version: str, exec_timeout: float, log=None) -> int:
-    """Run the MCP server on binary streams until stdin EOF; returns the exit code (0)."""
+    """Run the MCP server on binary streams until stdin EOF; returns the exit code (0).
+    Token figures are exact (the tokenizer is preloaded by :func:`preload`)."""
+    preload()
     return server(Adapter(root, config, exec_timeout), version, log).serve(stdin, stdout)

@@ -42,24 +42,27 @@ def rows(syms: list, show_lines: bool = True, fold_threshold: int | None = None)
     return out
 
 
-def load(path: str, config, real: str | None = None):
-    """Read and parse ``path``: returns ``(Source, Parsed, symbols)``.
+def load(path: str, config, real: str | None = None, extract: bool = True):
+    """Read and parse ``path``: returns ``(Source, Parsed, symbols)`` (``symbols`` is ``None``
+    when ``extract`` is off: ``deps`` needs none).
 
     :raises ExitError: 1 read failure, 2 unsupported extension.
     """
     languages.require_backend(path)
     src = source.read(path, config.limits.max_file_bytes, real)
     parsed = languages.parse(path, src.data)
-    syms = symbols.extract(parsed, src.line_starts())
+    syms = symbols.extract(parsed, src.line_starts()) if extract else None
     return src, parsed, syms
 
 
 def run(path: str, config, *, json_mode: bool = False, show_saved: bool = True, no_doc: bool = False,
-        no_lines: bool = False, real: str | None = None) -> Result:
-    """The ``outline`` command. :raises ExitError: 1 read failure, 2 unsupported extension."""
+        no_lines: bool = False, real: str | None = None, counter: tokens.Counter = tokens.EXACT) -> Result:
+    """The ``outline`` command; ``counter`` counts the saved metric exactly or estimates it.
+
+    :raises ExitError: 1 read failure, 2 unsupported extension."""
     src, parsed, syms = load(path, config, real)
     show_doc = config.outline.show_doc and not no_doc
-    before = tokens.count(src.text) if show_saved else 0
+    before = counter.count(src.text) if show_saved else 0
     code = PARSE if parsed.errors else 0
     warnings, diagnostic = [], None
     if parsed.errors:
@@ -71,13 +74,13 @@ def run(path: str, config, *, json_mode: bool = False, show_saved: bool = True, 
         if parsed.errors:
             env["parse_error"] = {"count": parsed.errors, "message": PARSE_MESSAGE}
         if show_saved:
-            env["saved"] = tokens.saved(before, tokens.count(render.dumps(env)))
+            env["saved"] = counter.saved(before, counter.count(render.dumps(env)))
         return Result(render.dumps(env) + "\n", code, warnings, diagnostic)
     body = "".join(r + "\n" for r in rows(syms, not no_lines, config.outline.fold_threshold))
     if show_saved:
-        after = tokens.count(body)
+        after = counter.count(body)
         header = (f"# {path}  [{len(syms)} symbols, {render.human_bytes(len(src.data))} -> "
-                  f"{render.group(after)} tokens, saved ~{tokens.percent(before, after)}%]")
+                  f"{counter.figure(after)} tokens, saved ~{tokens.percent(before, after)}%]")
     else:
         header = f"# {path}  [{len(syms)} symbols]"
     return Result(header + "\n" + body, code, warnings, diagnostic)

@@ -11,8 +11,6 @@ Saved metric: before = tokens(whole file), after = sum of tokens(each slice).
 """
 from __future__ import annotations
 
-import re
-
 from lib.code import render, source, tokens
 from lib.code.errors import USAGE, ExitError
 from lib.code.render import Result
@@ -20,7 +18,10 @@ from lib.code.render import Result
 OPEN = None
 """The end of an open range (``N-``)."""
 
-_TOKEN = re.compile(r"^(\d+)(?:(-)(\d+)?)?$")
+
+
+def _number(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def parse_token(tok: str) -> tuple:
@@ -28,16 +29,16 @@ def parse_token(tok: str) -> tuple:
 
     :raises ExitError: code 2 ``invalid range `tok`: expected N, N-M, or N-``, ``ranges are 1-based…``, ``… is inverted``.
     """
-    m = _TOKEN.match(tok)
-    if not m:
+    first, dash, last = tok.partition("-")
+    if not _number(first) or (last and not _number(last)):
         raise ExitError(USAGE, f"invalid range `{tok}`: expected N, N-M, or N-")
-    start = int(m.group(1))
-    if m.group(2) is None:
+    start = int(first)
+    if not dash:
         end = start
-    elif m.group(3) is None:
+    elif not last:
         end = OPEN
     else:
-        end = int(m.group(3))
+        end = int(last)
     if start < 1:
         raise ExitError(USAGE, "ranges are 1-based; start must be >= 1")
     if end is not OPEN and end < start:
@@ -76,8 +77,9 @@ def clamp(rng: tuple, n_lines: int, what: str = "file") -> tuple:
 
 
 def run(path: str, spec: str | None, config, *, json_mode: bool = False, show_saved: bool = True,
-        real: str | None = None) -> Result:
-    """The ``read`` command; ``spec`` ``None`` or empty means the whole file (the MCP form).
+        real: str | None = None, counter: tokens.Counter = tokens.EXACT) -> Result:
+    """The ``read`` command; ``spec`` ``None`` or empty means the whole file (the MCP form);
+    ``counter`` counts the saved metric exactly or estimates it.
 
     :raises ExitError: 1 read failure, 2 bad or out-of-bounds range.
     """
@@ -86,15 +88,16 @@ def run(path: str, spec: str | None, config, *, json_mode: bool = False, show_sa
     lines = split_lines(src.text)
     resolved = [clamp(r, len(lines)) for r in ranges]
     slices = [(s, e, "".join(lines[s - 1:e])) for s, e in resolved]
-    before = tokens.count(src.text) if show_saved else 0
-    after = tokens.count_many(sl for _, _, sl in slices) if show_saved else 0
+    before = counter.count(src.text) if show_saved else 0
+    after = counter.many(sl for _, _, sl in slices) if show_saved else 0
     if json_mode:
         env = render.envelope("read", path=path,
                               ranges=[{"start_line": s, "end_line": e, "slice": sl} for s, e, sl in slices])
         if show_saved:
-            env["saved"] = tokens.saved(before, after)
+            env["saved"] = counter.saved(before, after)
         return Result(render.dumps(env) + "\n")
     out = "".join(f"# {path}:{s}-{e}\n{sl}\n" for s, e, sl in slices)
     if show_saved:
-        out += f"Saved ~{tokens.percent(before, after)}% ({render.group(before)} -> {render.group(after)} tokens)\n"
+        out += (f"Saved ~{tokens.percent(before, after)}% ({counter.figure(before)} -> "
+                f"{counter.figure(after)} tokens)\n")
     return Result(out)

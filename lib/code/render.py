@@ -5,14 +5,16 @@ same bytes for the same input on every run.
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+
+from lib.code.record import Record
 
 SCHEMA_VERSION = 1
 
 
 def dumps(obj) -> str:
     """Compact JSON with sorted keys and raw UTF-8 (no trailing newline)."""
+    import json
+
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -40,13 +42,9 @@ def error_json(code: int, message: str) -> str:
     return dumps({"error": {"code": code, "message": message}})
 
 
-@dataclass
-class Result:
+class Result(Record):
     """A command's outcome: ``out`` is everything stdout carries, ``code`` the exit code,
     ``warnings`` the stderr lines (without ``warning: ``), ``diagnostic`` a one-line reason for
     a non-zero code (used by the MCP adapter)."""
 
-    out: str
-    code: int = 0
-    warnings: list = field(default_factory=list)
-    diagnostic: str | None = None
+    FIELDS = (("out", ""), ("code", 0), ("warnings", list), ("diagnostic", None))

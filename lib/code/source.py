@@ -9,9 +9,8 @@ from __future__ import annotations
 import bisect
 import os
 import stat
-from dataclasses import dataclass
-
 from lib.code.errors import READ, ExitError
+from lib.code.record import Record
 
 
 def _kind(mode: int) -> str:
@@ -28,13 +27,10 @@ def _kind(mode: int) -> str:
     return "special file"
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(Record):
     """A file's bytes and decoded text; ``path`` is the path exactly as the user passed it."""
 
-    path: str
-    data: bytes
-    text: str
+    FIELDS = (("path", ""), ("data", b""), ("text", ""))
 
     def line_starts(self) -> list:
         """Byte offset at which each line starts (index 0 = line 1)."""

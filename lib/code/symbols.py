@@ -27,9 +27,6 @@ directly above — see docs/ctxctl.md for why this differs from upstream ctxctl.
 """
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 from lib.code import backends as _backends
 from lib.code.languages import Parsed
 from lib.code.source import span_lines
@@ -47,21 +44,19 @@ DEBUG_NAMES = {"class": "Class", "struct": "Struct", "enum": "Enum", "interface"
 SIGNATURE_CAP = 120
 
 
-@dataclass
 class Symbol:
     """One extracted definition. ``start``/``end`` are the byte range of its slice,
     ``start_line``/``end_line`` 1-based and inclusive; ``spec`` keeps the tree nodes for the
     compact view and is never serialised."""
 
-    name: str
-    kind: str
-    signature: str
-    start: int
-    end: int
-    start_line: int
-    end_line: int
-    doc: str | None
-    spec: object = None
+    __slots__ = ("name", "kind", "signature", "start", "end", "start_line", "end_line", "doc", "spec")
+
+    def __init__(self, name, kind, signature, start, end, start_line, end_line, doc, spec=None):
+        self.name, self.kind, self.signature, self.start, self.end = name, kind, signature, start, end
+        self.start_line, self.end_line, self.doc, self.spec = start_line, end_line, doc, spec
+
+    def __repr__(self):
+        return f"Symbol({self.name!r}, {self.kind!r}, L{self.start_line}-{self.end_line}, {self.signature!r})"
 
     def as_json(self, lines: bool = True, doc: bool = True) -> dict:
         """The JSON entry: name, kind, signature, start_line/end_line unless ``lines`` is off,
@@ -74,7 +69,32 @@ class Symbol:
         return out
 
 
-_ATTRIBUTE_LINE = re.compile(r"^\s*(#!?\[.*\]|@[\w.]+(\(.*\))?)\s*$")
+
+
+def attribute_only(line: str) -> bool:
+    """``line`` is nothing but an attribute (``#[…]``, ``#![…]``) or a decorator/annotation
+    (``@x``, ``@x.y(…)``). (String methods, not ``re``: this module is on every call's path.)"""
+    s = line.strip()
+    if s.startswith(("#[", "#![")):
+        return s.endswith("]")
+    if s.startswith("@") and len(s) > 1:
+        head, paren, _ = s[1:].partition("(")
+        if not head or not all(c.isalnum() or c in "_." for c in head):
+            return False
+        return not paren or s.endswith(")")
+    return False
+
+
+def _comment_cut(line: str, marker: str, need_space_after: bool = False) -> int:
+    """Index of the whitespace before the first ``marker`` preceded by whitespace (and, with
+    ``need_space_after``, followed by whitespace or the end), or -1."""
+    i = line.find(marker, 1)
+    while i > 0:
+        after = line[i + len(marker):i + len(marker) + 1]
+        if line[i - 1].isspace() and (not need_space_after or after == "" or after.isspace()):
+            return i - 1
+        i = line.find(marker, i + 1)
+    return -1
 _TRAILING = ("=>", "->", "(", "{", ",", ";", ":", "=")
 FIRST_LINE_CAP = 120
 """Cap, in characters, of a first-line signature (variables, constants, headings, rules)."""
@@ -111,13 +131,13 @@ def _cap(sig: str, cap: int) -> str:
 
 def clean_signature(line: str, comment_prefix: str = "//") -> str:
     """Normalise one source line into a first-line signature (rules in the module docstring)."""
-    cut = re.search(r"\s(//|/\*)", line)
-    if cut:
-        line = line[:cut.start()]
+    cuts = [c for c in (_comment_cut(line, "//"), _comment_cut(line, "/*")) if c >= 0]
+    if cuts:
+        line = line[:min(cuts)]
     if comment_prefix in ("#", "--"):
-        cut = re.search(r"\s" + re.escape(comment_prefix) + r"(\s|$)", line)
-        if cut:
-            line = line[:cut.start()]
+        cut = _comment_cut(line, comment_prefix, need_space_after=True)
+        if cut >= 0:
+            line = line[:cut]
     sig = _strip_trailing(" ".join(line.split()))
     return _cap(sig, FIRST_LINE_CAP) or "…"
 
@@ -127,13 +147,11 @@ def signature_at(data: bytes, start: int, end: int, comment_prefix: str) -> str:
     chunk = data[start:end].decode("utf-8", "replace")
     lines = chunk.split("\n")
     for line in lines:
-        if line.strip() and not _ATTRIBUTE_LINE.match(line):
+        if line.strip() and not attribute_only(line):
             return clean_signature(line.rstrip("\r"), comment_prefix)
     return clean_signature(lines[0] if lines else "", comment_prefix)
 
 
-_OPEN_SPACE = re.compile(r"([(\[<]) ")
-_SPACE_CLOSE = re.compile(r",? ([)\]])")
 
 
 def tidy_header(text: str) -> str:
@@ -141,8 +159,9 @@ def tidy_header(text: str) -> str:
     space, none after an opening or before a closing bracket, no trailing comma before a
     closing bracket; trailing ``=> -> ( { , ; : =`` stripped."""
     sig = " ".join(text.split())
-    sig = _OPEN_SPACE.sub(r"\1", sig)
-    sig = _SPACE_CLOSE.sub(r"\1", sig)
+    for old, new in (("( ", "("), ("[ ", "["), (", )", ")"), (", ]", "]"), (" )", ")"), (" ]", "]")):
+        if old in sig:
+            sig = sig.replace(old, new)
     return _strip_trailing(sig)
 
 
@@ -247,7 +266,21 @@ def tidy_header_piece(data: bytes, start: int, end: int, top, backend, strip: bo
     return _cap(piece, DECORATOR_CAP) if strip else piece
 
 
-_MARKER = re.compile(r"^(?:/\*+|\*+/?|//+!?|#+!?|--+(?:\[=*\[)?)")
+def _strip_marker(line: str) -> str:
+    """``line`` (stripped) without its comment marker: ``/*``, ``*``, ``//``, ``///``, ``//!``,
+    ``#``, ``#!``, ``--`` and Lua's ``--[[``/``--[==[`` openers, then leading ``*/!``."""
+    if line.startswith("#"):
+        line = line.lstrip("#")
+        line = line[1:] if line.startswith("!") else line
+    elif line.startswith("--"):
+        line = line.lstrip("-")
+        if line.startswith("["):
+            j = 1
+            while j < len(line) and line[j] == "=":
+                j += 1
+            if j < len(line) and line[j] == "[":
+                line = line[j + 1:]
+    return line.lstrip("*/!").strip()
 
 
 def strip_comment(raw: str) -> str:
@@ -258,8 +291,7 @@ def strip_comment(raw: str) -> str:
             body = body[: -len(end)]
     out = []
     for line in body.splitlines():
-        line = _MARKER.sub("", line.strip())
-        line = line.lstrip("*/!").strip()
+        line = _strip_marker(line.strip())
         if line:
             out.append(line)
     return " ".join(out)
@@ -295,8 +327,60 @@ def doc_above(node, data: bytes, comment_types) -> str | None:
     return text or None
 
 
-def walk_specs(parsed: Parsed):
-    """Yield every :class:`~lib.code.backends.Spec` of the tree in source pre-order."""
+_queries = {}
+
+
+def definition_nodes(parsed: Parsed, backend) -> list:
+    """Every node of a type in ``backend.definitions``, in source pre-order, found by one
+    tree-sitter query run in C (a Python walk over every node costs several times the parse)."""
+    from lib.code import languages
+
+    lang = parsed.tree.language
+    key = (id(lang), backend.name)
+    query = _queries.get(key)
+    if query is None:
+        kinds = sorted(k for k in backend.definitions if lang.id_for_node_kind(k, True))
+        query = _queries[key] = languages.binding().Query(lang, "[" + " ".join(f"({k})" for k in kinds) + "] @d")
+    nodes = languages.binding().QueryCursor(query).captures(parsed.tree.root_node).get("d", [])
+    nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
+    return nodes
+
+
+def walk_specs(parsed: Parsed, use_query: bool | None = None):
+    """Yield every :class:`~lib.code.backends.Spec` of the tree in source pre-order.
+
+    The candidates come from :func:`definition_nodes`; one under a ``backend.stops`` node is
+    skipped, exactly as a walk that does not descend there would skip it. Deep nesting costs
+    nothing in Python: only the candidates' ancestors are looked at. ``use_query`` ``None``
+    chooses by ``Backend.query_min_bytes``; ``True``/``False`` force one walk."""
+    backend = _backends.BACKENDS[parsed.language]
+    if use_query is None:
+        use_query = (len(parsed.data) >= backend.query_min_bytes
+                     or (id(parsed.tree.language), backend.name) in _queries)
+    if not use_query:
+        yield from walk_specs_python(parsed)  # a small file: the walk costs less than compiling the query
+        return
+    visit, data, stops = backend.visit, parsed.data, backend.stops
+    for node in definition_nodes(parsed, backend):
+        parent = node.parent
+        if stops:
+            up = parent
+            while up is not None and up.type not in stops:
+                up = up.parent
+            if up is not None:
+                continue
+        specs, _ = visit(node, data, parent)
+        for spec in specs:
+            if spec.name:
+                if "\n" in spec.name:  # a C++ specialisation's name may span lines
+                    spec.name = " ".join(spec.name.split())
+                yield spec
+
+
+def walk_specs_python(parsed: Parsed):
+    """:func:`walk_specs` as an explicit-stack walk in Python: used for small files of grammars
+    whose query is slow to compile (``Backend.query_min_bytes``), and to cross-check the query
+    walk in tests."""
     backend = _backends.BACKENDS[parsed.language]
     visit, data = backend.visit, parsed.data
     # parents travel on the stack: tree-sitter's Node.parent walks down from the root, which

@@ -21,11 +21,8 @@ a pytest and a git log output): 90% of them within −8%/+6% of the exact count,
 """
 from __future__ import annotations
 
-import binascii
-import hashlib
-import importlib.util
+import _thread
 import os
-import threading
 
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 """SHA-256 of cl100k_base.tiktoken, the value tiktoken's own ``openai_public`` pins."""
@@ -35,7 +32,7 @@ CL100K_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3
 CL100K_SPECIAL = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
                   "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
 
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()  # not ``threading``: this module is on every CLI call's import path
 _encoding = None
 
 
@@ -48,6 +45,8 @@ def vocabulary_path() -> str:
 
     :raises VocabularyError: the package is not installed.
     """
+    import importlib.util
+
     spec = importlib.util.find_spec("tiktoken_ext")
     for folder in (spec.submodule_search_locations or []) if spec else []:
         candidate = os.path.join(folder, "data", "cl100k_base.tiktoken")
@@ -62,6 +61,9 @@ def encoding():
     if _encoding is None:
         with _lock:
             if _encoding is None:
+                import binascii
+                import hashlib
+
                 import tiktoken
 
                 path = vocabulary_path()

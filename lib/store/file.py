@@ -64,10 +64,17 @@ class FileStore:
     def _tmpfile(self, data: bytes) -> str:
         os.makedirs(self._tmp, exist_ok=True)
         tmp = os.path.join(self._tmp, f"{os.getpid()}-{threading.get_ident()}-{time.monotonic_ns()}")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except BaseException:  # a full disk mid-write: leave no partial temp file behind
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
         return tmp
 
     def _lock(self, key: str):

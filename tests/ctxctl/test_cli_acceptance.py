@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 
 def test_outline_text_lists_symbols_with_aligned_kinds_and_metrics(ctxctl, fixture):
     path = fixture("sample.rs")
@@ -20,7 +22,7 @@ def test_outline_text_lists_symbols_with_aligned_kinds_and_metrics(ctxctl, fixtu
 
 def test_outline_json_has_entries_without_byte_ranges_and_positive_savings(ctxctl, fixture):
     path = fixture("sample.rs")
-    r = ctxctl("outline", path, "--json")
+    r = ctxctl("outline", path, "--json", "--exact-tokens")
     assert r.code == 0 and r.out.endswith("}\n")
     doc = json.loads(r.out)
     assert list(doc) == sorted(doc)
@@ -32,8 +34,10 @@ def test_outline_json_has_entries_without_byte_ranges_and_positive_savings(ctxct
     assert add["doc_comment"] == "Adds two numbers."
     assert all("byte_range" not in s for s in doc["symbols"])
     saved = doc["saved"]
-    assert saved["percent"] > 0 and saved["tokens_before"] > saved["tokens_after"]
-    assert ctxctl("outline", path, "--format", "json").out == r.out
+    assert saved["percent"] > 0 and saved["tokens_before"] > saved["tokens_after"] and "estimated" not in saved
+    assert ctxctl("outline", path, "--format", "json", "--exact-tokens").out == r.out
+    estimated = json.loads(ctxctl("outline", path, "--json").out)["saved"]  # the default: no tokenizer load
+    assert estimated["estimated"] is True and estimated["tokens_before"] > 0
 
 
 def test_outline_json_no_doc_no_lines_drops_fields(ctxctl, fixture):
@@ -201,3 +205,27 @@ def test_docs_cover_every_command_and_the_mcp_tool_list():
     for tool in mcp.tool_list():
         assert f"`{tool['name']}`" in doc, tool["name"]
     assert "reads the real docstring" in doc
+
+
+@pytest.mark.parametrize("argv", [
+    ["outline", "sample.rs", "--json", "--no-saved"],
+    ["symbol", "sample.rs", "--name", "add", "--kind", "fn", "--signature"],
+    ["read", "sample.rs", "--lines", "1-3", "--no-saved"],
+    ["deps", "sample.rs", "--format", "json"],
+])
+def test_the_fast_command_line_parser_agrees_with_argparse(argv):
+    """ctxctl.fast_args (the file commands without argparse) yields what argparse yields."""
+    import ctxctl as cli
+
+    fast = vars(cli.fast_args(argv))
+    slow = vars(cli.build_parser().parse_args(argv))
+    assert {k: v for k, v in fast.items() if k in slow} == slow
+
+
+@pytest.mark.parametrize("argv", [["outline"], ["outline", "a.rs", "--bogus"], ["symbol", "a.rs"],
+                                  ["symbol", "a.rs", "--name", "x", "--compact", "--lines", "1"],
+                                  ["outline", "-h"], ["exec", "true"], ["symbol", "a.rs", "--name", "x", "--kind", "nope"]])
+def test_the_fast_parser_leaves_everything_unusual_to_argparse(argv):
+    import ctxctl as cli
+
+    assert cli.fast_args(argv) is None

@@ -130,6 +130,9 @@ def test_cpp_trailing_specifiers_and_multi_line_parameters():
     assert signature_of(path, "vwindows_error") == (
         "std::system_error vwindows_error(int err_code, string_view format_str, format_args args)")
     assert signature_of(path, "utf8_system_category") == "class utf8_system_category final : public std::error_category"
+    with open(path, "rb") as fh:
+        names = [s.name for s in symbols.extract(languages.parse(path, fh.read()))]
+    assert "FMT_CATCH" not in names  # `FMT_CATCH(...) {}` is a macro call, not a function
 
 
 def test_ruby_keyword_defaults_over_two_lines():
@@ -146,6 +149,8 @@ def test_lua_function_header():
     ("class A:\n    @staticmethod\n    @cache(\n        size=3,\n    )\n    def f(a,  # first\n          b: int = 2,\n    ) -> int:\n        pass\n",
      "f", "@staticmethod @cache(size=3) def f(a, b: int = 2) -> int"),
     ("def g(x): return x\n", "g", "def g(x)"),
+    ("@dataclass(frozen=True)\nclass P(Base,\n        metaclass=M):\n    x: int\n", "P",
+     "@dataclass(frozen=True) class P(Base, metaclass=M)"),
 ])
 def test_python_header_rules(source, name, expected):
     parsed = languages.parse("a.py", source.encode())
@@ -158,3 +163,45 @@ def test_a_pathological_decorator_is_capped_but_parameters_are_not():
     sig = next(iter(symbols.extract(languages.parse("a.py", src.encode())))).signature
     assert sig.endswith("… def test_x(a, b, c=1, d=2)")
     assert len(sig.split("…")[0]) == symbols.DECORATOR_CAP - 1
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(REAL)) + ["../sample.py", "../sample.go", "../sample.rs",
+                                                           "../sample.md", "../sample.html", "../sample.css"])
+def test_query_walk_finds_what_the_python_walk_finds(name):
+    """The C query walk (lib.code.symbols.walk_specs) lists exactly the definitions of a full
+    Python walk that honours each backend's stops, in the same order."""
+    path = os.path.join(REAL, name)
+    with open(path, "rb") as fh:
+        parsed = languages.parse(path, fh.read())
+    fast = [(s.name, s.kind, s.node.start_byte) for s in symbols.walk_specs(parsed, use_query=True)]
+    slow = [(s.name, s.kind, s.node.start_byte) for s in symbols.walk_specs_python(parsed)]
+    assert fast == slow and fast
+
+
+def test_javascript_methods_assigned_to_an_object_are_listed():
+    """Express's response.js defines every method as `res.x = function x(…) {…}`; upstream's
+    outline of it showed only its imports."""
+    path = os.path.join(REAL, "express_response.js")
+    with open(path, "rb") as fh:
+        syms = symbols.extract(languages.parse(path, fh.read()))
+    by = {s.name: s for s in syms}
+    assert by["res.status"].kind == "function" and by["res.status"].signature == "res.status = function status(code)"
+    assert by["res.links"].signature == "res.links = function(links)"
+    assert by["res.sendFile"].signature == "res.sendFile = function sendFile(path, options, callback)"
+    assert "module.exports" not in by  # `module.exports = res` assigns no function
+    with open(path, encoding="utf-8") as fh:  # every `res.x =` at the start of a line, chained ones too
+        written = {line.split(" =")[0] for line in fh if line.startswith("res.") and " =" in line}
+    assert {"res.set", "res.header", "res.contentType", "res.type"} <= written and len(written) == 22
+    assert {s.name for s in syms if s.name.startswith("res.")} == written  # chained `a = b = function` too
+
+
+@pytest.mark.parametrize("path, source, name, expected", [
+    ("a.ts", 'class A {\n  @HostListener("click", ["$event"])\n  onClick(e: Event): void {}\n}\n', "onClick",
+     '@HostListener("click", ["$event"]) onClick(e: Event): void'),
+    ("a.rs", '#[derive(Debug, Clone)]\n#[serde(rename_all = "camelCase")]\npub struct Config {\n    a: u8,\n}\n', "Config",
+     '#[derive(Debug, Clone)] #[serde(rename_all = "camelCase")] pub struct Config'),
+])
+def test_decorators_outside_the_definition_node(path, source, name, expected):
+    """TypeScript method decorators and Rust attributes are siblings before the definition."""
+    parsed = languages.parse(path, source.encode())
+    assert next(s for s in symbols.extract(parsed) if s.name == name).signature == expected

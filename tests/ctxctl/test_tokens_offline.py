@@ -101,3 +101,38 @@ def test_file_commands_import_no_network_or_store_modules():
     assert r.returncode == 0, r.stderr
     mods = {m.split(".")[0] for m in json.loads(r.stdout)}
     assert not mods & {"requests", "urllib3", "http", "ssl", "socket", "boto3", "botocore", "pyarrow", "numpy"}
+
+
+def test_estimate_stays_near_the_exact_count_on_unseen_real_files():
+    """The estimator was fitted on other files; on these (jsonschema's and boto3's test-free
+    modules it did not see, and this repository's own docs) it stays within its stated band."""
+    import glob
+    import importlib.util
+
+    from lib.code import tokens
+
+    folder = list(importlib.util.find_spec("pyarrow").submodule_search_locations)[0]
+    paths = sorted(glob.glob(os.path.join(folder, "parquet", "*.py")))[:6]
+    paths += sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))[:4]
+    assert len(paths) >= 6
+    for path in paths:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        exact, estimate = tokens.count(text), tokens.estimate(text)
+        assert 0.80 * exact <= estimate <= 1.30 * exact, (path, exact, estimate)
+    assert tokens.estimate("") == 0 and tokens.estimate("a") == 1
+
+
+def test_cli_estimates_with_a_tilde_and_mcp_counts_exactly(tmp_path):
+    from lib.code import config, mcp
+
+    (tmp_path / "a.py").write_text("def add(a, b):\n    return a + b\n" * 20)
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path))
+    cli = subprocess.run([sys.executable, os.path.join(ROOT, "ctxctl.py"), "read", "a.py", "--lines", "1-2"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert cli.stdout.splitlines()[-1].startswith("Saved ~") and "(~" in cli.stdout.splitlines()[-1]
+    exact = subprocess.run([sys.executable, os.path.join(ROOT, "ctxctl.py"), "read", "a.py", "--lines", "1-2",
+                            "--exact-tokens"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    adapter = mcp.Adapter(str(tmp_path), config.Config(), 5)
+    answer = adapter.call("ctxctl_read", {"file": "a.py", "lines": "1-2"})["content"][0]["text"]
+    assert answer.splitlines()[-1] == exact.stdout.splitlines()[-1] and "(~" not in answer

@@ -85,6 +85,7 @@ SQL_VALUE = st.one_of(st.none(), st.integers(-(2 ** 63), 2 ** 63 - 1), st.floats
                                        '["a", 1e999, {"x": NaN}]', '{"input_tokens": 1e999}']))
 CLAIM_ROW = st.fixed_dictionaries({c: SQL_VALUE for c in snapshot.CLAIM_COLUMNS if c not in ("claim_id",)})
 SESSION_ROW = st.fixed_dictionaries({c: SQL_VALUE for c in snapshot.SESSION_COLUMNS if c != "session_id"})
+HANDOFF_ROW = st.fixed_dictionaries({c: SQL_VALUE for c in snapshot.HANDOFF_COLUMNS if c != "record_id"})
 META = st.dictionaries(st.sampled_from(["summarize_mode", "agent_reads_enabled", "relevance_floor",
                                         "relevance_floor_mixed", "schema_version", "fleet_id"]), SQL_VALUE, max_size=4)
 
@@ -111,7 +112,7 @@ class Home:
     def write(self, name: str, data: bytes) -> None:
         atomic_write(os.path.join(self.cfg.paths.fleet_cache(FLEET), name), data, mode=0o644)
 
-    def snapshot(self, claims: list[dict], sessions: list[dict], meta: dict) -> None:
+    def snapshot(self, claims: list[dict], sessions: list[dict], meta: dict, handoffs: list[dict] = ()) -> None:
         """A real snapshot (:func:`lib.snapshot.build`), then every generated cell written raw."""
         good = [{"claim_id": "c-good", "claim": "postgres migrations run first", "claim_type": "environment",
                  "subject": "postgres", "status": "promoted", "confidence": 0.8, "independent_sessions": 2,
@@ -134,6 +135,9 @@ class Home:
             if i % 2 == 0:
                 row.update(summary=f"postgres {row['summary']!s:.20}")
             conn.execute(f"INSERT INTO sessions ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
+        for i, row in enumerate(handoffs):
+            row = dict(row, record_id=f"h{i}")
+            conn.execute(f"INSERT INTO handoffs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
         for k, v in meta.items():
             conn.execute("INSERT OR REPLACE INTO snapshot_meta (key, value) VALUES (?, ?)", (k, v))
         conn.commit()
@@ -209,18 +213,22 @@ def test_any_live_cache_content_leaves_every_tool_answering(sync, roster, leases
         home.write("sync.json", sync)
         home.write("roster.json", roster)
         home.write("leases.json", leases)
+        # the write tools' retry memory (spool/.state/mcp-last/) is local state too: garbage in it
+        # only means no retry is recognised
+        atomic_write(home.cfg.paths.mcp_last_write(FLEET, AGENT, None), sync)
         status = every_tool_answers(home)[0]
         assert isinstance(status["agents"], list) and isinstance(status["leases"], list)
 
 
 @SETTINGS
-@given(claims=st.lists(CLAIM_ROW, max_size=4), sessions=st.lists(SESSION_ROW, max_size=4), meta=META)
+@given(claims=st.lists(CLAIM_ROW, max_size=4), sessions=st.lists(SESSION_ROW, max_size=4), meta=META,
+       handoffs=st.lists(HANDOFF_ROW, max_size=3))
 @example(claims=[dict.fromkeys(snapshot.CLAIM_COLUMNS, None) | {"confidence": "high", "visible_to_agents": 1,
                                                                  "status": "promoted", "claim": "postgres"}],
-         sessions=[], meta={})
-def test_any_snapshot_cell_leaves_every_tool_answering(claims, sessions, meta):
+         sessions=[], meta={}, handoffs=[])
+def test_any_snapshot_cell_leaves_every_tool_answering(claims, sessions, meta, handoffs):
     with Home() as home:
-        home.snapshot(claims, sessions, meta)
+        home.snapshot(claims, sessions, meta, handoffs)
         answers = every_tool_answers(home)
         for payload in answers:
             if payload.get("enabled") is False:
@@ -252,16 +260,83 @@ def test_any_cache_content_leaves_the_hook_answering(briefing, leases, roster):
 
 
 @SETTINGS
-@given(roster=encoded(ROSTER), claims=st.lists(CLAIM_ROW, max_size=3), sessions=st.lists(SESSION_ROW, max_size=3))
-def test_any_cache_content_leaves_syncd_rendering_a_briefing(roster, claims, sessions):
+@given(roster=encoded(ROSTER), claims=st.lists(CLAIM_ROW, max_size=3), sessions=st.lists(SESSION_ROW, max_size=3),
+       handoffs=st.lists(HANDOFF_ROW, max_size=3))
+def test_any_cache_content_leaves_syncd_rendering_a_briefing(roster, claims, sessions, handoffs):
     import syncd
 
     with Home() as home:
         home.write("roster.json", roster)
-        home.snapshot(claims, sessions, {})
+        home.snapshot(claims, sessions, {}, handoffs)
         logged = []
         out = syncd.render_briefing(home.cfg, lambda ev, **kw: logged.append((ev, kw)))
         with open(home.cfg.paths.briefing(FLEET), "rb") as fh:
             data = json.loads(fh.read())
         assert isinstance(data["text"], str) and out["briefing_chars"] == len(data["text"])
         assert all(not (isinstance(v, float) and math.isnan(v)) for v in data.values())
+
+
+@SETTINGS
+@given(side=encoded(shaped({"etag": JSONISH, "pointer": st.one_of(JSONISH, shaped({"sha256": JSONISH})),
+                            "file": JSONISH})),
+       blob=st.one_of(st.binary(max_size=64), st.just(b"")))
+def test_any_snapshot_mirror_state_leaves_syncd_refreshing_the_cache(side, blob):
+    """syncd's own record of the mirrored snapshot (``snapshot.bin.pointer.json``) and the
+    mirrored file itself, garbage: the next refresh verifies, downloads again and renders."""
+    import syncd
+    from lib.store import open_store
+
+    with Home() as home:
+        store = open_store(home.cfg.store)
+        data = _base_snapshot([{"claim_id": "c-good", "claim": "postgres migrations run first", "claim_type": "environment",
+                                "subject": "postgres", "status": "promoted", "confidence": 0.8, "independent_sessions": 2,
+                                "visible_to_agents": 1}])
+        snapshot.publish(store, FLEET, data, maint_epoch=1, built_at="2027-01-01T00:00:00.000Z", claim_count=1,
+                         session_count=0)
+        path = home.cfg.paths.snapshot(FLEET)
+        home.write("snapshot.bin", blob)
+        atomic_write(path + ".pointer.json", side)
+        out = syncd.refresh_cache(home.cfg, store, lambda *a, **k: None)
+        assert out["snapshot_sha"] == snapshot.sha256(data)
+        with open(path, "rb") as fh:
+            assert fh.read() == data
+
+
+@settings(max_examples=25, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(live_state=encoded(shaped({"sessions": JSONISH, "agents": JSONISH, "held": JSONISH, "requests": JSONISH,
+                                  "lost": JSONISH, "roster": JSONISH, "stale_since": TIME})),
+       watermark=encoded(shaped({"files": st.one_of(JSONISH, st.dictionaries(st.text(max_size=8), SCALAR))})))
+def test_any_local_syncd_state_leaves_a_pass_running_and_the_spool_draining(live_state, watermark):
+    """syncd's own state files (the live plane's memory, the MCP consumers' watermarks) garbage:
+    the pass logs and goes on, the handoff in the MCP spool still reaches the store, and the
+    spool is reclaimed."""
+    import syncd
+    from lib import handoffs
+    from lib.paths import MCP_CONSUMERS
+    from lib.store import open_store
+
+    with Home() as home:
+        atomic_write(home.cfg.paths.live_state(FLEET), live_state)
+        for name in MCP_CONSUMERS:
+            atomic_write(home.cfg.paths.mcp_consumer_state(FLEET, name), watermark)
+        ctx = mcp_tools.Context(home.cfg, cwd=home.dir, clock=lambda: NOW)
+        rid = mcp_tools.Tools(ctx).fleet_handoff({"summary": "fuzzed state", "status": "done"})["record_id"]
+        store = open_store(home.cfg.store)
+        summary = syncd.run_pass(home.cfg, store, lambda *a, **k: None)
+        assert "live_error" not in summary["live"], summary
+        assert rid in [n["record_id"] for n in handoffs.load_recent(store, FLEET, now=NOW)]
+        syncd.run_pass(home.cfg, store, lambda *a, **k: None)
+        assert not os.path.exists(home.cfg.paths.mcp_spool(FLEET))
+
+
+def test_gigantic_cache_files_are_unreadable_not_loaded():
+    """A cache file larger than the reader's cap (16 MiB for the MCP server, 8 MiB / 1 MiB for the
+    hook) is reported unreadable without being parsed; every tool and the hook still answer."""
+    big = b'{"agents": [' + b'{"agent_id": "x", "task": "' + b"y" * (17 << 20) + b'"}]}'
+    with Home() as home:
+        for name in ("roster.json", "leases.json", "sync.json", "briefing.json"):
+            home.write(name, big)
+        status = every_tool_answers(home)[0]
+        assert status["enabled"] is False and "larger than" in status["note"]
+        assert hook_answers(home, "SessionStart", {"session_id": "s1", "hook_event_name": "SessionStart"}) == {}

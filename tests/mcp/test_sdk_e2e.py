@@ -181,3 +181,38 @@ def test_sdk_session_on_an_empty_home_degrades_honestly(tmp_path):
     for name, result in anyio.run(go).items():
         assert result.is_error is False, name
         assert json.loads(text_of(result))["enabled"] is False, name
+
+
+def test_sdk_session_on_the_issue_19_garbage_cache_never_answers_is_error(tmp_path):
+    """The reproductions of issue #19 through the official client: out-of-range times in
+    sync.json, roster.json and leases.json, and a snapshot row with ``confidence = 'high'``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
+    env.update(PYTHONPATH=ROOT, CTXLAKE_HOME=str(tmp_path), CTXLAKE_CONFIG=str(tmp_path / "absent.toml"),
+               CTXLAKE_FLEET_ID=FLEET, CTXLAKE_AGENT_ID=AGENT)
+    cache = tmp_path / "cache" / FLEET
+    cache.mkdir(parents=True)
+    (cache / "sync.json").write_bytes(b'{"last_run_at": 1e308}')
+    (cache / "roster.json").write_bytes(b'{"refreshed_at": 1e20, "agents": [{"agent_id": "cc-02", "updated_at": 1e308}]}')
+    (cache / "leases.json").write_bytes(b'{"refreshed_at": 1e20, "store_time": -1e308, "leases": []}')
+    row = {"claim_id": "c1", "claim": "postgres migrations run first", "claim_type": "outcome", "subject": "postgres",
+           "status": "promoted", "visible_to_agents": 1, "confidence": 0.5, "independent_sessions": 1}
+    atomic_write(str(cache / "snapshot.bin"), snapshot.build(FLEET, [], [row], meta={"summarize_mode": "agent"}))
+    with sqlite3.connect(str(cache / "snapshot.bin")) as conn:
+        conn.execute("UPDATE claims SET confidence = 'high'")
+
+    async def go():
+        async with Client(StdioServerParameters(command=PYTHON, args=[os.path.join(ROOT, "mcp_server.py")], env=env,
+                                                cwd=str(tmp_path))) as client:
+            return {name: await client.call_tool(name, args) for name, args in (
+                ("fleet_status", {}), ("fleet_claim", {"paths": ["a.py"], "reason": "r"}),
+                ("fleet_handoff", {"summary": "s", "status": "done"}),
+                ("memory_propose", {"claim": "c", "type": "outcome", "subject": "s",
+                                    "evidence": [{"session_id": "s", "message_id": "m"}]}),
+                ("memory_search", {"query": "postgres migrations"}), ("memory_timeline", {"subject": "postgres"}))}
+
+    got = anyio.run(go)
+    for name, result in got.items():
+        assert result.is_error is False, (name, text_of(result))
+    [hit] = json.loads(text_of(got["memory_search"]))["results"]
+    assert hit["claim_id"] == "c1" and hit["confidence"] is None  # the bad cell reads as unknown, the row stays
+    assert json.loads(text_of(got["fleet_status"]))["cache"]["sync"]["last_run_at"] is None

@@ -13,7 +13,7 @@ from tests.mcp.conftest import AGENT, FLEET, NOW, spool_lines, write_cache
 
 SECRET = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8I9j0" * 2
 AWS = "AKIAIOSFODNN7EXAMPLE"
-COMMON = {"kind", "record_id", "request_id", "fleet_id", "agent_id", "requested_at"}
+COMMON = {"kind", "record_id", "request_key", "fleet_id", "agent_id", "requested_at"}
 
 
 def test_tools_list_has_the_eight_tools_and_no_memory_write(make_session):

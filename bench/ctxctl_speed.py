@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""What an agent waits for when it calls ctxctl: per language, per verb, a cold ``ctxctl.py``
+process against a bare interpreter of the same venv and against Universal Ctags, in one
+interleaved run, on real source files (issue #24).
+
+For every file of the corpus (``tests/ctxctl/fixtures/real/`` — one or two real files per
+language, sources in tests/fixtures/NOTICE.md — and boto3/botocore files of three sizes from the
+venv for Python) and every verb (``outline``, ``symbol`` on the file's middle top-level symbol,
+``deps``), each round runs, in one interleaved sequence: the ctxctl call, ``python -c pass``
+(the bare interpreter, spawned the same way) and ``ctags -x`` on the same file. Wall time is
+``perf_counter`` around ``subprocess.run``; CPU is the children's user+system time from
+``getrusage``. Medians over the rounds are compared with the budgets:
+
+* wall(ctxctl) / wall(bare interpreter) ≤ 3 (cold process, median);
+* parse CPU per 1,000 lines ≤ Universal Ctags': ctxctl's parse + symbol extraction in-process
+  (grammar loaded), against one ``ctags`` process tagging the same file repeated 20 times (its
+  start-up amortised).
+
+Bytecode is compiled first (``compileall`` over ``lib/``), as the container image does
+(Dockerfile): with ``PYTHONDONTWRITEBYTECODE=1`` and no ``__pycache__`` every call would
+recompile ctxctl's modules, which is not how it runs.
+
+``--agreement`` adds, per language, the outline's agreement with ctags on the same files: the
+definition names ctags finds that ctxctl misses and the reverse (ctags' import, include,
+parameter and local-variable kinds left out: ctxctl lists imports under ``deps``).
+
+``--mcp`` measures instead the per-call latency of one long-lived ``ctxctl.py mcp`` process
+(the way an MCP client runs it): each file's first call (its grammar and query not yet loaded)
+and the median of the following rounds, per verb.
+
+Usage: ``.venv/bin/python bench/ctxctl_speed.py [--rounds N] [--agreement] [--mcp] [--json]``.
+Nothing here asserts; the numbers are for docs/ctxctl.md and for regressions.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+REAL = os.path.join(ROOT, "tests", "ctxctl", "fixtures", "real")
+CTXCTL = os.path.join(ROOT, "ctxctl.py")
+VERBS = ("outline", "symbol", "deps")
+WALL_BUDGET = 3.0
+CTAGS_LANG = {"python": "Python", "rust": "Rust", "typescript": "TypeScript", "javascript": "JavaScript",
+              "go": "Go", "java": "Java", "c": "C", "cpp": "C++", "csharp": "C#", "ruby": "Ruby", "lua": "Lua",
+              "html": "HTML", "css": "CSS", "markdown": "Markdown"}
+CTAGS_SKIP_KINDS = {"import", "include", "namespace_import", "module_import", "parameter", "local", "label",
+                    "unknown", "externvar", "header", "macroparam", "alias", "using", "package", "fileName"}
+"""ctags kinds left out of the comparison: imports and includes (ctxctl lists them under
+``deps``), parameters, locals and labels (never outline symbols). Everything else ctags tags
+— fields, enumerators, constants, anchors — counts, so a kind ctxctl's contract does not list
+shows up as a miss."""
+
+
+def corpus() -> list:
+    """``(language, path)`` for every benchmarked file."""
+    from lib.code import languages
+
+    files = sorted(os.path.join(REAL, n) for n in os.listdir(REAL))
+    out = [(languages.backend_for(f), f) for f in files if languages.backend_for(f)]
+    import importlib.util
+
+    for package, rel in (("boto3", "utils.py"), ("boto3", "session.py"), ("botocore", "utils.py")):
+        spec = importlib.util.find_spec(package)
+        path = os.path.join(list(spec.submodule_search_locations)[0], rel)
+        if os.path.isfile(path):
+            out.append(("python", path))
+    return out
+
+
+def middle_symbol(path: str) -> str | None:
+    """Name of the top-level symbol at the middle of the file (the ``symbol`` verb's target)."""
+    from lib.code import languages, lookup, symbols
+
+    with open(path, "rb") as fh:
+        data = fh.read()
+    tops = lookup.top_level(symbols.extract(languages.parse(path, data)))
+    return tops[len(tops) // 2].name if tops else None
+
+
+def timed(argv: list) -> tuple:
+    """``(wall seconds, child CPU seconds)`` of one run of ``argv`` (output discarded)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, cwd=ROOT)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def lines_of(path: str) -> int:
+    with open(path, "rb") as fh:
+        return fh.read().count(b"\n") or 1
+
+
+def parse_cpu_per_kline(path: str, repeat: int = 20) -> float:
+    """ctxctl's in-process parse + extraction CPU, ms per 1,000 lines (grammar loaded)."""
+    from lib.code import languages, symbols
+
+    with open(path, "rb") as fh:
+        data = fh.read()
+    symbols.extract(languages.parse(path, data))  # load the grammar once
+    start = time.process_time()
+    for _ in range(repeat):
+        symbols.extract(languages.parse(path, data))
+    return (time.process_time() - start) * 1e6 / (repeat * lines_of(path))
+
+
+def ctags_cpu_per_kline(ctags: str, language: str, path: str, repeat: int = 20) -> float:
+    """One ctags process tagging ``path`` ``repeat`` times: CPU ms per 1,000 lines."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([ctags, "-f", "-", f"--languages={CTAGS_LANG[language]}", "-L", "-"],
+                   input=("\n".join([path] * repeat)).encode(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu * 1e6 / (repeat * lines_of(path))
+
+
+def ctags_names(ctags: str, language: str, path: str) -> collections.Counter:
+    """Definition names ctags reports for ``path`` (see :data:`CTAGS_SKIP_KINDS`)."""
+    r = subprocess.run([ctags, "-x", "--_xformat=%N\t%K", f"--languages={CTAGS_LANG[language]}",
+                        "--language-force=" + CTAGS_LANG[language], "-o", "-", path], capture_output=True, text=True)
+    names = collections.Counter()
+    for line in r.stdout.splitlines():
+        name, _, kind = line.partition("\t")
+        if kind not in CTAGS_SKIP_KINDS and name:
+            names[name] += 1
+    return names
+
+
+def ctxctl_names(path: str, language: str) -> collections.Counter:
+    from lib.code import languages, symbols
+
+    with open(path, "rb") as fh:
+        data = fh.read()
+    out = collections.Counter()
+    for s in symbols.extract(languages.parse(path, data)):
+        name = s.name
+        if language == "cpp" and "::" in name:
+            name = name.rpartition("::")[2]  # ctags names `A::f` by its last component
+        if language in ("javascript", "typescript") and "." in name:
+            name = name.rpartition(".")[2]  # and `res.status = function …` as `status`
+        out[name] += 1
+    return out
+
+
+def agreement(ctags: str, files: list) -> dict:
+    """Per language: symbols each side found, and the misses both ways (names, as multisets)."""
+    per = {}
+    for language, path in files:
+        theirs, ours = ctags_names(ctags, language, path), ctxctl_names(path, language)
+        row = per.setdefault(language, {"files": 0, "ctags": 0, "ctxctl": 0, "ctxctl_misses": 0, "ctags_misses": 0,
+                                        "examples_missed_by_ctxctl": [], "examples_missed_by_ctags": []})
+        row["files"] += 1
+        row["ctags"] += sum(theirs.values())
+        row["ctxctl"] += sum(ours.values())
+        missed_by_us, missed_by_them = theirs - ours, ours - theirs
+        row["ctxctl_misses"] += sum(missed_by_us.values())
+        row["ctags_misses"] += sum(missed_by_them.values())
+        row["examples_missed_by_ctxctl"] += sorted(missed_by_us)[:4]
+        row["examples_missed_by_ctags"] += sorted(missed_by_them)[:4]
+    return per
+
+
+def mcp_latency(files: list, rounds: int) -> list:
+    """Per file and verb: ``(first call ms, median of later calls ms)`` over one MCP process."""
+    proc = subprocess.Popen([sys.executable, CTXCTL, "mcp"], cwd=ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    ids = iter(range(1, 1 << 30))
+
+    def ask(method, params):
+        proc.stdin.write((json.dumps({"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params})
+                          + "\n").encode())
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+
+    ask("initialize", {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "bench"}})
+    time.sleep(1.0)  # the tokenizer preload finishes (it runs on a thread at start-up)
+    out = []
+    root = os.path.realpath(ROOT)
+    try:
+        for language, path in files:
+            if not os.path.realpath(path).startswith(root + os.sep):
+                continue  # the venv's files are outside the workspace the server is pinned to
+            rel = os.path.relpath(path, ROOT)
+            target = middle_symbol(path)
+            for verb in VERBS:
+                args = {"file": rel}
+                if verb == "symbol":
+                    if target is None:
+                        continue
+                    args["name"] = target
+                times = []
+                for _ in range(rounds + 1):
+                    start = time.perf_counter()
+                    ask("tools/call", {"name": f"ctxctl_{verb}", "arguments": args})
+                    times.append((time.perf_counter() - start) * 1000)
+                out.append({"language": language, "file": os.path.basename(path), "verb": verb,
+                            "first_ms": round(times[0], 1), "warm_ms": round(statistics.median(times[1:]), 1)})
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--agreement", action="store_true", help="also compare outlines with ctags")
+    ap.add_argument("--agreement-only", action="store_true", help="only the ctags comparison (no timing)")
+    ap.add_argument("--mcp", action="store_true", help="per-call latency of one ctxctl mcp process instead")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    py = sys.executable
+    ctags = shutil.which("ctags")
+    import compileall
+
+    compileall.compile_dir(os.path.join(ROOT, "lib"), quiet=1)
+    files = corpus()
+    if args.agreement_only:
+        print(json.dumps(agreement(ctags, files), indent=2))
+        return 0
+    if args.mcp:
+        rows = mcp_latency(files, args.rounds)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+            return 0
+        for r in rows:
+            print(f"  {r['language']:<10} {r['file'][:34]:<34} {r['verb']:<7} first {r['first_ms']:>6.1f} ms"
+                  f"  warm {r['warm_ms']:>6.1f} ms")
+        print(f"  median warm call {statistics.median(r['warm_ms'] for r in rows):.1f} ms, "
+              f"median first call {statistics.median(r['first_ms'] for r in rows):.1f} ms")
+        return 0
+    jobs = []
+    for language, path in files:
+        target = middle_symbol(path)
+        for verb in VERBS:
+            extra = ["--name", target] if verb == "symbol" else []
+            if verb == "symbol" and target is None:
+                continue
+            jobs.append((language, path, verb, [py, CTXCTL, verb, path] + extra))
+    samples = collections.defaultdict(list)
+    for _ in range(args.rounds):  # one interleaved sequence: ctxctl, bare, ctags, next job …
+        for language, path, verb, cmd in jobs:
+            samples[(path, verb)].append(timed(cmd))
+            samples[("bare", path, verb)].append(timed([py, "-c", "pass"]))
+            if ctags and verb == "outline":
+                samples[("ctags", path)].append(timed([ctags, "-x", f"--languages={CTAGS_LANG[language]}", path]))
+    med = lambda xs, i: statistics.median(x[i] for x in xs) * 1000  # noqa: E731 (ms)
+    rows = []
+    for language, path, verb, _ in jobs:
+        ours, bare = samples[(path, verb)], samples[("bare", path, verb)]
+        row = {"language": language, "file": os.path.basename(path), "lines": lines_of(path), "verb": verb,
+               "wall_ms": round(med(ours, 0), 1), "cpu_ms": round(med(ours, 1), 1),
+               "bare_wall_ms": round(med(bare, 0), 1), "bare_cpu_ms": round(med(bare, 1), 1)}
+        row["wall_vs_bare"] = round(row["wall_ms"] / row["bare_wall_ms"], 2)
+        if ctags:
+            ct = samples[("ctags", path)]
+            row["ctags_wall_ms"], row["ctags_cpu_ms"] = round(med(ct, 0), 1), round(med(ct, 1), 1)
+        rows.append(row)
+    parse = []
+    for language, path in files:
+        entry = {"language": language, "file": os.path.basename(path), "lines": lines_of(path),
+                 "ctxctl_parse_cpu_ms_per_kline": round(parse_cpu_per_kline(path), 2)}
+        if ctags:
+            entry["ctags_cpu_ms_per_kline"] = round(ctags_cpu_per_kline(ctags, language, path), 2)
+            entry["ratio"] = round(entry["ctxctl_parse_cpu_ms_per_kline"] / max(entry["ctags_cpu_ms_per_kline"], 1e-3), 2)
+        parse.append(entry)
+    report = {"rounds": args.rounds, "budget_wall_vs_bare": WALL_BUDGET, "calls": rows, "parse": parse}
+    if args.agreement and ctags:
+        report["agreement"] = agreement(ctags, files)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"ctxctl cold calls, median of {args.rounds} interleaved rounds (budget: wall <= {WALL_BUDGET}x bare)")
+    print(f"{'language':<10} {'file':<34} {'lines':>5} {'verb':<7} {'wall':>7} {'cpu':>6} {'bare':>6} "
+          f"{'x bare':>6} {'ctags':>6}")
+    for r in rows:
+        print(f"{r['language']:<10} {r['file'][:34]:<34} {r['lines']:>5} {r['verb']:<7} {r['wall_ms']:>6.1f}m "
+              f"{r['cpu_ms']:>5.1f}m {r['bare_wall_ms']:>5.1f}m {r['wall_vs_bare']:>5.2f}{'!' if r['wall_vs_bare'] > WALL_BUDGET else ' '}"
+              f" {r.get('ctags_wall_ms', float('nan')):>5.1f}m")
+    over = [r for r in rows if r["wall_vs_bare"] > WALL_BUDGET]
+    print(f"  {len(rows) - len(over)}/{len(rows)} calls within the wall budget"
+          f" (median ratio {statistics.median(r['wall_vs_bare'] for r in rows):.2f})")
+    print("\nparse CPU per 1,000 lines (ctxctl parse+extract in-process vs one ctags process, 20 passes; budget <= 1x)")
+    for p in parse:
+        print(f"  {p['language']:<10} {p['file'][:34]:<34} {p['lines']:>5}  ctxctl {p['ctxctl_parse_cpu_ms_per_kline']:>6.2f} ms"
+              + (f"  ctags {p['ctags_cpu_ms_per_kline']:>5.2f} ms  {p['ratio']:>5.2f}x" if "ratio" in p else ""))
+    if "agreement" in report:
+        print("\noutline agreement with ctags (definition names; misses both ways)")
+        print(f"  {'language':<10} {'files':>5} {'ctags':>6} {'ctxctl':>6} {'missed by ctxctl':>17} {'missed by ctags':>16}")
+        for language, a in sorted(report["agreement"].items()):
+            print(f"  {language:<10} {a['files']:>5} {a['ctags']:>6} {a['ctxctl']:>6} {a['ctxctl_misses']:>17} "
+                  f"{a['ctags_misses']:>16}   e.g. -{a['examples_missed_by_ctxctl'][:3]} +{a['examples_missed_by_ctags'][:3]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
