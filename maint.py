@@ -16,7 +16,6 @@ release the lease. Logs are JSON lines on stderr; the summary goes to stdout.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
@@ -361,17 +360,25 @@ def run_once(cfg, store, log, now=time.time) -> dict:
     return summary
 
 
-def main(argv=None, stdout=None) -> int:
+def main(argv=None, stdout=None, prog: str = "maint.py") -> int:
     """``maint.py --once [--json]``: one maintenance pass. Exit 0 also when another run holds the
-    lease; exit 1 when the store does not honour conditional writes (no maintenance lease there)."""
+    lease; exit 1 when the store does not honour conditional writes (no maintenance lease there).
+    A failure is one line on stderr and its exit code (lib/failures.py)."""
+    from lib import failures
+
+    argv = sys.argv[1:] if argv is None else argv
+    return failures.run(prog, lambda a: _main(a, stdout or sys.stdout, prog), argv)
+
+
+def _main(argv, out, prog) -> int:
     from lib import config, logs
+    from lib.failures import Parser
     from lib.store import open_store
 
-    p = argparse.ArgumentParser(prog="maint.py", description="ctxlake maintenance: compaction, digests, snapshot.")
+    p = Parser(prog=prog, description="ctxlake maintenance: compaction, digests, snapshot.")
     p.add_argument("--once", action="store_true", help="one pass, then exit (the only mode; a CronJob repeats it)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = p.parse_args(argv)
-    out = stdout or sys.stdout
     cfg = config.load()
     log = logs.setup("maint", fleet_id=cfg.fleet_id)
     store = open_store(cfg.store, log=log, live=cfg.live_store)
@@ -380,7 +387,9 @@ def main(argv=None, stdout=None) -> int:
     if args.json:
         out.write(json.dumps(summary, sort_keys=True) + "\n")
     elif summary.get("refused"):
-        out.write(f"maint: refused: {summary['message']}\n")
+        from lib.failures import Failure
+
+        raise Failure("refused", f"refused: {summary['message']}")
     elif not summary["ran"]:
         out.write(f"maintenance skipped: {summary['message']}\n")
     elif summary.get("fenced"):

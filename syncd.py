@@ -20,7 +20,6 @@ opens a port.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -95,6 +94,31 @@ def ingest_proposals(cfg, store, log) -> dict:
     out = claims.ingest(store, proposals, cfg.fleet_id, log=log) if proposals else {"proposed": 0, "rejected": 0}
     commit()
     return out
+
+
+def _carry_over(summary: dict, status_path: str) -> None:
+    """Complete a pass ``summary`` for ``ctxlake status``: ``last_error`` (the first cause of this
+    pass's errors, one line, or ``None``), ``last_ok_at`` (the last pass without errors) and,
+    when this pass did not refresh the cache, the ``snapshot_sha`` the cache still holds (a
+    failed pass leaves the cached snapshot and briefing intact, DESIGN.md §9); nothing is carried
+    over from a pass against another store (``ctxlake init --force`` moved the fleet)."""
+    causes = [summary.get("cache_error"), (summary.get("live") or {}).get("live_error")]
+    causes += [f"{where}: {why}" for where, why in summary.get("error_detail") or []]
+    cause = next((c for c in causes if c), None)
+    summary["last_error"] = " ".join(str(cause).split())[:300] if cause else (
+        f"{summary['errors']} error(s), see syncd's log" if summary["errors"] else None)
+    try:
+        with open(status_path, "rb") as fh:
+            previous = json.loads(fh.read())
+    except (OSError, ValueError):
+        previous = {}
+    if not isinstance(previous, dict):
+        previous = {}
+    if previous.get("store") not in (None, summary.get("store")):
+        previous = {}  # another store's passes say nothing about this one
+    summary["last_ok_at"] = summary["last_run_at"] if not summary["errors"] else previous.get("last_ok_at")
+    if not summary.get("snapshot_sha") and previous.get("snapshot_sha"):
+        summary["snapshot_sha"] = previous["snapshot_sha"]
 
 
 def ingest_handoffs(cfg, store, log) -> dict:
@@ -173,7 +197,9 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
             summary["cache_error"] = f"{type(exc).__name__}: {exc}"[:300]
             log("cache_refresh_failed", error=summary["cache_error"])
     summary["last_run_at"] = format_time()
+    summary["store"] = store.url
     status_path = cfg.paths.sync_status(cfg.fleet_id)
+    _carry_over(summary, status_path)
     try:
         atomic_write(status_path, json.dumps(summary, sort_keys=True).encode(), mode=0o644)
     except OSError as exc:
@@ -181,16 +207,26 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     return summary
 
 
-def main(argv=None, stdout=None) -> int:
-    """``syncd.py [--once] [--json]``; see the module docstring."""
+def main(argv=None, stdout=None, prog: str = "syncd.py") -> int:
+    """``syncd.py [--once] [--json] [--foreground]``; see the module docstring. A failure to start
+    (bad config, bad store URL) is one line on stderr and its exit code (lib/failures.py)."""
+    from lib import failures
+
+    argv = sys.argv[1:] if argv is None else argv
+    return failures.run(prog, lambda a: _main(a, stdout or sys.stdout, prog), argv)
+
+
+def _main(argv, out, prog) -> int:
     from lib import config, logs
+    from lib.failures import Parser
     from lib.store import open_store
 
-    p = argparse.ArgumentParser(prog="syncd.py", description="ctxlake sync daemon: spool → store → cache.")
+    p = Parser(prog=prog, description="ctxlake sync daemon: spool → store → cache.")
     p.add_argument("--once", action="store_true", help="one pass, then exit")
+    p.add_argument("--foreground", action="store_true",
+                   help="run the loop in this terminal (the default: syncd never daemonizes itself)")
     p.add_argument("--json", action="store_true", help="with --once: print the pass summary as JSON")
     args = p.parse_args(argv)
-    out = stdout or sys.stdout
     cfg = config.load()
     log = logs.setup("syncd", fleet_id=cfg.fleet_id, agent_id=cfg.agent_id)
     metrics = server = None
@@ -237,7 +273,13 @@ def _loop(cfg, store, log, args, out, stopping, metrics) -> int:
                 out.write(f"sync: shipped {summary['shipped']} envelope(s) in {summary['segments']} segment(s), "
                           f"sealed {summary['sealed']} session(s), {summary['errors']} error(s)"
                           + (f", snapshot {summary['snapshot_sha'][:12]}" if summary.get("snapshot_sha") else "") + "\n")
-            return 1 if summary["errors"] else 0
+            if summary["errors"]:
+                from lib.failures import Failure
+
+                raise Failure("store", f"the pass had {summary['errors']} error(s), first: {summary['last_error']}; "
+                                       "what was not shipped stays in the spool for the next pass (ctxlake doctor "
+                                       "tests the store)")
+            return 0
         if (not stopping["flag"] and cfg.sync.maint_every_secs
                 and time.monotonic() - last_maint >= cfg.sync.maint_every_secs):
             import maint

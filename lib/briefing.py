@@ -36,7 +36,8 @@ def render(agents: list[dict], sessions: list[dict], claims: list[dict], *, self
 
     :param agents: roster entries ``{agent_id, runtime, task?, repo?, paths?}``; ``self_agent``
         is left out (an agent needs no briefing about itself).
-    :param sessions: digests ``{repo?, ended_at, summary, agent_id}``, newest first; ≤ 5 shown.
+    :param sessions: digests ``{repo?, ended_at, summary, agent_id, files_touched?}``, newest first;
+        ≤ 5 shown, each naming its agent, repository and up to 3 files.
     :param claims: agent-visible claims ``{claim_id, claim, observed_by, observed_at,
         independent_sessions, confidence, status}``, best first; ≤ 5 shown.
     :param handoffs: notes left by ``fleet_handoff`` ``{repo?, agent_id, status, summary, next?,
@@ -69,8 +70,14 @@ def render(agents: list[dict], sessions: list[dict], claims: list[dict], *, self
     if sessions:
         lines = ["## Recent sessions"]
         for s in sessions[:5]:
-            where = clean(str(s.get("repo") or s.get("agent_id") or "?"), 80, True)
-            lines.append(f"- [{where}, {clean(str(s.get('ended_at') or '')[:16], 16, True)}] {clean(str(s.get('summary') or ''), 240, True)}")
+            who = clean(str(s.get("agent_id") or "?"), 80, True)
+            where = clean(str(s.get("repo") or "?"), 80, True)
+            line = f"- [{who} in {where}, {clean(str(s.get('ended_at') or '')[:16], 16, True)}] {clean(str(s.get('summary') or ''), 240, True)}"
+            files = s.get("files_touched")
+            if isinstance(files, list) and files:
+                more = f" (+{len(files) - 3} more)" if len(files) > 3 else ""
+                line += " — files: " + ", ".join(clean(str(f), 120, True) for f in files[:3]) + more
+            lines.append(line)
         blocks.append("\n".join(lines))
     shown = []
     if claims:

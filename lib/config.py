@@ -20,7 +20,52 @@ from lib.paths import Paths
 
 
 class ConfigError(ValueError):
-    """The config file exists but cannot be parsed or holds a value of the wrong type."""
+    """The config file exists but cannot be parsed, holds a value of the wrong type or a key
+    ctxlake does not know (a typo must never fall back silently to a default)."""
+
+
+TOP_KEYS = ("store", "fleet_id", "agent_id", "live_store", "summarize", "leases", "sync", "lake")
+"""Every key the top level of ``ctxlake.toml`` may hold (docs/operations.md "Every knob")."""
+SUMMARIZE_KEYS = ("mode",)
+
+
+def _unknown(path: str, where: str, keys, known) -> None:
+    """:raises ConfigError: naming the first key of ``keys`` not in ``known``, with the closest
+    known spelling (``poll_sec`` → ``poll_secs``)."""
+    for key in keys:
+        if key not in known:
+            import difflib  # only on the error path: the hook loads the config on every event
+
+            near = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(known)}"
+            raise ConfigError(f"{path}: unknown key {where}{key!r} ({hint}); fix or remove it")
+
+
+def store_url(value: str, cwd: str | None = None) -> str:
+    """The store URL to save for ``value`` (``ctxlake init --store``): ``file://~/x`` and a
+    relative ``file://lake`` become absolute (against ``cwd``, default the current directory),
+    so every working directory sees one lake; ``s3://``, ``memory://`` pass unchanged.
+
+    :raises ConfigError: a plain path or an unknown scheme, with the URL to write instead.
+    """
+    if value.startswith("file://"):
+        raw = value[len("file://"):]
+        if raw.startswith("localhost/"):
+            raw = raw[len("localhost"):]
+        raw = os.path.expanduser(raw)
+        return "file://" + os.path.normpath(os.path.join(cwd or os.getcwd(), raw))
+    if value.startswith(("s3://", "memory://")):
+        return value
+    if "://" not in value:
+        absolute = os.path.normpath(os.path.join(cwd or os.getcwd(), os.path.expanduser(value)))
+        raise ConfigError(f"store {value!r} is a path, not a URL; write --store file://{absolute}")
+    raise ConfigError(f"store {value!r} has an unsupported scheme; use file:///abs/path or s3://bucket/prefix")
+
+
+def _check_store(path: str, key: str, url: str) -> None:
+    if url.startswith("file://") and not url.startswith(("file:///", "file://~")):
+        raise ConfigError(f"{path}: {key} {url!r} is relative, so every working directory would get its own "
+                          f"lake; write an absolute file:///path (ctxlake init does)")
 
 
 @dataclass(frozen=True)
@@ -108,6 +153,9 @@ class Config:
     sync: SyncConfig = field(default_factory=SyncConfig)
     lake: LakeConfig = field(default_factory=LakeConfig)
     source: str | None = None
+    configured: bool = False
+    """True when a config file was read or ``CTXLAKE_FLEET_ID``/``CTXLAKE_STORE`` is set: else
+    every value is a default, and commands that would bake one in (``install``) refuse."""
     live_store: str | None = None
     """Backend for the live plane (``live/`` keys: heartbeats, roster, leases), e.g.
     ``redis://host:6379/0``; ``None`` keeps it on ``store``. The documented path past ~50
@@ -147,9 +195,8 @@ def _section(data: dict, name: str, cls, path: str):
         raise ConfigError(f"{path}: [{name}] must be a table")
     known = {f for f in cls.__dataclass_fields__}
     kwargs = {}
+    _unknown(path, f"[{name}] ", raw, sorted(known))
     for key, value in raw.items():
-        if key not in known:
-            continue
         default = getattr(cls(), key)
         if isinstance(default, bool) or not isinstance(value, (type(default), int) if isinstance(default, float) else type(default)):
             raise ConfigError(f"{path}: [{name}] {key} must be {type(default).__name__}, got {value!r}")
@@ -179,11 +226,17 @@ def load(environ=None, path: str | None = None) -> Config:
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from exc
         source = path
+    _unknown(path, "", data, TOP_KEYS)
     for key in ("store", "fleet_id", "agent_id", "live_store"):
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"{path}: {key} must be a string")
+    if data.get("store"):
+        _check_store(path, "store", data["store"])
     summarize = data.get("summarize", {})
-    mode = summarize.get("mode", "agent") if isinstance(summarize, dict) else "agent"
+    if not isinstance(summarize, dict):
+        raise ConfigError(f"{path}: [summarize] must be a table")
+    _unknown(path, "[summarize] ", summarize, SUMMARIZE_KEYS)
+    mode = summarize.get("mode", "agent")
     if mode not in ("none", "agent", "shadow"):
         raise ConfigError(f"{path}: [summarize] mode must be none|agent|shadow, got {mode!r}")
     sync = _section(data, "sync", SyncConfig, path)
@@ -208,6 +261,7 @@ def load(environ=None, path: str | None = None) -> Config:
         sync=sync,
         lake=lake,
         source=source,
+        configured=source is not None or bool(env.get("CTXLAKE_FLEET_ID") or env.get("CTXLAKE_STORE")),
         live_store=data.get("live_store") or None,
     )
     overrides = {}
@@ -215,6 +269,8 @@ def load(environ=None, path: str | None = None) -> Config:
                      ("CTXLAKE_LIVE_STORE", "live_store")):
         if env.get(var):
             overrides[key] = env[var]
+    if "store" in overrides:
+        _check_store("CTXLAKE_STORE", "store", overrides["store"])
     if env.get("CTXLAKE_LEASE_POLICY") in ("warn", "block"):
         overrides["leases"] = replace(cfg.leases, policy=env["CTXLAKE_LEASE_POLICY"])
     return replace(cfg, **overrides) if overrides else cfg
@@ -222,13 +278,16 @@ def load(environ=None, path: str | None = None) -> Config:
 
 def render_toml(store: str, fleet_id: str, agent_id: str | None = None) -> str:
     """Text of a fresh ``ctxlake.toml`` for ``ctxlake init`` (no secrets, ever)."""
+    import json
+
+    q = json.dumps  # a JSON string is a valid TOML basic string
     lines = [
         "# ctxlake configuration (DESIGN.md §3). Environment wins: CTXLAKE_STORE, CTXLAKE_FLEET_ID, CTXLAKE_AGENT_ID.",
         "# Credentials are never stored here: S3 uses boto3's normal chain (env, profile, IRSA).",
-        f'store = "{store}"',
-        f'fleet_id = "{fleet_id}"',
+        f"store = {q(store)}",
+        f"fleet_id = {q(fleet_id)}",
     ]
     if agent_id:
-        lines.append(f'agent_id = "{agent_id}"')
+        lines.append(f"agent_id = {q(agent_id)}")
     lines += ["", "[summarize]", 'mode = "agent"', "", "[leases]", 'policy = "warn"', "ttl_secs = 300", ""]
     return "\n".join(lines)

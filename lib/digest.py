@@ -2,18 +2,20 @@
 ``sessions`` table and the briefing (DESIGN.md §10; field list from reference spec §10).
 
 :func:`digest` is a pure function of a session's envelopes. Tool calls appear twice when both
-PreToolUse and PostToolUse were captured; commands are counted from envelopes that carry an
-exit code (post events and imports), de-duplicated by ``message_id``.
+PreToolUse and PostToolUse were captured; commands are the shell calls (:data:`SHELL_TOOLS`)
+among envelopes that carry an exit code (post events and imports), de-duplicated by
+``message_id``. An edit or a read is a file touched, not a command.
 """
 from __future__ import annotations
 
 import json
 import re
 
-DIGEST_SCHEMA_VERSION = 3
+DIGEST_SCHEMA_VERSION = 4
 """2 added ``ids`` (message and event ids, for the gate's evidence check) and ``injected_claims``;
 3: envelopes ordered by ``(emitted_at, event_id)`` (ids no longer carry time), orphan results
-are not commands, ``context`` records are not prompts, and maint stamps ``sources``."""
+are not commands, ``context`` records are not prompts, and maint stamps ``sources``; 4: only
+shell calls are commands (an ``Edit`` was counted as a command whose text was its path)."""
 SHELL_TOOLS = ("Bash", "Shell", "terminal")
 """Shell tool names: Claude Code ``Bash``, Cursor ``Shell``, Hermes ``terminal``."""
 _TEST_CMD = re.compile(r"\b(cargo test|pytest|py\.test|npm (?:run )?test|yarn test|pnpm test|go test|jest|vitest|mvn test|"
@@ -91,13 +93,13 @@ def digest(envs: list[dict]) -> dict:
                 files.add(p)
                 if tool.get("exit_code") is not None or e.get("imported"):
                     path_count[p] = path_count.get(p, 0) + 1
-            if tool.get("exit_code") is not None and not e.get("orphan_result"):
+            if tool.get("exit_code") is not None and not e.get("orphan_result") and tool.get("name") in SHELL_TOOLS:
                 call_id = e.get("message_id") or e["event_id"]
                 if call_id not in seen_calls:
                     seen_calls.add(call_id)
                     cmd = _command(tool)
                     commands.append({"tool": tool.get("name"), "command": cmd, "exit_code": tool["exit_code"],
-                                     "is_test": bool(tool.get("name") in SHELL_TOOLS and _TEST_CMD.search(cmd))})
+                                     "is_test": bool(_TEST_CMD.search(cmd))})
         u = e.get("usage")
         if u:
             for k in usage:

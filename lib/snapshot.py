@@ -163,11 +163,16 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
 
     sha = sha256(data)
     blob = lake.snapshot_blob_key(fleet_id, sha)
+    pkey = lake.snapshot_pointer_key(fleet_id)
+    named = _named_pointer(store, pkey)
+    if (named.get("sha256") == sha and int(named.get("maint_epoch") or 0) <= maint_epoch
+            and (not lake_stats or named.get("lake") == lake_stats)):
+        # an idle pass: nothing to write, so no create-only put of the blob "loses a race"
+        return {"published": False, "sha256": sha, "reason": "already current"}
     try:
         store.put(blob, data, CREATE)
     except PreconditionFailed:
         pass
-    pkey = lake.snapshot_pointer_key(fleet_id)
     fresh = {"sha256": sha, "built_at": built_at, "maint_epoch": maint_epoch, "claim_count": claim_count,
              "session_count": session_count, "key": blob}
     if lake_stats:
@@ -302,6 +307,16 @@ def cached_lake_figures(cache_path: str) -> dict:
     if out and isinstance(pointer.get("built_at"), str):
         out["built_at"] = pointer["built_at"]
     return out
+
+
+def _named_pointer(store, pkey: str) -> dict:
+    """The snapshot pointer at ``pkey`` (:func:`_pointer`), or ``{}`` when absent or unreadable."""
+    from lib.store import NotFound
+
+    try:
+        return _pointer(store.get(pkey).data, pkey)
+    except (NotFound, ValueError):
+        return {}
 
 
 def _pointer(data: bytes, key: str) -> dict:

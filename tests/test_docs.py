@@ -110,7 +110,7 @@ def _expected_knobs() -> dict[str, str]:
     from lib.paths import Paths
 
     out = {}
-    skip = {"paths", "source", "leases", "sync", "lake", "summarize_mode"}
+    skip = {"paths", "source", "configured", "leases", "sync", "lake", "summarize_mode"}
     for f in dataclasses.fields(config.Config):
         if f.name in skip:
             continue
@@ -160,7 +160,7 @@ def test_config_load_matches_documented_defaults():
 
 def test_environment_overrides_named_in_docs_exist_in_code():
     code = _read(os.path.join(ROOT, "lib", "config.py")) + _read(os.path.join(ROOT, "lib", "paths.py"))
-    code += _read(os.path.join(ROOT, "lib", "hookproc.py"))
+    code += _read(os.path.join(ROOT, "lib", "hookproc.py")) + _read(os.path.join(ROOT, "lib", "failures.py"))
     docs = "".join(_read(p) for p in OPERATOR_PAGES)
     for var in set(re.findall(r"\bCTXLAKE_[A-Z_]+\b", docs)):
         assert var in code, f"{var} is documented but no code reads it"

@@ -136,6 +136,11 @@ def _status(exc) -> int | None:
     return exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
 
 
+def _status_text(status, code: str) -> str:
+    """``403 AccessDenied``, or just ``403`` when the server sent no code but the status."""
+    return str(status) if not code or code == str(status) else f"{status} {code}"
+
+
 class S3Store:
     """An S3 bucket (optionally under a key prefix) as a :class:`lib.store.Store`.
 
@@ -290,7 +295,7 @@ class S3Store:
             return StoreError(f"{where}: this host's clock is too far from the store's for request "
                               f"signing (RequestTimeTooSkewed); fix NTP on this host", key, now)
         if status == 403 or code in _AUTH_CODES:
-            return StoreError(f"{where}: refused by the store ({status} {code}): check the "
+            return StoreError(f"{where}: refused by the store ({_status_text(status, code)}): check the "
                               f"credentials (boto3 source: {self.credential_source() or 'none'}) "
                               f"and the bucket policy", key, now)
         if status == 412 or code == "PreconditionFailed":

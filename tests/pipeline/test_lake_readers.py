@@ -58,7 +58,8 @@ def test_ctxlake_query_runs_duckdb_over_the_table_with_no_network(table, home):
     assert not loaded & {"delta", "httpfs", "aws"}, loaded
     # a bad query is one line saying what failed and where the columns are listed
     r = _no_network([sys.executable, "ctxlake.py", "query", "SELECT nope FROM events"], env)
-    assert r.returncode == 2 and r.stdout.decode().count("\n") == 1 and "DESCRIBE events" in r.stdout.decode()
+    said = (r.stdout + r.stderr).decode()
+    assert r.returncode == 2 and said.count("\n") == 1 and "DESCRIBE events" in said, said
 
 
 def test_delta_rs_reads_it_as_the_docs_show(table):

@@ -54,7 +54,7 @@ def test_syncd_keeps_the_spool_while_the_server_is_down_and_catches_up(seaweed_f
     _run(["ctxlake.py", "import", "claude-code", "--path", os.path.join(FIXTURES, "claude-transcripts", "spotter__short.jsonl")], env)
     server.stop()
     r = _run(["syncd.py", "--once", "--json"], env, check=False)
-    assert r.returncode == 1
+    assert r.returncode == 4  # the store exit code (docs/operations.md)
     spooled = [n for n in os.listdir(os.path.join(home, "spool", "import")) if n.endswith(".ndjson")]
     assert spooled, "the spool must survive a store outage"
     server2 = seaweed_factory()

@@ -172,3 +172,16 @@ def test_an_independent_count_agrees_with_the_import_exactly(path):
     assert got == {**want, "tokens": +want["tokens"]}
     ends = Counter((e["session_id"], e["event_type"]) for e in envs if e["event_type"] in ("session_start", "session_end"))
     assert len(ends) == 2 * want["sessions"] and set(ends.values()) <= {1}
+
+
+def test_an_edit_is_a_file_touched_not_a_command():
+    """Issue 18: the digest counted an Edit as a command whose text was its path."""
+    src = os.path.join(T, "spotter__6adcf0da-e8ac-4760-8026-66fb75b5ee45.jsonl")
+    envs = _envs(src)
+    edits = [e for e in envs if (e.get("tool") or {}).get("name") == "Edit" and e["tool"].get("paths")]
+    assert edits, "the fixture has Edit calls"
+    d = digestmod.digest(envs)
+    assert d["commands"] and all(c["tool"] in digestmod.SHELL_TOOLS for c in d["commands"])
+    edited = {p for e in edits for p in e["tool"]["paths"]}
+    assert edited <= set(d["files_touched"])
+    assert not edited & {c["command"] for c in d["commands"]}

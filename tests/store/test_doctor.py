@@ -89,7 +89,7 @@ def test_doctor_exits_non_zero_only_when_the_store_cannot_be_written_and_read_ba
     store.fail_next = [Unavailable("store down")] * 20
     result = doctor.probe(store, "agent-1")
     assert status(result) == {name: (False if name == "write_read" else None) for name in NAMES}
-    assert doctor.exit_code(result) == 1
+    assert doctor.exit_code(result) == 4  # the store exit code (lib/failures.py)
     assert "UNUSABLE" in doctor.render_table(result)
 
 
@@ -139,7 +139,7 @@ def test_main_prints_json_or_a_table_and_uses_the_configured_store(home):
 
 def test_main_rejects_an_unknown_store_url_with_exit_2(home):
     out = io.StringIO()
-    assert doctor.main(["--store", "ftp://nowhere"], out) == 2
+    assert doctor.main(["--store", "ftp://nowhere"], out, out) == 2
     assert "unsupported store URL" in out.getvalue()
 
 
