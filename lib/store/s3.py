@@ -194,6 +194,30 @@ class S3Store:
             self.server_header = server
         return _date(headers)
 
+    def delta_storage_options(self) -> dict:
+        """Storage options for delta-rs (``deltalake``) to reach the same bucket as this store:
+        endpoint, region and addressing resolved here, credentials from boto3's default chain
+        (frozen now; a table handle is short-lived), ``conditional_put=etag`` so each Delta
+        commit is a create-only PUT of ``_delta_log/<n>.json`` (docs/lake.md). Never logged.
+
+        :raises StoreError: boto3's default chain finds no credentials.
+        """
+        opts = {"AWS_REGION": self.region, "conditional_put": "etag",
+                "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false" if self.path_style else "true"}
+        if self.endpoint and not is_aws_endpoint(self.endpoint):
+            opts["AWS_ENDPOINT_URL"] = self.endpoint
+            if self.endpoint.startswith("http://"):
+                opts["AWS_ALLOW_HTTP"] = "true"
+        creds = self._session.get_credentials()
+        if creds is None:
+            raise StoreError(f"s3://{self.bucket}/{self.prefix}: boto3's default credential chain found no usable "
+                             "credentials for the Delta table: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a role")
+        frozen = creds.get_frozen_credentials()
+        opts.update(AWS_ACCESS_KEY_ID=frozen.access_key, AWS_SECRET_ACCESS_KEY=frozen.secret_key)
+        if frozen.token:
+            opts["AWS_SESSION_TOKEN"] = frozen.token
+        return opts
+
     def credential_source(self) -> str | None:
         """Name of the boto3 credential provider that supplied credentials (``env``,
         ``shared-credentials-file``, ``iam-role``, ``container-role``, ``sso``, ...), or ``None``
