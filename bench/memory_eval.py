@@ -105,6 +105,140 @@ def calibrate(spec, fn) -> dict:
             "pos_above_neg_max": sum(1 for p in pos if p > neg[-1]) / len(pos)}
 
 
+LOCOMO = os.environ.get("CTXLAKE_LOCOMO") or os.path.join(os.path.dirname(ROOT), "shared", "datasets", "locomo",
+                                                           "locomo10.json")
+"""LoCoMo (Maharana et al., ACL 2024, CC BY-NC 4.0: evaluation only, read from the shared datasets
+folder, never copied into this repository)."""
+
+
+def locomo_set(path: str = LOCOMO) -> tuple[list, list]:
+    """Pooled LoCoMo: ``(observations, questions)``. Each observation is one claim
+    ``(claim_id, text, speaker)`` (speaker = subject); each question is ``(text, category,
+    {claim_id of every observation its evidence dialog ids point at})``. Category 5 questions
+    are adversarial: built on the wrong person, with no right answer in the conversation."""
+    import json
+
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    obs, qs = [], []
+    for ci, conv in enumerate(data):
+        by_dialog: dict = {}
+        for per in conv["observation"].values():
+            for speaker, items in per.items():
+                for text, dia in items:
+                    cid = claimsmod.claim_id("environment", text)
+                    obs.append((cid, text, speaker))
+                    for d in (dia if isinstance(dia, list) else [dia]):
+                        by_dialog.setdefault((ci, d), []).append(cid)
+        for q in conv["qa"]:
+            ev = {c for d in q.get("evidence", []) for c in by_dialog.get((ci, d), [])}
+            qs.append((q["question"], q["category"], ev))
+    return obs, qs
+
+
+def locomo_build(obs, embedder) -> str:
+    """A real snapshot of the pooled observations as promoted claims (subject = speaker)."""
+    seen, spec = set(), []
+    for cid, text, speaker in obs:
+        if cid not in seen:
+            seen.add(cid)
+            spec.append((text, "environment", speaker))
+    return build(spec, embedder)
+
+
+def locomo_fts_baseline(obs, qs) -> dict:
+    """The plain baseline: SQLite FTS5 bm25 (``porter unicode61``) over claim text and subject,
+    query terms OR-joined, top 10, no floor — what a team would get from FTS5 alone."""
+    import sqlite3
+
+    from lib.memory_index import match_expr, query_terms
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE f USING fts5(cid UNINDEXED, claim, subject, tokenize='porter unicode61')")
+    db.executemany("INSERT INTO f VALUES (?, ?, ?)", obs)
+    subject = {cid: s.lower() for cid, _, s in obs}
+
+    def search(q):
+        m = match_expr(query_terms(q))
+        return [r[0] for r in db.execute("SELECT cid FROM f WHERE f MATCH ? ORDER BY rank LIMIT 10", (m,))] if m else []
+    return locomo_score(search, qs, lambda q, hits: any(subject.get(h) not in _names(q, subject) for h in hits))
+
+
+def _names(q: str, subject: dict) -> set:
+    people = set(subject.values())
+    return {w for w in embed.word_tokens(q) if w in people}
+
+
+def locomo_score(search, qs, wrong_person) -> dict:
+    """hit@5, MRR@10, R@10 per category over the questions with evidence, and for the
+    adversarial ones the share answered at all and the share answered with another person's
+    claim (``wrong_person(question, hits)``); p50/p95 latency in ms."""
+    import time
+
+    hit5 = rr = r10 = n = 0
+    per_cat: dict = {}
+    adv = adv_any = adv_wrong = 0
+    lat = []
+    for q, cat, ev in qs:
+        t = time.perf_counter()
+        hits = search(q)
+        lat.append((time.perf_counter() - t) * 1000)
+        if cat == 5:
+            adv += 1
+            adv_any += bool(hits)
+            adv_wrong += bool(hits) and wrong_person(q, hits)
+            continue
+        if not ev:
+            continue
+        n += 1
+        ranks = [i for i, h in enumerate(hits[:10]) if h in ev]
+        c = per_cat.setdefault(cat, [0, 0])
+        c[1] += 1
+        if ranks and ranks[0] < 5:
+            hit5 += 1
+            c[0] += 1
+        if ranks:
+            rr += 1 / (ranks[0] + 1)
+            r10 += 1
+    lat.sort()
+    return {"questions": n, "hit@5": hit5 / n, "mrr@10": rr / n, "r@10": r10 / n,
+            "per_category": {k: v[0] / v[1] for k, v in sorted(per_cat.items())},
+            "adversarial": adv, "adv_any": adv_any / adv, "adv_wrong_person": adv_wrong / adv,
+            "p50_ms": lat[len(lat) // 2], "p95_ms": lat[int(0.95 * (len(lat) - 1))]}
+
+
+def locomo(modes) -> None:
+    """Print the LoCoMo table: the FTS5 baseline, then each product ranking through
+    :class:`lib.memory_index.SnapshotReader` (the code ``memory_search`` runs)."""
+    if not os.path.exists(LOCOMO):
+        print(f"LoCoMo not found at {LOCOMO} (set CTXLAKE_LOCOMO): its table is skipped")
+        return
+    obs, qs = locomo_set()
+    print(f"\nLoCoMo pooled: {len(set(o[0] for o in obs))} observations as claims, "
+          f"{sum(1 for q in qs if q[1] != 5 and q[2])} questions with evidence, {sum(1 for q in qs if q[1] == 5)} adversarial")
+    head = f"{'ranking':<34} {'hit@5':>6} {'MRR@10':>7} {'R@10':>6} {'adv any':>8} {'adv wrong':>10} {'p95 ms':>7}  per category (hit@5)"
+    print(head)
+
+    def row(name, r):
+        cats = " ".join(f"{k}:{v:.2f}" for k, v in r["per_category"].items())
+        print(f"{name:<34} {r['hit@5']:>6.3f} {r['mrr@10']:>7.3f} {r['r@10']:>6.3f} {r['adv_any']:>8.3f} "
+              f"{r['adv_wrong_person']:>10.3f} {r['p95_ms']:>7.1f}  {cats}")
+    row("FTS5 porter, OR-joined (baseline)", locomo_fts_baseline(obs, qs))
+    subject = {cid: s.lower() for cid, _, s in obs}
+    for name, emb in modes:
+        path = locomo_build(obs, emb)
+        reader = SnapshotReader(path)
+        try:
+            r = locomo_score(lambda q: [h["claim_id"] for h in reader.search(q, 10)["hits"]], qs,
+                             lambda q, hits: any(subject.get(h) not in reader.named_in(q) for h in hits))
+        finally:
+            reader.close()
+            os.unlink(path)
+        row("ctxlake: " + name, r)
+    print("adv any = adversarial questions answered at all; adv wrong = answered with a claim about someone "
+          "the question does not name")
+
+
 def main() -> int:
     spec = [(t, c, s) for t, c, s, _ in dataset.TARGETS] + distractors()
     print(f"claims: {len(spec)} ({len(dataset.TARGETS)} targets + {len(spec) - len(dataset.TARGETS)} distractors "
@@ -131,6 +265,7 @@ def main() -> int:
               f"{cal['pos_above_neg_max']:.0%} of positive queries score above it with their target")
         print(f"calibrated relevance floor {suggested:.2f}; stored in lib.embed.RELEVANCE_FLOORS: {stored}"
               f" — {'in step' if stored is not None and abs(stored - suggested) <= 0.02 else 'update it'}")
+    locomo([(name, emb) for name, emb in modes if not emb or emb[0] not in embed.LEXICAL])
     return 0
 
 

@@ -1,6 +1,16 @@
 """Redaction benchmark: recall and false-positive rate per rule family, and the 1 MiB budget.
 
-Usage: ``python bench/redact_corpus.py [--n 300] [--seed 0] [--runs 15] [--json]``
+Usage: ``python bench/redact_corpus.py [--n 300] [--seed 0] [--runs 15] [--json] [--regen]
+[--baseline REV]``
+
+Public corpus (issue #17): ``tests/redact/public_corpus.py`` — samples generated from the
+gitleaks rule set (committed, MIT) and, when a fetched copy sits in ``.cache/``, from
+secrets-patterns-db (bench time only, CC BY-SA). Each sample is planted in eight placements and
+pushed through :class:`lib.envelope.Builder` (the hook's own path to disk); recall is printed
+per family and per placement, with the held-out families apart. Real-text negatives
+(``tests/redact/real_text.py``): installed packages' sources, certifi's CA certificates, SSH
+public keys, base64 of installed images, checksums, UUIDs and paths. ``--regen`` rewrites the
+committed gitleaks samples from ``.cache/gitleaks.toml``.
 
 Corpus (no network, nothing downloaded; no suitable labelled corpus ships on PyPI — the
 ``detect-secrets`` and ``whispers`` wheels carry rules but no test data):
@@ -38,8 +48,86 @@ from lib import redact  # noqa: E402
 from tests.redact import secrets_corpus  # noqa: E402
 from tests.redact.fixture_text import JUDGED_HITS, iter_fields, tool_output_sample  # noqa: E402
 from tests.redact.negatives import MUST_STAY_CLEAN, hard_negatives  # noqa: E402
+from tests.redact import public_corpus, real_text  # noqa: E402
 
 BUDGET_MS = 20.0
+RECALL_BUDGET = 0.99
+FP_BUDGET = 0.001
+
+
+def stored(kwargs: dict) -> str:
+    """What the hook would write for one planted sample: the envelope (and its quarantine
+    records) as JSON, built by the real :class:`lib.envelope.Builder`."""
+    from lib.envelope import Builder
+
+    b = Builder(fleet_id="bench", agent_id="a", runtime="claude_code", session_id="s")
+    kw = dict(kwargs)
+    env = b.make(kw.pop("event_type"), **kw)
+    return json.dumps([env, b.quarantine], ensure_ascii=False)
+
+
+def placement_recall(samples: list[dict], seed: int) -> dict:
+    """``{"family": {fam: {placement: [n, caught]}}, "placement": {placement: [n, caught]},
+    "held_out": [n, caught], "tuned": [n, caught], "misses": {placement: [text, ...]}}``."""
+    import random
+
+    rng = random.Random(f"placements:{seed}")
+    fam: dict = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
+    plc: dict = collections.defaultdict(lambda: [0, 0])
+    split = {"held_out": [0, 0], "tuned": [0, 0]}
+    misses: dict = collections.defaultdict(list)
+    for smp in samples:
+        for where, kw in public_corpus.placements(smp["text"], rng):
+            ok = not public_corpus.leaked(stored(kw), where, smp["secret"])
+            for row in (fam[smp["family"]][where], plc[where], split["held_out" if smp.get("held_out") else "tuned"]):
+                row[0] += 1
+                row[1] += ok
+            if not ok and len(misses[where]) < 400:
+                misses[where].append(f"{smp['rule']}: {smp['text'][:140]}")
+    return {"family": {k: dict(v) for k, v in fam.items()}, "placement": dict(plc), **split, "misses": dict(misses)}
+
+
+def real_text_false_positives(max_files: int) -> dict:
+    """Real-text category → {n, fp, rate, rules, examples}; items scrubbed as tool output."""
+    cats: dict = collections.defaultdict(lambda: {"n": 0, "fp": 0, "rules": collections.Counter(), "examples": []})
+
+    def check(cat, text):
+        row = cats[cat]
+        row["n"] += 1
+        out, oc = redact.scrub(text, is_tool_output=True)
+        if out != text:
+            row["fp"] += 1
+            row["rules"].update(oc.rules)
+            if len(row["examples"]) < 3:
+                row["examples"].append(text[:160])
+
+    for line in real_text.package_source_lines(max_files):
+        check("venv_source_lines", line)
+    for pem in real_text.ca_certificates():
+        check("kept:ca_certificate_pem", pem)
+    for key in real_text.ssh_public_keys():
+        check("kept:ssh_public_key", key)
+    for label, text in real_text.image_base64():
+        check("kept:image_base64_" + ("wrapped" if label.endswith("wrapped") else "one_line"), text)
+    for line in real_text.checksums_uuids_paths():
+        check("kept:checksum_uuid_path", line)
+    for row in cats.values():
+        row["rate"] = row["fp"] / row["n"] if row["n"] else 0.0
+        row["rules"] = dict(row["rules"])
+    return dict(cats)
+
+
+def regen(per_rule: int = 6, seed: int = 17) -> int:
+    """Rewrite the committed gitleaks-derived samples from ``.cache/gitleaks.toml``."""
+    rows = public_corpus.generate(public_corpus.gitleaks_rules(), per_rule, seed)
+    with open(public_corpus.SAMPLES, "w") as fh:
+        fh.write('{"source": "gitleaks/gitleaks config/gitleaks.toml (MIT), see tests/fixtures/NOTICE.md",\n')
+        fh.write(f' "generator": "tests/redact/public_corpus.py generate(per_rule={per_rule}, seed={seed})",\n')
+        fh.write(' "samples": [\n')
+        fh.write(",\n".join(json.dumps(r, ensure_ascii=False) for r in rows))
+        fh.write("\n]}\n")
+    print(f"wrote {len(rows)} samples to {os.path.relpath(public_corpus.SAMPLES, ROOT)}")
+    return 0
 
 
 def recall(n: int, seed: int) -> dict:
@@ -151,6 +239,51 @@ def timing(runs: int) -> dict:
     return res
 
 
+def load_baseline(rev: str):
+    """``lib/redact.py`` as of git revision ``rev``, imported as a separate module (for an
+    interleaved before/after timing in one run)."""
+    import importlib.util
+    import subprocess
+
+    src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:lib/redact.py"], check=True, capture_output=True).stdout
+    path = os.path.join(ROOT, ".cache", f"redact_{rev}.py")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(src)
+    spec = importlib.util.spec_from_file_location(f"redact_{rev}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def timing_vs(baseline, runs: int) -> dict:
+    """CPU and wall medians (ms) of the current and the baseline ``scrub`` over the same 1 MiB
+    of fixture tool output, runs interleaved (A, B, A, B ...) so load hits both alike."""
+    sample = tool_output_sample(1 << 20)
+    res = {}
+    for mod in (redact, baseline):
+        mod.scrub(sample, True)
+    rows = {"current": ([], []), "baseline": ([], [])}
+    for _ in range(runs):
+        for label, mod in (("current", redact), ("baseline", baseline)):
+            t0, c0 = time.perf_counter(), time.process_time()
+            mod.scrub(sample, True)
+            rows[label][0].append((time.perf_counter() - t0) * 1000)
+            rows[label][1].append((time.process_time() - c0) * 1000)
+    for label, (wall, cpu) in rows.items():
+        res[label] = {"median_ms": statistics.median(wall), "cpu_median_ms": statistics.median(cpu)}
+    res["ratio_cpu"] = res["current"]["cpu_median_ms"] / res["baseline"]["cpu_median_ms"]
+    return res
+
+
+def _fp_table(w, cats: dict) -> None:
+    for cat, row in sorted(cats.items()):
+        w(f"  {cat:32s} {row['fp']:6d}/{row['n']:<7d} {row['rate']:7.3%}  {row['rules'] or ''}\n")
+        for ex in row["examples"]:
+            w(f"      e.g. {ex!r}\n")
+
+
 def main(argv=None, out=sys.stdout) -> int:
     """Run the benchmark; print a table (or JSON with ``--json``). Returns 0 within budget."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -158,16 +291,62 @@ def main(argv=None, out=sys.stdout) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--runs", type=int, default=15, help="timing runs (default 15)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--regen", action="store_true", help="rewrite the committed gitleaks samples and exit")
+    ap.add_argument("--baseline", metavar="REV", help="also time lib/redact.py of git revision REV, interleaved, and exit")
+    ap.add_argument("--files", type=int, default=600, help="site-packages .py files read for negatives")
+    ap.add_argument("--show-misses", type=int, default=3, help="misses printed per placement (tuned families only)")
     args = ap.parse_args(argv)
+    if args.regen:
+        return regen()
+    if args.baseline:
+        r = timing_vs(load_baseline(args.baseline), args.runs)
+        for label in ("current", "baseline"):
+            out.write(f"{label:9s} 1 MiB tool output: CPU median {r[label]['cpu_median_ms']:6.2f} ms, "
+                      f"wall median {r[label]['median_ms']:6.2f} ms\n")
+        out.write(f"ratio current/baseline (CPU): {r['ratio_cpu']:.2f}; budget {BUDGET_MS:.0f} ms: "
+                  f"current/budget {r['current']['cpu_median_ms'] / BUDGET_MS:.2f}\n")
+        return 0
+    public = {"gitleaks": placement_recall(public_corpus.committed(), args.seed)}
+    if os.path.exists(public_corpus.SPDB_YAML):
+        spdb = [dict(r, held_out=True) for r in public_corpus.generate(public_corpus.spdb_rules(), 2, args.seed)]
+        public["secrets-patterns-db (all held out)"] = placement_recall(spdb, args.seed)
+    realfp = real_text_false_positives(args.files)
     rec = recall(args.n, args.seed)
     lim = known_limits(args.n, args.seed)
     fps = false_positives(args.seed, max(50, args.n // 3))
     tim = timing(args.runs)
     if args.json:
-        json.dump({"recall": rec, "known_limits": lim, "false_positives": fps, "timing": tim}, out, indent=2)
+        json.dump({"recall": rec, "known_limits": lim, "false_positives": fps, "timing": tim,
+                   "public": public, "real_text": realfp}, out, indent=2)
         out.write("\n")
         return 0 if tim["within_budget"] else 1
     w = out.write
+    for name, res in public.items():
+        w(f"public corpus {name}: recall per placement (secret absent from the stored envelope)\n")
+        for where in public_corpus.PLACEMENTS:
+            n, c = res["placement"].get(where, [0, 0])
+            w(f"  {where:14s} {c:6d}/{n:<6d} {c / max(n, 1):7.2%}  {'OK' if c >= RECALL_BUDGET * n else 'UNDER'}\n")
+        for k in ("tuned", "held_out"):
+            n, c = res[k]
+            if n:
+                w(f"  {k:14s} {c:6d}/{n:<6d} {c / n:7.2%}\n")
+        w("  per family (placements caught / planted), worst first:\n  ")
+        fams = sorted(res["family"].items(), key=lambda kv: sum(c for _, c in kv[1].values()) / max(1, sum(n for n, _ in kv[1].values())))
+        cells = []
+        for f, rows in fams:
+            n = sum(r[0] for r in rows.values())
+            c = sum(r[1] for r in rows.values())
+            cells.append(f"{f}{'*' if public_corpus.held_out(f) else ''} {c / n:.0%}")
+        w("\n  ".join(", ".join(cells[i:i + 8]) for i in range(0, len(cells), 8)) + "\n")
+        w("  (* = held-out family)\n")
+        for where, ms in res["misses"].items():
+            shown = [m for m in ms if not public_corpus.held_out(public_corpus.family(m.split(":")[0]))][:args.show_misses]
+            for m in shown:
+                w(f"      miss {where}: {m!r}\n")
+        w("\n")
+    w("false positives on real text (text changed by scrub, tool-output mode)\n")
+    _fp_table(w, realfp)
+    w("\n")
     w("recall per rule family (secret part absent from the output)\n")
     tot_n = tot_hit = 0
     for fam, row in rec.items():
@@ -184,10 +363,7 @@ def main(argv=None, out=sys.stdout) -> int:
         w(f"  {name:24s} {row['recalled']:5d}/{row['n']:<5d} {row['recall']:7.2%}\n")
     w("\n")
     w("false positives per negative category (text changed by scrub)\n")
-    for cat, row in sorted(fps.items()):
-        w(f"  {cat:28s} {row['fp']:5d}/{row['n']:<6d} {row['rate']:7.2%}  {row['rules'] or ''}\n")
-        for ex in row["examples"]:
-            w(f"      e.g. {ex!r}\n")
+    _fp_table(w, fps)
     neg_n = sum(r["n"] for c, r in fps.items() if not c.endswith("_judged"))
     neg_fp = sum(r["fp"] for c, r in fps.items() if not c.endswith("_judged"))
     w(f"  {'ALL (excluding judged)':28s} {neg_fp:5d}/{neg_n:<6d} {neg_fp / neg_n:7.3%}\n\n")

@@ -4,26 +4,38 @@ syncd renders it (:func:`render`) from the roster, the snapshot's recent session
 its agent-visible claims, and writes ``cache/<fleet>/briefing.json`` = ``{"text", "claim_ids",
 "rendered_at"}``. The hook reads it (:func:`read_for_hook`), caps it at 8 KiB and wraps it in a
 fence so the text can be recognised later in a transcript (:data:`FENCE_OPEN`). Every value is
-sanitized and forced onto one line before it is rendered, so lake content cannot forge a
-heading (reference bug 12.2 #31). Standard library only (the hook imports it).
+scrubbed again (:func:`lib.redact.scrub` with the tool rules: a secret missed at capture must
+not be copied into every agent's context), sanitized, stripped of any spelling of the fence's
+name (:func:`lib.sanitize.defuse_fence`: captured text can neither close nor open the fence) and
+forced onto one line before it is rendered, so lake content cannot forge a heading (reference
+bug 12.2 #31) or the fence (issue #17). Standard library only (the hook imports it).
 """
 from __future__ import annotations
 
 from lib import jsonfast
-from lib.sanitize import clean
+from lib.sanitize import FENCE_NAME, clean
 
 MAX_BYTES = 8 * 1024
-FENCE_OPEN = "<ctxlake-briefing>"
-FENCE_CLOSE = "</ctxlake-briefing>"
+FENCE_OPEN = f"<{FENCE_NAME}>"
+FENCE_CLOSE = f"</{FENCE_NAME}>"
 TRUNCATED = "\n[ctxlake: briefing truncated]"
 HEADER = ("ctxlake fleet briefing — peer observations from other agents' sessions; verify before "
           "relying on them. Leases are advisory: git decides what lands.")
 
 
+def show_value(value, limit: int) -> str:
+    """One value as the briefing shows it: scrubbed again with the tool rules (DESIGN.md §7),
+    then :func:`lib.sanitize.clean` on one line (fence name removed), at most ``limit``
+    characters."""
+    from lib.redact import scrub
+
+    return clean(scrub(str(value), is_tool_output=True)[0], limit, True)
+
+
 def attribution(claim: dict) -> str:
     """``[observer, date, N independent session(s), conf 0.81(, CONTESTED)]`` (DESIGN.md §10)."""
     n = int(claim.get("independent_sessions") or 0)
-    parts = [clean(str(claim.get("observed_by") or "?"), 80, True), clean(str(claim.get("observed_at") or "")[:10], 10, True),
+    parts = [show_value(claim.get("observed_by") or "?", 80), show_value(str(claim.get("observed_at") or "")[:10], 10),
              f"{n} independent session{'s' if n != 1 else ''}", f"conf {float(claim.get('confidence') or 0):.2f}"]
     if claim.get("status") == "contested":
         parts.append("CONTESTED")
@@ -36,7 +48,8 @@ def render(agents: list[dict], sessions: list[dict], claims: list[dict], *, self
 
     :param agents: roster entries ``{agent_id, runtime, task?, repo?, paths?}``; ``self_agent``
         is left out (an agent needs no briefing about itself).
-    :param sessions: digests ``{repo?, ended_at, summary, agent_id}``, newest first; ≤ 5 shown.
+    :param sessions: digests ``{repo?, ended_at, summary, agent_id, files_touched?}``, newest first;
+        ≤ 5 shown, each naming its agent, repository and up to 3 files.
     :param claims: agent-visible claims ``{claim_id, claim, observed_by, observed_at,
         independent_sessions, confidence, status}``, best first; ≤ 5 shown.
     :param handoffs: notes left by ``fleet_handoff`` ``{repo?, agent_id, status, summary, next?,
@@ -47,36 +60,42 @@ def render(agents: list[dict], sessions: list[dict], claims: list[dict], *, self
     if handoffs:
         lines = ["## Handoffs (left for whoever picks the work up)"]
         for h in handoffs[:5]:
-            where = clean(str(h.get("repo") or "no repository"), 80, True)
-            head = ", ".join([where, clean(str(h.get("requested_at") or "")[:16], 16, True),
-                              clean(str(h.get("agent_id") or "?"), 80, True), clean(str(h.get("status") or "?"), 20, True)])
-            line = f"- [{head}] {clean(str(h.get('summary') or ''), 400, True)}"
+            where = show_value(h.get("repo") or "no repository", 80)
+            head = ", ".join([where, show_value(str(h.get("requested_at") or "")[:16], 16),
+                              show_value(h.get("agent_id") or "?", 80), show_value(h.get("status") or "?", 20)])
+            line = f"- [{head}] {show_value(h.get('summary') or '', 400)}"
             if h.get("next"):
-                line += " — next: " + clean(str(h["next"]), 240, True)
+                line += " — next: " + show_value(h["next"], 240)
             lines.append(line)
         blocks.append("\n".join(lines))
     live = [a for a in agents if a.get("agent_id") != self_agent]
     if live:
         lines = ["## Live agents"]
         for a in live[:20]:
-            line = f"- {clean(str(a.get('agent_id')), 80, True)} ({clean(str(a.get('runtime') or '?'), 20, True)})"
+            line = f"- {show_value(a.get('agent_id'), 80)} ({show_value(a.get('runtime') or '?', 20)})"
             if a.get("task"):
-                line += " — " + clean(str(a["task"]), 160, True)
+                line += " — " + show_value(a["task"], 160)
             if isinstance(a.get("paths"), list) and a["paths"]:
-                line += " — touching " + ", ".join(clean(str(p), 120, True) for p in a["paths"][:3])
+                line += " — touching " + ", ".join(show_value(p, 120) for p in a["paths"][:3])
             lines.append(line)
         blocks.append("\n".join(lines))
     if sessions:
         lines = ["## Recent sessions"]
         for s in sessions[:5]:
-            where = clean(str(s.get("repo") or s.get("agent_id") or "?"), 80, True)
-            lines.append(f"- [{where}, {clean(str(s.get('ended_at') or '')[:16], 16, True)}] {clean(str(s.get('summary') or ''), 240, True)}")
+            who = show_value(s.get("agent_id") or "?", 80)
+            where = show_value(s.get("repo") or "?", 80)
+            line = f"- [{who} in {where}, {show_value(str(s.get('ended_at') or '')[:16], 16)}] {show_value(s.get('summary') or '', 240)}"
+            files = s.get("files_touched")
+            if isinstance(files, list) and files:
+                more = f" (+{len(files) - 3} more)" if len(files) > 3 else ""
+                line += " — files: " + ", ".join(show_value(str(f), 120) for f in files[:3]) + more
+            lines.append(line)
         blocks.append("\n".join(lines))
     shown = []
     if claims:
         lines = ["## Fleet context (peer observations — verify before relying on these)"]
         for c in claims[:5]:
-            lines.append(attribution(c) + "\n  " + clean(str(c.get("claim") or ""), 400, True))
+            lines.append(attribution(c) + "\n  " + show_value(c.get("claim") or "", 400))
             shown.append(str(c.get("claim_id")))
         blocks.append("\n\n".join(lines))
     if not blocks:

@@ -29,7 +29,10 @@ THRESHOLDS = {"environment": 1, "outcome": 1, "convention": 2}
 ``preference`` needs a human approval, ``hypothesis`` never auto-promotes."""
 MAX_CLAIM_CHARS = 2000
 MAX_PROPOSALS_PER_AGENT_DAY = 100
-"""Proposals accepted per agent per UTC day; more are rejected with a visible reason."""
+"""Proposals accepted per agent per UTC day (the day the MCP server queued them), counted across
+sync passes by each host's syncd (:func:`load_tally`); more are rejected with a visible reason."""
+TALLY_DAYS = 7
+"""Days of per-agent proposal counts syncd keeps (:func:`save_tally`)."""
 
 
 def normalize(text: str) -> str:
@@ -190,29 +193,116 @@ class LakeIndex:
         return self.session(session_id).get(message_id)
 
 
-def resolve_citation(index: LakeIndex, cite: dict) -> dict | None:
+SUPPORT_MIN = 0.15
+"""Share of a claim's terms the cited event's text must hold for the citation to count as
+support (docs/memory.md "Gate rules", docs/security.md "Trust model"). Chosen so that a
+one-fact claim of ~6 terms counts with one shared distinctive term (``pytest``,
+``redis-server``); an unrelated event shares none."""
+_STOPWORDS = frozenset(
+    "the and for with that this from into are was were has have had not but you your our its it's can "
+    "should must will would use uses used using when then than there their they them via per one all any "
+    "each only also just more most some such what which while who whom how why where here out off over "
+    "under about after before again been being does did doing".split())
+
+
+def terms(text: str) -> set:
+    """Content words of ``text``: lower-cased runs of letters/digits of 3+ characters (and the
+    parts of ``a-b``/``a_b``/``a.b`` names, whole too), stopwords removed."""
+    import re
+
+    out = set()
+    for tok in re.findall(r"[a-z0-9][a-z0-9_.\-/]*[a-z0-9]|[a-z0-9]{3,}", text.lower()):
+        for part in [tok, *re.split(r"[_.\-/]+", tok)]:
+            if len(part) >= 3 and part not in _STOPWORDS:
+                out.add(part)
+    return out
+
+
+def event_text(env: dict, limit: int = 65536) -> str:
+    """The stored (already redacted) text of one envelope: content, tool name, input, result
+    and paths, at most ``limit`` characters."""
+    tool = env.get("tool") or {}
+    parts = [env.get("content") or "", str(tool.get("name") or ""), str(tool.get("input") or ""),
+             str(tool.get("result") or ""), " ".join(map(str, tool.get("paths") or []))]
+    return "\n".join(parts)[:limit]
+
+
+def support(claim: str, env: dict) -> float:
+    """How much the cited envelope's text relates to the claim: the share of the claim's
+    :func:`terms` found in :func:`event_text` of the envelope (0..1; 0 when the claim has no
+    terms). Cheap and explainable; a claim about ``redis-server`` citing a ``git status`` call
+    scores ~0."""
+    want = terms(claim)
+    if not want:
+        return 0.0
+    have = terms(event_text(env))
+    return round(len(want & have) / len(want), 3)
+
+
+def resolve_citation(index: LakeIndex, cite: dict, claim: str = "") -> dict | None:
     """Fill a citation from the lake: ``{session_id, message_id, excerpt_hash, observed_at,
-    injected}`` or ``None`` when it resolves to no captured envelope of this fleet."""
+    agent_id, host_id, support}`` or ``None`` when it resolves to no captured envelope of this
+    fleet. ``support`` is :func:`support` of ``claim`` against the cited envelope."""
     env = index.resolve(str(cite.get("session_id")), str(cite.get("message_id")))
     if env is None:
         return None
     tool = env.get("tool") or {}
     excerpt = env.get("content_hash") if env.get("content") else (tool.get("input_hash") or env.get("content_hash"))
     return {"session_id": env["session_id"], "message_id": str(cite.get("message_id")), "excerpt_hash": excerpt,
-            "observed_at": env["emitted_at"], "agent_id": env.get("agent_id")}
+            "observed_at": env["emitted_at"], "agent_id": env.get("agent_id"), "host_id": env.get("host_id"),
+            "support": support(claim, env)}
 
 
-def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, counts: dict | None = None) -> dict:
-    """Turn spooled ``proposed`` records into ClaimEvents (DESIGN.md §10).
+def load_tally(path: str | None) -> dict:
+    """The per-agent, per-UTC-day proposal counts kept in ``path`` (JSON ``{"<agent>\u0000<day>": n}``)
+    as ``{(agent, day): n}``; empty when the file is missing or unreadable (a lost tally lets one
+    more day's cap through, it never blocks an agent)."""
+    if not path:
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            raw = json.loads(fh.read())
+        return {tuple(k.split("\u0000", 1)): int(v) for k, v in raw.items()
+                if isinstance(k, str) and "\u0000" in k and isinstance(v, int) and not isinstance(v, bool)}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def save_tally(path: str | None, counts: dict, today: str) -> None:
+    """Write ``counts`` to ``path`` atomically, keeping the :data:`TALLY_DAYS` days up to the latest
+    (``today`` or a later day a record carried): a backlog that syncd drains days late is still
+    counted against the day it was proposed on.
+    :raises OSError: the state folder is unwritable."""
+    if not path:
+        return
+    from lib.spool import atomic_write
+
+    import datetime
+
+    latest = max([today] + [d for _, d in counts])
+    try:
+        oldest = (datetime.date.fromisoformat(latest) - datetime.timedelta(days=TALLY_DAYS - 1)).isoformat()
+    except ValueError:  # a day string the MCP server did not write: keep everything rather than guess
+        oldest = ""
+    data = {f"{a}\u0000{d}": n for (a, d), n in sorted(counts.items()) if d >= oldest}
+    atomic_write(path, json.dumps(data, sort_keys=True).encode())
+
+
+def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, counts: dict | None = None,
+           tally_path: str | None = None) -> dict:
+    """Turn spooled ``proposed`` records into ClaimEvents (docs/memory.md).
 
     Each citation is resolved against the lake (:class:`LakeIndex`); if none resolves the
     proposal becomes a ``rejected`` event with the reason, which ``memory_timeline`` shows the
     agent. Also rejected: claim text over :data:`MAX_CLAIM_CHARS`, unknown type, more than
-    :data:`MAX_PROPOSALS_PER_AGENT_DAY` proposals from one agent in one day (``counts`` carries
-    the per-day tally across calls). Returns ``{"proposed": n, "rejected": n}``.
+    :data:`MAX_PROPOSALS_PER_AGENT_DAY` proposals from one agent in one UTC day (by the day the
+    MCP server queued it). The tally lives in ``tally_path`` (syncd keeps it in its state folder),
+    so the cap holds across sync passes; ``counts`` (a dict) is used instead when given. Returns
+    ``{"proposed": n, "rejected": n}``.
     """
     index = LakeIndex(store, fleet)
-    counts = counts if counts is not None else {}
+    persist = counts is None and tally_path is not None
+    counts = counts if counts is not None else load_tally(tally_path)
     out = {"proposed": 0, "rejected": 0}
     for rec in records:
         if rec.get("kind") != "proposed" or rec.get("fleet_id") not in (None, fleet):
@@ -239,7 +329,7 @@ def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, 
         if reason is None:
             bad = []
             for cite in (rec.get("evidence") or [])[:20]:
-                r = resolve_citation(index, cite) if isinstance(cite, dict) else None
+                r = resolve_citation(index, cite, text) if isinstance(cite, dict) else None
                 (evidence.append(r) if r else bad.append(cite))
             if not evidence:
                 reason = ("no citation resolves to a captured event of this fleet "
@@ -256,6 +346,11 @@ def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, 
                                           "event_id": _rid(rec, "p")})
         out["proposed"] += 1
         log("claim_proposed", claim_id=cid, agent=agent, citations=len(evidence))
+    if persist:
+        try:
+            save_tally(tally_path, counts, time.strftime("%Y-%m-%d", time.gmtime()))
+        except OSError as exc:
+            log("claim_tally_write_failed", error=str(exc)[:200])
     return out
 
 

@@ -20,7 +20,52 @@ from lib.paths import Paths
 
 
 class ConfigError(ValueError):
-    """The config file exists but cannot be parsed or holds a value of the wrong type."""
+    """The config file exists but cannot be parsed, holds a value of the wrong type or a key
+    ctxlake does not know (a typo must never fall back silently to a default)."""
+
+
+TOP_KEYS = ("store", "fleet_id", "agent_id", "live_store", "summarize", "leases", "sync", "lake")
+"""Every key the top level of ``ctxlake.toml`` may hold (docs/operations.md "Every knob")."""
+SUMMARIZE_KEYS = ("mode",)
+
+
+def _unknown(path: str, where: str, keys, known) -> None:
+    """:raises ConfigError: naming the first key of ``keys`` not in ``known``, with the closest
+    known spelling (``poll_sec`` → ``poll_secs``)."""
+    for key in keys:
+        if key not in known:
+            import difflib  # only on the error path: the hook loads the config on every event
+
+            near = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(known)}"
+            raise ConfigError(f"{path}: unknown key {where}{key!r} ({hint}); fix or remove it")
+
+
+def store_url(value: str, cwd: str | None = None) -> str:
+    """The store URL to save for ``value`` (``ctxlake init --store``): ``file://~/x`` and a
+    relative ``file://lake`` become absolute (against ``cwd``, default the current directory),
+    so every working directory sees one lake; ``s3://``, ``memory://`` pass unchanged.
+
+    :raises ConfigError: a plain path or an unknown scheme, with the URL to write instead.
+    """
+    if value.startswith("file://"):
+        raw = value[len("file://"):]
+        if raw.startswith("localhost/"):
+            raw = raw[len("localhost"):]
+        raw = os.path.expanduser(raw)
+        return "file://" + os.path.normpath(os.path.join(cwd or os.getcwd(), raw))
+    if value.startswith(("s3://", "memory://")):
+        return value
+    if "://" not in value:
+        absolute = os.path.normpath(os.path.join(cwd or os.getcwd(), os.path.expanduser(value)))
+        raise ConfigError(f"store {value!r} is a path, not a URL; write --store file://{absolute}")
+    raise ConfigError(f"store {value!r} has an unsupported scheme; use file:///abs/path or s3://bucket/prefix")
+
+
+def _check_store(path: str, key: str, url: str) -> None:
+    if url.startswith("file://") and not url.startswith(("file:///", "file://~")):
+        raise ConfigError(f"{path}: {key} {url!r} is relative, so every working directory would get its own "
+                          f"lake; write an absolute file:///path (ctxlake init does)")
 
 
 @dataclass(frozen=True)
@@ -68,6 +113,30 @@ class SyncConfig:
 
 
 @dataclass(frozen=True)
+class LakeConfig:
+    """The compacted lake (a Delta table per fleet) and what maint deletes (docs/lake.md,
+    "Retention", which gives the safety argument for each default)."""
+
+    vacuum_hours: int = 168
+    """Table files a newer commit replaced are deleted this many hours after they stopped being
+    referenced: the longest query (or time travel) against an old version that keeps working.
+    Delta's own default, 7 days."""
+    bronze_grace_hours: int = 72
+    """A bronze segment is deleted this long after the commit that merged it into the table
+    (0 = keep bronze forever). Its rows are in the table by then; the grace leaves time to
+    notice a bad commit and re-merge from bronze."""
+    snapshot_keep_hours: int = 24
+    """Superseded snapshot blobs older than this are deleted; the current blob and the one before
+    it are always kept (a syncd mid-download still finds its blob)."""
+    checkpoint_every: int = 10
+    """A Delta checkpoint every this many commits, so readers replay at most this many JSON
+    commit files."""
+    log_retention_days: int = 30
+    """Delta log entries (commit JSON files) older than this and older than the newest checkpoint
+    are deleted after a checkpoint: the horizon of time travel."""
+
+
+@dataclass(frozen=True)
 class Config:
     """Everything a role needs, resolved. Build it with :func:`load`.
 
@@ -82,7 +151,11 @@ class Config:
     summarize_mode: str = "agent"
     leases: LeaseConfig = field(default_factory=LeaseConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
+    lake: LakeConfig = field(default_factory=LakeConfig)
     source: str | None = None
+    configured: bool = False
+    """True when a config file was read or ``CTXLAKE_FLEET_ID``/``CTXLAKE_STORE`` is set: else
+    every value is a default, and commands that would bake one in (``install``) refuse."""
     live_store: str | None = None
     """Backend for the live plane (``live/`` keys: heartbeats, roster, leases), e.g.
     ``redis://host:6379/0``; ``None`` keeps it on ``store``. The documented path past ~50
@@ -122,9 +195,8 @@ def _section(data: dict, name: str, cls, path: str):
         raise ConfigError(f"{path}: [{name}] must be a table")
     known = {f for f in cls.__dataclass_fields__}
     kwargs = {}
+    _unknown(path, f"[{name}] ", raw, sorted(known))
     for key, value in raw.items():
-        if key not in known:
-            continue
         default = getattr(cls(), key)
         if isinstance(default, bool) or not isinstance(value, (type(default), int) if isinstance(default, float) else type(default)):
             raise ConfigError(f"{path}: [{name}] {key} must be {type(default).__name__}, got {value!r}")
@@ -154,11 +226,17 @@ def load(environ=None, path: str | None = None) -> Config:
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from exc
         source = path
+    _unknown(path, "", data, TOP_KEYS)
     for key in ("store", "fleet_id", "agent_id", "live_store"):
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"{path}: {key} must be a string")
+    if data.get("store"):
+        _check_store(path, "store", data["store"])
     summarize = data.get("summarize", {})
-    mode = summarize.get("mode", "agent") if isinstance(summarize, dict) else "agent"
+    if not isinstance(summarize, dict):
+        raise ConfigError(f"{path}: [summarize] must be a table")
+    _unknown(path, "[summarize] ", summarize, SUMMARIZE_KEYS)
+    mode = summarize.get("mode", "agent")
     if mode not in ("none", "agent", "shadow"):
         raise ConfigError(f"{path}: [summarize] mode must be none|agent|shadow, got {mode!r}")
     sync = _section(data, "sync", SyncConfig, path)
@@ -167,6 +245,12 @@ def load(environ=None, path: str | None = None) -> Config:
     leases = _section(data, "leases", LeaseConfig, path)
     if leases.policy not in ("warn", "block"):
         raise ConfigError(f"{path}: [leases] policy must be warn|block, got {leases.policy!r}")
+    lake = _section(data, "lake", LakeConfig, path)
+    for name in ("vacuum_hours", "bronze_grace_hours", "snapshot_keep_hours", "log_retention_days"):
+        if getattr(lake, name) < 0:
+            raise ConfigError(f"{path}: [lake] {name} must be >= 0, got {getattr(lake, name)}")
+    if lake.checkpoint_every < 1:
+        raise ConfigError(f"{path}: [lake] checkpoint_every must be >= 1, got {lake.checkpoint_every}")
     cfg = Config(
         paths=paths,
         store=data.get("store") or paths.default_store_url,
@@ -175,7 +259,9 @@ def load(environ=None, path: str | None = None) -> Config:
         summarize_mode=mode,
         leases=leases,
         sync=sync,
+        lake=lake,
         source=source,
+        configured=source is not None or bool(env.get("CTXLAKE_FLEET_ID") or env.get("CTXLAKE_STORE")),
         live_store=data.get("live_store") or None,
     )
     overrides = {}
@@ -183,6 +269,8 @@ def load(environ=None, path: str | None = None) -> Config:
                      ("CTXLAKE_LIVE_STORE", "live_store")):
         if env.get(var):
             overrides[key] = env[var]
+    if "store" in overrides:
+        _check_store("CTXLAKE_STORE", "store", overrides["store"])
     if env.get("CTXLAKE_LEASE_POLICY") in ("warn", "block"):
         overrides["leases"] = replace(cfg.leases, policy=env["CTXLAKE_LEASE_POLICY"])
     return replace(cfg, **overrides) if overrides else cfg
@@ -190,13 +278,16 @@ def load(environ=None, path: str | None = None) -> Config:
 
 def render_toml(store: str, fleet_id: str, agent_id: str | None = None) -> str:
     """Text of a fresh ``ctxlake.toml`` for ``ctxlake init`` (no secrets, ever)."""
+    import json
+
+    q = json.dumps  # a JSON string is a valid TOML basic string
     lines = [
         "# ctxlake configuration (DESIGN.md §3). Environment wins: CTXLAKE_STORE, CTXLAKE_FLEET_ID, CTXLAKE_AGENT_ID.",
         "# Credentials are never stored here: S3 uses boto3's normal chain (env, profile, IRSA).",
-        f'store = "{store}"',
-        f'fleet_id = "{fleet_id}"',
+        f"store = {q(store)}",
+        f"fleet_id = {q(fleet_id)}",
     ]
     if agent_id:
-        lines.append(f'agent_id = "{agent_id}"')
+        lines.append(f"agent_id = {q(agent_id)}")
     lines += ["", "[summarize]", 'mode = "agent"', "", "[leases]", 'policy = "warn"', "ttl_secs = 300", ""]
     return "\n".join(lines)

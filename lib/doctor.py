@@ -21,7 +21,6 @@ there); other missing guarantees are reported with their cost but do not fail th
 """
 from __future__ import annotations
 
-import argparse
 import json
 import secrets
 import time
@@ -247,7 +246,25 @@ def probe(store, caller: str, now=time.time) -> dict:
         "cleanup": cleanup,
         "can_write_read": checks["write_read"]["ok"] is True,
         "ok": all(r["ok"] is True for r in rows),
+        "delta_commits": delta_commits(store.url, checks),
     }
+
+
+def delta_commits(url: str, checks: dict) -> dict:
+    """Whether maint can commit the compacted lake's Delta table on this store (docs/lake.md):
+    a Delta commit is a create-only PUT of ``_delta_log/<n>.json``, so it is safe exactly when
+    create-only holds (``file://``: delta-rs renames without replacing). ``{"ok", "detail"}``;
+    ``ok`` is ``None`` when create-only was not probed."""
+    if url.startswith("memory://"):
+        return {"ok": False, "detail": "memory:// holds no Delta table (use file:// or s3://)"}
+    row = checks.get("create_only") or {}
+    if row.get("ok") is True:
+        return {"ok": True, "detail": "create-only PUTs are honoured: two maintenance passes can never both "
+                                      "commit one table version"}
+    if row.get("ok") is False:
+        return {"ok": False, "detail": "UNSAFE: the store accepts a second create-only PUT, so two commits could "
+                                       "both claim one version and one silently vanishes; maint refuses to commit"}
+    return {"ok": None, "detail": "not probed (create-only did not run)"}
 
 
 def _cleanup(store, run: str, caller_prefix: str, written: set, skew: float | None) -> dict:
@@ -279,11 +296,16 @@ def unsafe_reason(result: dict) -> str | None:
 
 
 def exit_code(result: dict) -> int:
-    """1 when the store cannot be written and read back, or when it does not honour conditional
-    writes (:func:`unsafe_reason`: syncd and maint refuse leases, roster and the maintenance
-    lease there); else 0. Conditional GET, list and delete failures are reported with their
-    cost only."""
-    return 0 if result["can_write_read"] and not unsafe_reason(result) else 1
+    """0 when the store can be written and read back and honours conditional writes; 4 (the
+    ``store`` exit code of lib/failures.py) when it cannot be written and read back; 1
+    (``refused``) when it does not honour conditional writes (:func:`unsafe_reason`: syncd and
+    maint refuse leases, roster and the maintenance lease there). Conditional GET, list and
+    delete failures are reported with their cost only."""
+    from lib.failures import EXIT_CODES
+
+    if not result["can_write_read"]:
+        return EXIT_CODES["store"]
+    return EXIT_CODES["refused"] if unsafe_reason(result) else 0
 
 
 def render_table(result: dict) -> str:
@@ -311,6 +333,9 @@ def render_table(result: dict) -> str:
         lines.append(f"  {row['title']:<{width}}  {mark:<7}  {row['detail']}")
         if row["ok"] is False:
             lines.append(f"  {'':<{width}}  {'':<7}  cost: {row['cost']}")
+    delta = result.get("delta_commits") or {}
+    lines.append(f"  {'Delta table commits':<{width}}  {({True: 'ok', False: 'FAILED', None: 'not run'})[delta.get('ok')]:<7}"
+                 f"  {delta.get('detail', '')}")
     failed = [r for r in result["checks"] if r["ok"] is not True]
     lines.append("")
     if not result["can_write_read"]:
@@ -334,18 +359,27 @@ def run(url: str, caller: str) -> dict:
     return probe(open_store(url), caller)
 
 
-def main(argv: list[str], stdout) -> int:
+def main(argv: list[str], stdout, stderr=None) -> int:
     """``ctxlake doctor [--store URL] [--caller ID] [--json]``: probe the store and print the
     capability table (or the result dict as JSON). Defaults come from the ctxlake config
     (``store``, ``agent_id``); when ``live_store`` is configured (e.g. ``redis://``) the live
     plane's backend is probed the same way and reported beside it (``live_plane`` in JSON).
-    Returns the worse :func:`exit_code`, or 2 for a bad config or store URL.
+    Returns the worse :func:`exit_code`; a bad store URL (2) or config (3) is one line on
+    ``stderr`` (lib/failures.py).
 
     Example::
 
         $ ctxlake doctor --store s3://lake/team-a --json
     """
-    parser = argparse.ArgumentParser(prog="ctxlake doctor", description=main.__doc__.split("\n\n")[0])
+    from lib import failures
+
+    return failures.run("ctxlake doctor", lambda a: _main(a, stdout), argv, stderr)
+
+
+def _main(argv: list[str], stdout) -> int:
+    from lib.failures import Failure, Parser
+
+    parser = Parser(prog="ctxlake doctor", description=main.__doc__.split("\n\n")[0])
     parser.add_argument("--store", help="store URL (default: the configured store)")
     parser.add_argument("--caller", help="scratch prefix owner (default: the configured agent id)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -355,11 +389,7 @@ def main(argv: list[str], stdout) -> int:
     if not url or not caller:
         from lib import config
 
-        try:
-            cfg = config.load()
-        except config.ConfigError as exc:
-            stdout.write(f"ctxlake doctor: {exc}\n")
-            return 2
+        cfg = config.load()
         if not url:
             live_url = cfg.live_store  # the live plane's own backend (redis://...), probed too
         url, caller = url or cfg.store, caller or cfg.agent_id
@@ -367,8 +397,7 @@ def main(argv: list[str], stdout) -> int:
         result = run(url, caller)
         live = run(live_url, caller) if live_url and live_url != url else None
     except ValueError as exc:
-        stdout.write(f"ctxlake doctor: {exc}\n")
-        return 2
+        raise Failure("usage", str(exc)) from None
     if args.json:
         stdout.write(json.dumps(dict(result, live_plane=live), indent=2, sort_keys=True) + "\n")
     else:

@@ -40,6 +40,11 @@ were what when where which who why will with would you your
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
+def word_tokens(text: str) -> list[str]:
+    """Lowercase word tokens of ``text``, stopwords kept, in order."""
+    return _WORD.findall(text.lower())
+
+
 def tokens(text: str) -> list[str]:
     """Lowercase word tokens of ``text`` without :data:`STOPWORDS`, in order (duplicates kept)."""
     return [t for t in _WORD.findall(text.lower()) if t not in STOPWORDS]

@@ -152,12 +152,12 @@ class Builder:
             env["runtime_version"] = str(runtime_version or self.runtime_version)
         env["host_id"] = host_id()
         env["session_id"] = self.session_id
-        for key in ("turn_id",):
-            if extra.get(key):
-                env[key] = str(extra[key])
-        if message_id:
-            env["message_id"] = str(message_id)
         outcomes: list[redact.Outcome] = []
+        # ids reach disk too (and the digest, and the snapshot): the same rules as tool text
+        if extra.get("turn_id"):
+            env["turn_id"] = self._scrub_small(str(extra["turn_id"]), "turn_id", eid, outcomes, True)
+        if message_id:
+            env["message_id"] = self._scrub_small(str(message_id), "message_id", eid, outcomes, True)
         for key in ("parent_message_id", "repo", "cwd", "branch", "git_sha"):
             if extra.get(key):
                 # small free-text fields are scrubbed too: a repo URL can carry a token
@@ -190,7 +190,7 @@ class Builder:
         return env
 
     def _tool(self, tool: dict, eid: str, outcomes: list) -> dict:
-        name = str(tool.get("name") or "unknown")
+        name = self._scrub_small(str(tool.get("name") or "unknown"), "tool.name", eid, outcomes, True)
         paths = [str(p) for p in tool.get("paths") or [] if p]
         out: dict = {"name": name}
         raw_input = tool.get("input")
@@ -224,12 +224,15 @@ class Builder:
             out["exit_code"] = int(tool["exit_code"])
         if tool.get("duration_ms") is not None:
             out["duration_ms"] = int(tool["duration_ms"])
-        out["paths"] = [self._scrub_small(p, "tool.paths", eid, outcomes) for p in paths]
+        # paths get the tool rules (entropy included): a path redacted in tool.input must not be
+        # stored verbatim here, then in digest.json and the snapshot
+        out["paths"] = [self._scrub_small(p, "tool.paths", eid, outcomes, True) for p in paths]
         return out
 
-    def _scrub_small(self, text: str, field: str, eid: str, outcomes: list) -> str:
-        """Scrub a short metadata field (prose rules, no entropy); note the outcome if any."""
-        clean, oc = redact.scrub(text)
+    def _scrub_small(self, text: str, field: str, eid: str, outcomes: list, tool: bool = False) -> str:
+        """Scrub a short metadata field (prose rules; ``tool`` adds the entropy rule, for paths
+        and ids); note the outcome if any."""
+        clean, oc = redact.scrub(text, is_tool_output=tool)
         if oc.status != "clean":
             outcomes.append(oc)
             self._note(oc, field, eid, text)

@@ -9,12 +9,22 @@ Rules, in order, for each ``candidate``:
 1. evidence must resolve to a captured envelope in the lake — a sealed session of this fleet
    whose digest lists the cited ``message_id`` (or ``event_id``); unsealed sessions wait;
 2. the observer must be a known agent (one with a sealed session in this fleet);
-3. independence = distinct resolved evidence sessions that were **not** shown this claim
-   (``injected_claims`` of the session's digest, recorded by the hook from the briefing);
-4. per-type threshold: environment 1, outcome 1, convention 2, preference = human approval,
-   hypothesis never;
-5. a claim that passes but resembles a promoted claim on the same subject (cosine ≥ 0.85 or
-   word overlap ≥ 0.6; identical text is the same claim, i.e. corroboration) contests both.
+3. evidence must support the claim: the cited event's stored text holds at least
+   :data:`lib.claims.SUPPORT_MIN` of the claim's terms (``support``, measured at ingest by
+   :func:`lib.claims.support`);
+4. independence = distinct **agents, or hosts where the session's host is known**, whose
+   supporting sessions were **not** shown this claim (``injected_claims`` of the session's
+   digest, recorded by the hook from the briefing); and a claim is never won alone: its evidence
+   must come from two such units, or from one that is not a proposer's (not an observer's
+   agent, nor a host an observer's sessions ran on) — docs/security.md "Trust model";
+5. per-type threshold on that count: environment 1, outcome 1, convention 2, preference = human
+   approval, hypothesis never;
+6. a claim that passes, resembles a promoted claim on the same subject (cosine ≥ 0.85 or word
+   overlap ≥ 0.6) **and** says something the other denies (:func:`difference`: a negation one
+   side has and the other lacks, an opposite word, or a value — number, version, quoted or
+   code span, path, flag — that each side has and the other does not) contests both. Resemblance
+   alone is corroboration or a near-duplicate, not a contradiction; identical text is the same
+   claim.
 
 Confidence = min(0.5 + 0.15·n, 0.95). Nothing is deleted; retirement is a human event.
 """
@@ -22,6 +32,10 @@ from __future__ import annotations
 
 from lib import claims as claimsmod
 
+from lib.envelope import sha256_hex  # noqa: E402
+
+_UNKNOWN_HOST = sha256_hex("unknown-host")
+"""The host id of a host whose name could not be read: not a host, so never an independence unit."""
 COSINE_CONTRADICTION = 0.85
 OVERLAP_CONTRADICTION = 0.6
 
@@ -36,6 +50,58 @@ def overlap(a: str, b: str) -> float:
     """Jaccard overlap of the word sets of ``a`` and ``b`` (0..1)."""
     wa, wb = _words(a), _words(b)
     return len(wa & wb) / len(wa | wb) if wa and wb else 0.0
+
+
+def _unit(d: dict) -> tuple:
+    """The independence unit of a session digest: its host where known, else its agent."""
+    h = d.get("host_id")
+    return ("host", h) if h and h != _UNKNOWN_HOST else ("agent", d.get("agent_id"))
+
+
+def _owner_units(observers: list, digests: list[dict]) -> set:
+    """Units that belong to a claim's proposers: their agents, and every host their sessions
+    ran on."""
+    owners = set(observers)
+    return {("agent", o) for o in owners} | {_unit(d) for d in digests if d.get("agent_id") in owners}
+
+
+NEGATIONS = frozenset("not no never cannot cant can't don't dont doesn't doesnt isn't isnt won't wont without "
+                      "fails failed failing broken unsupported disabled".split())
+"""Words that turn a statement into its denial (and the failure words that deny "works")."""
+OPPOSITES = (("enabled", "disabled"), ("true", "false"), ("pass", "fail"), ("passes", "fails"),
+             ("passed", "failed"), ("works", "fails"), ("succeeds", "fails"), ("required", "optional"),
+             ("always", "never"), ("before", "after"), ("allowed", "forbidden"), ("on", "off"))
+"""Word pairs where one side of a claim pair holding one and the other side the other is a contradiction."""
+
+
+def _values(text: str) -> set:
+    """The value tokens of ``text``: numbers and versions, `code` and quoted spans, paths,
+    command-line flags."""
+    import re
+
+    out = set(re.findall(r"`([^`]+)`|\"([^\"]+)\"", text))
+    vals = {a or b for a, b in out}
+    vals.update(re.findall(r"(?<![\w.])\d+(?:[.:]\d+)*(?![\w.])", text))
+    vals.update(re.findall(r"(?:\.{0,2}/)?[\w.-]+/[\w./-]+", text))
+    vals.update(re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", text))
+    return {v.lower() for v in vals}
+
+
+def difference(a: str, b: str) -> str | None:
+    """Why claims ``a`` and ``b`` (already similar) contradict each other, or ``None`` when nothing
+    in them denies the other: ``"negation"`` (one side negates, the other does not),
+    ``"opposite words"`` (:data:`OPPOSITES`), ``"different values"`` (each side has a value token,
+    :func:`_values`, that the other lacks). Precision measured by ``bench/memory_eval.py``."""
+    wa, wb = _words(a), _words(b)
+    if bool(wa & NEGATIONS) != bool(wb & NEGATIONS):
+        return "negation"
+    for x, y in OPPOSITES:
+        if (x in wa and y in wb and y not in wa and x not in wb) or (y in wa and x in wb and x not in wa and y not in wb):
+            return "opposite words"
+    va, vb = _values(a), _values(b)
+    if va - vb and vb - va:
+        return "different values"
+    return None
 
 
 def decide(folded: dict[str, dict], digests: list[dict], *, embed=None) -> tuple[list[dict], dict[str, str]]:
@@ -83,21 +149,33 @@ def decide(folded: dict[str, dict], digests: list[dict], *, embed=None) -> tuple
         if not any(o in known_agents for o in c["observers"]):
             explain[cid] = f"held: observer(s) {', '.join(c['observers'])} have no sealed session in this fleet"
             continue
-        independent = sorted({e["session_id"] for e in resolved
-                              if cid not in set(by_session[e["session_id"]].get("injected_claims") or [])})
-        n = len(independent)
+        supported = [e for e in resolved if float(e.get("support") or 0) >= claimsmod.SUPPORT_MIN]
+        if not supported:
+            best = max(float(e.get("support") or 0) for e in resolved)
+            explain[cid] = (f"held: no cited event relates to the claim (best support {best:.2f} < "
+                            f"{claimsmod.SUPPORT_MIN}: share of the claim's terms found in the cited event)")
+            continue
+        fresh = [e for e in supported if cid not in set(by_session[e["session_id"]].get("injected_claims") or [])]
+        independent = sorted({e["session_id"] for e in fresh})
+        units = {_unit(by_session[s]) for s in independent}
+        n = len(units)
         ctype = c["claim_type"]
         if ctype == "hypothesis":
-            explain[cid] = f"held: hypotheses never auto-promote ({n} independent session(s))"
+            explain[cid] = f"held: hypotheses never auto-promote ({n} independent agent(s)/host(s))"
             continue
         if ctype == "preference" and not c.get("approved"):
             explain[cid] = f"held: preferences need a human approval (ctxlake claims --approve {cid})"
             continue
         need = claimsmod.THRESHOLDS.get(ctype, 1)
         if ctype != "preference" and n < need:
-            shown = len({e["session_id"] for e in resolved}) - n
-            explain[cid] = (f"held: {n} independent session(s), {ctype} needs {need}"
+            shown = len({e["session_id"] for e in supported}) - len(independent)
+            explain[cid] = (f"held: {n} independent agent(s)/host(s), {ctype} needs {need}"
                             + (f" ({shown} citing session(s) had been shown this claim)" if shown else ""))
+            continue
+        approved = ctype == "preference" and c.get("approved")  # a human promotes, not an agent
+        if units and len(units) < 2 and units <= _owner_units(c["observers"], digests) and not approved:
+            explain[cid] = ("held: the only evidence is the proposer's own (" + ", ".join(sorted(f"{k} {v}" for k, v in units))
+                            + "); a session of another agent on another host must support it")
             continue
         rival = None
         subject = claimsmod.normalize(c.get("subject") or "")
@@ -108,9 +186,11 @@ def decide(folded: dict[str, dict], digests: list[dict], *, embed=None) -> tuple
             va, vb = vec(c), vec(p)
             cos = sum(x * y for x, y in zip(va, vb)) if va is not None and vb is not None else 0.0
             if sim_words >= OVERLAP_CONTRADICTION or cos >= COSINE_CONTRADICTION:
-                rival = (pid, f"resembles promoted claim {pid} on subject {c.get('subject')!r} "
-                              f"(word overlap {sim_words:.2f}, cosine {cos:.2f}) but differs")
-                break
+                why = difference(c["claim"], p["claim"])
+                if why:
+                    rival = (pid, f"resembles promoted claim {pid} on subject {c.get('subject')!r} "
+                                  f"(word overlap {sim_words:.2f}, cosine {cos:.2f}) but differs ({why})")
+                    break
         conf = claimsmod.confidence(n)
         if rival:
             pid, why = rival
@@ -119,13 +199,14 @@ def decide(folded: dict[str, dict], digests: list[dict], *, embed=None) -> tuple
             events.append({"kind": "contested", "claim_id": pid, "against": cid,
                            "reason": f"a new claim {cid} on the same subject differs: {c['claim'][:120]}"})
             explain[cid] = "contested: " + why
+            explain[pid] = f"contested: a new claim {cid} on the same subject differs ({why.rsplit('(', 1)[-1]}"
             promoted.pop(pid, None)
             continue
         events.append({"kind": "promoted", "claim_id": cid, "independent_sessions": n, "confidence": conf,
-                       "reason": f"{n} independent session(s) ≥ {need} for {ctype}"
+                       "reason": f"{n} independent agent(s)/host(s) ≥ {need} for {ctype}"
                        if ctype != "preference" else "approved by a human",
                        "sessions": independent})
-        explain[cid] = f"promoted: {n} independent session(s), confidence {conf}"
+        explain[cid] = f"promoted: {n} independent agent(s)/host(s), confidence {conf}"
         promoted[cid] = dict(c, status="promoted")
     return events, explain
 

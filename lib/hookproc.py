@@ -63,17 +63,48 @@ def _emit(stdout, answer: dict) -> None:
     stdout.flush()
 
 
-def _read_all(stdin) -> bytes:
-    chunks, total = [], 0
+def _read_all(stdin) -> tuple[bytes, int, bytes]:
+    """``(the first MAX_STDIN bytes, total size, the last 64 KiB)``: an oversized payload is
+    drained (the runtime is never left blocked on a full pipe) and kept in part
+    (:func:`_partial_payload` reads its head and its tail)."""
+    chunks, total, tail = [], 0, b""
     while True:
         chunk = stdin.read(1 << 20)
         if not chunk:
             break
-        chunks.append(chunk)
+        if total < MAX_STDIN:
+            chunks.append(chunk[:MAX_STDIN - total])
         total += len(chunk)
         if total > MAX_STDIN:
-            raise ValueError(f"payload larger than {MAX_STDIN} bytes")
-    return b"".join(chunks)
+            tail = (tail + chunk)[-(1 << 16):]
+    return b"".join(chunks), total, tail
+
+
+_KEEP = ("hook_event_name", "session_id", "conversation_id", "tool_name", "tool_use_id", "prompt_id", "cwd",
+         "transcript_path", "agent_id")
+
+
+def _partial_payload(raw: bytes, why: str, tail: bytes = b"") -> dict:
+    """What can be kept of a payload too large or too deep to parse: the top-level identity fields
+    (read from its first and last 64 KiB by pattern, standard library only), marked truncated,
+    with the reason in place of the content, so the event is kept in part, never dropped
+    (issue #16)."""
+    import re
+
+    head = (raw[:1 << 16] + b"\n" + (tail or raw[-(1 << 16):])).decode("utf-8", "replace")
+    out: dict = {}
+    for key in _KEEP:
+        m = re.search(r'"' + key + r'"\s*:\s*"((?:[^"\\]|\\.){0,4096})"', head)
+        if m:
+            try:
+                from lib import jsonfast
+
+                out[key] = jsonfast.loads('"' + m.group(1) + '"')
+            except ValueError:
+                continue
+    note = f"[ctxlake: payload kept in part: {why}]"
+    out.update(prompt=note, tool_response=note, last_assistant_message=note, _ctxlake_truncated=why)
+    return out
 
 
 def _log_unmapped_once(paths, runtime: str, event: str) -> None:
@@ -132,7 +163,7 @@ class _Identity:
 
 def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
     """Map, redact and spool one payload (the capture half). Raises on failure (caller logs)."""
-    from lib import adapters, envelope, jsonfast, spool
+    from lib import adapters, envelope, jsonfast, redact, spool
 
     adapter = adapters.get(runtime)
     if event not in adapter.EVENTS:
@@ -146,6 +177,9 @@ def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
     builder = envelope.Builder(fleet_id=ctx.fleet_id, agent_id=ctx.agent_id, runtime=runtime, session_id=sid,
                                runtime_version=getattr(adapter, "runtime_version", lambda p: None)(payload))
     envelopes = adapter.to_envelopes(event, payload, builder, ctx)
+    if payload.get("_ctxlake_truncated"):
+        for env_ in envelopes:
+            env_["truncated"] = True
     target = paths.session_spool(runtime, sid)
     for env_ in envelopes:
         try:
@@ -159,6 +193,8 @@ def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
             _log_error(paths, runtime, event, "quarantine", exc)
     done = adapter.done_marker(event, payload)
     if done is not None:
+        # the marker is on disk too: its transcript path gets the tool rules like tool.paths
+        done = {k: redact.scrub(v, is_tool_output=True)[0] if isinstance(v, str) else v for k, v in done.items()}
         spool.atomic_write(paths.session_done(runtime, sid), jsonfast.dumps(done).encode())
     elif any(e["event_type"] == "session_start" for e in envelopes):
         # a resumed session is open again: a stale end marker would let syncd seal it and delete
@@ -229,13 +265,18 @@ def run(argv: list[str], stdin, stdout, environ=None, detach: bool | None = None
                 _emit(stdout, early)
                 answered = True
         step = "read"
-        raw = _read_all(stdin)
+        raw, size, tail = _read_all(stdin)
         if not raw.strip():
             raise ValueError("empty stdin: no hook payload")
-        try:
-            payload = jsonfast.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ValueError(f"hook payload is not valid JSON ({exc})") from None
+        if size > MAX_STDIN:
+            payload = _partial_payload(raw, f"{size} bytes, over the {MAX_STDIN}-byte limit", tail)
+        else:
+            try:
+                payload = jsonfast.loads(raw)
+            except RecursionError:
+                payload = _partial_payload(raw, "nested deeper than the JSON parser's limit")
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise ValueError(f"hook payload is not valid JSON ({exc})") from None
         if not isinstance(payload, dict):
             raise ValueError("hook payload is not a JSON object")
         name = payload.get("hook_event_name")

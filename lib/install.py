@@ -149,6 +149,34 @@ def is_our_command(command, ident: Identity, runtime: str) -> bool:
             and t[6] == ident.hook_script and t[7] == runtime and bool(t[8]))
 
 
+def hook_commands(doc: dict, runtime: str) -> list:
+    """Every hook ``command`` value in a runtime's parsed hook file (``hooks.<event>[].command``;
+    Claude Code: ``hooks.<event>[].hooks[].command``), whatever its shape; never raises."""
+    hooks = doc.get("hooks") if isinstance(doc, dict) else None
+    out = []
+    for entries in (hooks.values() if isinstance(hooks, dict) else ()):
+        for e in entries if isinstance(entries, list) else ():
+            inner = e.get("hooks") if runtime == "claude_code" and isinstance(e, dict) else [e]
+            out += [h.get("command") for h in inner if isinstance(h, dict)] if isinstance(inner, list) else []
+    return out
+
+
+def installed_identity(path: str, runtime: str) -> tuple[str, str] | None:
+    """``(fleet_id, agent_id)`` the hooks of this checkout in ``path`` speak for (the first one
+    found), or ``None`` when the file is absent, unreadable or holds none of ours."""
+    probe = Identity("", "", "", "")
+    try:
+        text = _read(path)
+        doc = _load_yaml(path, text) if runtime == "hermes" else _load_json(path, text)
+    except InstallError:
+        return None
+    for cmd in hook_commands(doc, runtime):
+        if is_our_command(cmd, probe, runtime):
+            t = shlex.split(cmd)
+            return t[1].split("=", 1)[1], t[2].split("=", 1)[1]
+    return None
+
+
 def mcp_entry(ident: Identity, *, claude: bool) -> dict:
     """``mcpServers.ctxlake``: ``{"command", "args", "env"}`` (+ ``"type": "stdio"`` for Claude Code)."""
     entry = {"type": "stdio"} if claude else {}
@@ -242,21 +270,25 @@ def targets(runtime: str, home: str, project: str | None = None, environ=None) -
 @dataclass(frozen=True)
 class JsonStyle:
     """How a JSON file was written, so a rewrite changes only what it must: ``indent`` (spaces,
-    or a tab string), ``ascii`` (non-ASCII escaped as ``\\uXXXX``), ``newline`` (trailing)."""
+    a tab string, or ``None`` for a one-line document), ``ascii`` (non-ASCII escaped as ``\\uXXXX``), ``newline`` (trailing)."""
 
-    indent: int | str = 2
+    indent: int | str | None = 2
     ascii: bool = False
     newline: bool = True
 
     @classmethod
     def of(cls, text: str | None) -> "JsonStyle":
+        """The style of ``text``; a document written on one line stays on one line (``indent``
+        ``None``), so install does not expand a hand-written compact file."""
         if not text or not text.strip():
             return cls()
-        indent: int | str = 2
+        indent: int | str | None = 2
         m = re.search(r"\n([ \t]+)\S", text)
         if m:
             ws = m.group(1)
             indent = ws if "\t" in ws else len(ws)
+        elif "\n" not in text.strip():
+            indent = None
         return cls(indent=indent, ascii=text.isascii() and "\\u" in text, newline=text.endswith("\n"))
 
     def dumps(self, doc) -> str:
@@ -559,6 +591,67 @@ def _render_hermes(path: str, text: str | None, doc: dict, blocks: dict) -> str:
     return new_text
 
 
+def _splice_hermes_hooks(path: str, text: str | None, doc: dict, hooks: dict | None, wanted: dict) -> str | None:
+    """``text`` with ours appended to the existing block-style ``hooks:`` mapping line by line
+    (each event's list gets its entries after the user's; a missing event is added at the end of
+    the block), every user line kept byte for byte; ``None`` when the block is absent, not in
+    block style, or the result does not re-parse to ``wanted`` (then the block is re-rendered)."""
+    if not text or not hooks:
+        return None
+    yaml = _yaml()
+    lines = text.splitlines(keepends=True)
+    try:
+        span = _top_block(lines, "hooks")
+    except ValueError:
+        return None
+    if span is None or lines[span[0]].split(":", 1)[1].split("#", 1)[0].strip():
+        return None  # absent, or ``hooks: {...}`` in flow style
+    start, end = span
+    eol = "\r\n" if "\r\n" in text else "\n"
+    body = [i for i in range(start + 1, end) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
+    if not body:
+        return None
+    indent = len(lines[body[0]]) - len(lines[body[0]].lstrip())
+    inserts: dict[int, list[str]] = {}
+    tail: list[str] = []
+    for event, entries in wanted.items():
+        added = entries[len(hooks.get(event) or []):]
+        if not added:
+            continue
+        key = [i for i in body if len(lines[i]) - len(lines[i].lstrip()) == indent
+               and _top_key(re.escape(event)).match(lines[i][indent:])]
+        dumped = yaml.safe_dump(added, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16)
+        if not key:
+            tail += [" " * indent + f"{event}:" + eol] + [" " * (indent + 2) + ln + eol for ln in dumped.splitlines()]
+            continue
+        k = key[0]
+        if lines[k].split(":", 1)[1].split("#", 1)[0].strip():
+            return None  # ``event: [...]``: flow style, re-render
+        items = [i for i in body if i > k and (len(lines[i]) - len(lines[i].lstrip()) > indent)]
+        nxt = next((i for i in body if i > k and len(lines[i]) - len(lines[i].lstrip()) <= indent), end)
+        items = [i for i in items if i < nxt]
+        if not items:
+            return None
+        item_indent = len(lines[items[0]]) - len(lines[items[0]].lstrip())
+        inserts[items[-1] + 1] = [" " * item_indent + ln + eol for ln in dumped.splitlines()]
+    out = []
+    for i, ln in enumerate(lines):
+        if i == end:
+            out += tail
+        out += inserts.get(i, [])
+        if i == end - 1 and not ln.endswith(("\n", "\r")):
+            ln += eol
+        out.append(ln)
+    if end == len(lines):
+        out += inserts.get(end, []) + tail
+    new_text = "".join(out)
+    try:
+        reparsed = _load_yaml(path, new_text)
+    except MalformedFile:
+        return None
+    return new_text if reparsed == dict(doc, hooks=wanted) else None
+
+
 def _outside_blocks(text: str) -> str:
     """``text`` without the blocks install edits (what must be unchanged for a ``.bak`` restore)."""
     lines = text.splitlines(keepends=True)
@@ -585,6 +678,15 @@ class Change:
     before: str | None
     after: str | None
     notes: list[str] = field(default_factory=list)
+    mode: str = "install"
+    """``install`` (the previous bytes go to ``<file>.bak``) or ``uninstall`` (no new ``.bak``)."""
+    from_bak: bool = False
+    """``after`` is the ``.bak`` install kept: applying restores it and removes the ``.bak``."""
+
+    @property
+    def writes_backup(self) -> bool:
+        """True when :func:`apply` saves the previous bytes to ``<file>.bak``."""
+        return self.mode == "install" and self.changed and self.before is not None and self.after is not None
 
     @property
     def changed(self) -> bool:
@@ -649,13 +751,18 @@ def plan_install(target: Target, ident: Identity, environ=None) -> Change:
             wanted[e] = list(entries or []) + [_hermes_entry(ident, e)]
         entry = hermes_mcp_entry(ident, environ)
         blocks = {}
+        text = before
         if hooks is None or not _same_hermes(hooks, wanted, ident):
-            blocks["hooks"] = wanted
+            spliced = _splice_hermes_hooks(path, before, doc, hooks, wanted) if hooks == base else None
+            if spliced is None:
+                blocks["hooks"] = wanted
+            else:  # the user's own entries keep their quotes, flow lists and comments
+                text, doc = spliced, dict(doc, hooks=wanted)
         if servers is None or servers.get(MCP_NAME) != entry:
             blocks["mcp_servers"] = dict(servers or {}, **{MCP_NAME: entry})
-        if not blocks:
+        if not blocks and text == before:
             return Change(target, before, before)
-        return Change(target, before, _render_hermes(path, before, doc, blocks),
+        return Change(target, before, _render_hermes(path, text, doc, blocks) if blocks else text,
                       ["Hermes asks once per new hook for consent: run `hermes` interactively once, "
                        "or pass --accept-hooks / set hooks_auto_accept"])
     doc = _load_json(path, before)
@@ -692,7 +799,7 @@ def plan_uninstall(target: Target, ident: Identity) -> Change:
     path, kind = target.path, target.kind
     before = _read(path)
     if before is None:
-        return Change(target, None, None)
+        return Change(target, None, None, mode="uninstall")
     if kind == "hermes_config":
         doc = _load_yaml(path, before)
         hooks = _sub(doc, "hooks", dict, path, "")
@@ -705,7 +812,7 @@ def plan_uninstall(target: Target, ident: Identity) -> Change:
         if servers is not None and MCP_NAME in servers:
             blocks["mcp_servers"] = {k: v for k, v in servers.items() if k != MCP_NAME} or None
         if not blocks:
-            return Change(target, before, before)
+            return Change(target, before, before, mode="uninstall")
         stripped = dict(doc)
         for key, value in blocks.items():
             if value is None:
@@ -716,10 +823,10 @@ def plan_uninstall(target: Target, ident: Identity) -> Change:
         bak_doc = _load_quiet(_load_yaml, path, bak) if bak is not None else None
         if bak is not None and _norm(bak_doc) == _norm(stripped) and \
                 (_outside_blocks(bak) == _outside_blocks(before) or bak_doc == {}):
-            return Change(target, before, bak)
+            return Change(target, before, bak, mode="uninstall", from_bak=True)
         if not stripped and not _outside_blocks(before).strip():
-            return Change(target, before, None)
-        return Change(target, before, _render_hermes(path, before, doc, blocks))
+            return Change(target, before, None, mode="uninstall")
+        return Change(target, before, _render_hermes(path, before, doc, blocks), mode="uninstall")
     doc = _load_json(path, before)
     if kind == "claude_settings":
         stripped = _strip_claude(doc, ident, path)
@@ -728,13 +835,13 @@ def plan_uninstall(target: Target, ident: Identity) -> Change:
     else:
         stripped = _strip_mcp(doc, path, target.project)
     if stripped == doc:
-        return Change(target, before, before)
+        return Change(target, before, before, mode="uninstall")
     bak = _bak_text(path)
     if bak is not None and _norm(_load_quiet(_load_json, path, bak)) == _norm(_without_added_version(kind, stripped, bak)):
-        return Change(target, before, bak)
+        return Change(target, before, bak, mode="uninstall", from_bak=True)
     if _empty(kind, stripped):
-        return Change(target, before, None)
-    return Change(target, before, JsonStyle.of(before).dumps(stripped))
+        return Change(target, before, None, mode="uninstall")
+    return Change(target, before, JsonStyle.of(before).dumps(stripped), mode="uninstall")
 
 
 def _without_added_version(kind: str, stripped: dict, bak: str) -> dict:
@@ -774,10 +881,11 @@ def _load_quiet(loader, path, text):
 
 
 def apply(change: Change) -> None:
-    """Write ``change``: the previous bytes to ``<path>.bak`` first (only when the file existed
-    and changes), then the new bytes atomically (temp file + fsync + rename); or remove a file
-    that held nothing but ctxlake's entries (no ``.bak``: nothing of the user's is lost).
-    Nothing happens for an unchanged file."""
+    """Write ``change``. Install: the previous bytes to ``<path>.bak`` first (only when the file
+    existed and changes), then the new bytes atomically (temp file + fsync + rename). Uninstall:
+    no new ``.bak``; a ``.bak`` whose bytes were restored is removed, and so is a file that held
+    nothing but ctxlake's entries, with its folder when that is left empty (a ``~/.cursor``
+    install created). Nothing happens for an unchanged file."""
     if not change.changed:
         return
     from lib.spool import atomic_write
@@ -785,12 +893,21 @@ def apply(change: Change) -> None:
     path = change.target.path
     if change.after is None:  # only ctxlake's own entries were left: nothing of the user's to back up
         os.unlink(path)
+        try:
+            os.rmdir(os.path.dirname(path))  # only succeeds when empty
+        except OSError:
+            pass
         return
-    if change.before is not None:
+    if change.writes_backup:
         atomic_write(path + ".bak", change.before.encode("utf-8"), mode=_mode(path))
     real = os.path.realpath(path)  # a dotfiles symlink stays a symlink; its target gets the bytes
     os.makedirs(os.path.dirname(real), exist_ok=True)
     atomic_write(real, change.after.encode("utf-8"), mode=_mode(path))
+    if change.from_bak:
+        try:
+            os.unlink(path + ".bak")
+        except FileNotFoundError:
+            pass
 
 
 def _mode(path: str) -> int:

@@ -645,3 +645,39 @@ def conflicts_for_paths(view: dict, agent_id: str, paths: list[str], cwd: str | 
             if lp and covers(lp, rel):
                 hits.append(dict(lease, path=lp))
     return hits
+
+
+RETRY_SECS = 120
+"""An identical lease request (same :func:`request_key`) within this many seconds of the first is
+a retry of it (a runtime re-sending a tool call): applied once, answered as the first."""
+
+
+def request_key(kind: str, agent_id: str, session_id: str | None, resources=None, *, reason: str = "",
+                ttl: int | None = None, everything: bool = False) -> str:
+    """Identity of a lease request for retry detection: sha256 hex of the kind, agent, session and
+    what is asked — the resolved ``resources`` (``{"repo", "rel"|"path"}``, order and duplicates
+    ignored, so any spelling of the same paths is the same request), ``reason``, ``ttl`` and
+    ``everything`` (release all). Two calls with one key inside :data:`RETRY_SECS` are one request."""
+    import hashlib
+    import json
+
+    what = sorted({(str(r.get("repo")), str(r.get("rel") if "rel" in r else r.get("path"))) for r in resources or []
+                   if isinstance(r, dict)})
+    body = json.dumps([kind, agent_id, session_id, what, reason, ttl, bool(everything)], separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def first_request(candidates, key: str, now: float) -> dict | None:
+    """The earliest of ``candidates`` (request records or outcomes carrying ``request_key`` and
+    ``requested_at``, ISO or epoch s) with ``request_key == key`` requested within
+    :data:`RETRY_SECS` before ``now`` (epoch s, the requester's clock); ``None`` if there is none."""
+    best = None
+    for c in candidates or []:
+        if not isinstance(c, dict) or c.get("request_key") != key:
+            continue
+        at = epoch_secs(c.get("requested_at"))
+        if at is None or not (now - RETRY_SECS <= at <= now + RETRY_SECS):
+            continue
+        if best is None or at < best[0]:
+            best = (at, c)
+    return best[1] if best else None

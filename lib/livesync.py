@@ -184,8 +184,9 @@ class LivePlane:
         file identity, :func:`lib.spool.consume_records`), committed only once every record
         read was applied; other kinds (``proposed``, ``handoff``) are left to their consumers
         and nothing here deletes the spool. A store failure mid-batch re-delivers the batch
-        next pass: a record whose ``record_id`` already has an outcome is not applied again
-        (:meth:`_retried`).
+        next pass: a record whose ``record_id`` already has an outcome is not applied again, and
+        a retry of a request (same ``request_key`` from the same agent within
+        :data:`lib.live.RETRY_SECS`) gets the first one's outcome (:meth:`_retried`).
         """
         from lib import spool
 
@@ -206,12 +207,26 @@ class LivePlane:
         self._trim_requests(now)
 
     def _retried(self, rec: dict) -> dict | None:
-        """The outcome already recorded for ``rec``'s ``record_id`` (the same spool line delivered
-        again: after a failed commit, or appended twice), so it is applied once and answered as
-        the first time; ``None``: apply it. (A runtime's retried tool call never reaches the
-        spool twice: :meth:`lib.mcp_tools.Tools._queue` answers it from the first record.)"""
-        rid = rec.get("record_id")
-        return self.state["requests"].get(rid) if isinstance(rid, str) and rid else None
+        """The outcome to report for ``rec`` without touching the store when it is a retry: the
+        same ``record_id`` already applied (a re-delivered spool line), or another record of the
+        same request (``request_key``, :func:`lib.live.first_request`) from the same agent —
+        answered with the first one's outcome plus ``retry_of``. ``None``: apply it."""
+        reqs = self.state["requests"]
+        rid, key = rec.get("record_id"), rec.get("request_key")
+        if not isinstance(rid, str) or not rid:
+            return None
+        if rid in reqs:
+            return reqs[rid]
+        if not isinstance(key, str) or not key:
+            return None
+        mine = [dict(o, record_id=k) for k, o in reqs.items() if o.get("agent_id") == rec.get("agent_id")]
+        at = live.epoch_secs(rec.get("requested_at"))
+        first = live.first_request(mine, key, at) if at is not None else None
+        if first is None:
+            return None
+        out = {k: v for k, v in first.items() if k != "record_id"}
+        out.update(retry_of=first["record_id"], requested_at=rec.get("requested_at"))
+        return out
 
     def _trim_requests(self, now: float) -> None:
         reqs = self.state["requests"]
@@ -263,7 +278,7 @@ class LivePlane:
             return None
         paths = rec.get("paths") if isinstance(rec.get("paths"), list) else None
         base = {"kind": kind, "agent_id": agent, "applied_at": now}
-        for f in ("requested_at", "session_id"):
+        for f in ("requested_at", "session_id", "request_key"):
             if isinstance(rec.get(f), str):
                 base[f] = rec[f]
         if paths is not None:

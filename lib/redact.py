@@ -15,13 +15,22 @@ severity (the rule names below are the ``rules_fired`` names; reference spec §6
    merely names a provider stays clean (reference bug 12.2 #7).
 2. **Structural spans** (whole field, every text incl. prompts) — URL credentials
    (``scheme://user:PASS@``), ``curl -u user:PASS``, signed-URL signatures (Azure SAS ``sig=``,
-   ``X-Amz-Signature=``, ``X-Goog-Signature=``), ``password = "..."`` assignments, Luhn-valid
-   card numbers with a real issuer prefix, US SSNs — replaced in place (status ``redacted``).
+   ``X-Amz-Signature=``, ``X-Goog-Signature=``), Luhn-valid card numbers with a real issuer
+   prefix, US SSNs — replaced in place (status ``redacted``); and **keyed secrets**
+   (:func:`_scan_keyed`, :func:`_provider_keyed`): a name holding a secret-meaning keyword
+   (:data:`_KEYWORDS`) or a provider name (:data:`_PROVIDER_NAMES`), an assignment operator
+   within 20 characters (gitleaks' operator set, quotes and JSON escapes around it), and a
+   secret-shaped value (:func:`_keyed_value`) — ``password_assignment`` / ``keyed_secret``.
+   Markers are found at the start of every token run and after each ``-``/``_`` inside one
+   (``key-AKIA…``, ``token_ghp_…``).
 3. **Prefixed tokens** (whole field) — ``Bearer ``, ``hf_``, ``npm_``, ``SG.`` only when a
    token-shaped run follows; the prefix is kept, the tail replaced.
 4. **Entropy** — tool input/output only, first :data:`MAX_SCAN_BYTES` (256 KiB) of the UTF-8
    text: runs of ``[A-Za-z0-9+/=_-]`` of ≥ 32 characters that look random (see
-   :func:`_entropy_secret`), replaced in place.
+   :func:`_entropy_secret`), replaced in place — unless :func:`_kept`: an OpenSSH public key, a
+   line of a certificate/public-key PEM block, base64 that decodes to binary data in a wrapped
+   block or to text the rules find clean (:func:`_base64_verdict`), or a file path
+   (:func:`_pathy`).
 
 A path denylist (:func:`denied_path`, :func:`denied_in_command`) withholds both input and
 result of a tool call that touches a credential file (reference bug 12.2 #8).
@@ -166,6 +175,9 @@ class _Lazy:
     def split(self, *a):
         return (self.rx or self._compile()).split(*a)
 
+    def findall(self, *a):
+        return (self.rx or self._compile()).findall(*a)
+
     def _compile(self):
         self.rx = re.compile(self.pattern)
         return self.rx
@@ -179,8 +191,9 @@ _DIGIT_CLS = _table({"0123456789": ord("d"), " ": ord("s"), "-": ord("-"),
 _WORD_BYTES = frozenset((_ALNUM + "_").encode())
 _LOWER_LETTERS = frozenset(b"abcdefghijklmnopqrstuvwxyz")
 
-_MARKER_MIN_RUN = 20
-"""Every provider token is at least 20 token characters long, prefix included."""
+_MARKER_MIN_RUN = 16
+"""Every provider token is at least 16 token characters long, prefix included (Stripe keys
+``sk_prod_`` + 10, Settlemint ``sm_pat_`` + 16)."""
 
 
 def _bounded(b: bytes, i: int) -> bool:
@@ -228,17 +241,19 @@ _START_MARKERS = [
     (b"sk-or-v1-", "openrouter_key", rb"sk-or-v1-[0-9a-f]{64}", True),
     # Legacy OpenAI sk-<48 alnum>, DeepSeek sk-<32 hex>, other sk- keys (reference: sk-).
     (b"sk-", "anthropic_or_openai_key", rb"sk-[A-Za-z0-9]{20,}" + _END, True),
-    (b"sk_live_", "stripe_live_key", rb"sk_live_[A-Za-z0-9]{16,}", True),
+    (b"sk_live_", "stripe_live_key", rb"sk_live_[A-Za-z0-9]{10,}", True),
+    (b"sk_prod_", "stripe_live_key", rb"sk_prod_[A-Za-z0-9]{10,}", True),
+    (b"rk_prod_", "stripe_restricted_key", rb"rk_prod_[A-Za-z0-9]{10,}", True),
     (b"sk_test_", "stripe_test_key", rb"sk_test_[A-Za-z0-9]{16,}", True),
     (b"rk_live_", "stripe_restricted_key", rb"rk_live_[A-Za-z0-9]{16,}", True),
     (b"rk_test_", "stripe_restricted_key", rb"rk_test_[A-Za-z0-9]{16,}", True),
     (b"whsec_", "stripe_webhook_secret", rb"whsec_[A-Za-z0-9+/]{24,}", True),
     # AWS access key ids (AKIA long-term, ASIA STS, ABIA/ACCA service). AIDA/AROA/AGPA/ANPA are
     # principal ids printed by `aws sts get-caller-identity`, not credentials: left clean.
-    (b"AKIA", "aws_access_key_id", rb"AKIA[A-Z2-7]{16}" + _END, False),
+    (b"AKIA", "aws_access_key_id", rb"AKIA[A-Z0-9]{16}" + _END, False),
     (b"ABIA", "aws_access_key_id", rb"ABIA[A-Z2-7]{16}" + _END, False),
     (b"ACCA", "aws_access_key_id", rb"ACCA[A-Z2-7]{16}" + _END, False),
-    (b"ASIA", "aws_session_key_id", rb"ASIA[A-Z2-7]{16}" + _END, False),
+    (b"ASIA", "aws_session_key_id", rb"ASIA[A-Z0-9]{16}" + _END, False),
     # GitHub (github.blog 2021 token format): prefix + 36 base62 (+ fine-grained 82 chars).
     (b"github_pat_", "github_fine_grained_pat", rb"github_pat_[A-Za-z0-9_]{40,}", True),
     (b"ghp_", "github_pat", rb"ghp_[A-Za-z0-9]{30,}", True),
@@ -267,6 +282,7 @@ _START_MARKERS = [
     (b"GOCSPX-", "google_oauth_client_secret", rb"GOCSPX-" + _B64U + rb"{24,}", True),
     # JWT: header.payload[.signature], both JSON objects (base64url of '{"').
     (b"eyJ", "jwt", rb"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.(?:[A-Za-z0-9_-]{8,})?", True),
+    (b"ey", "jwt", rb"ey[A-Za-z0-9]{17,}\.ey[A-Za-z0-9/_-]{17,}\.", True),
     # Private key bodies without their PEM header: PKCS#8 / PKCS#1 RSA DER, SEC1 EC, OpenSSH.
     (b"MII", "private_key", rb"MII[A-Za-z0-9+/]{3}IBA(?:DAN|AK)", True),
     (b"MIG", "private_key", rb"MIG[A-Za-z0-9+/]AgEAMBMGByqGSM49", True),
@@ -284,7 +300,7 @@ _START_MARKERS = [
     (b"shpca_", "shopify_token", rb"shpca_[a-fA-F0-9]{20,}", True),
     (b"shppa_", "shopify_token", rb"shppa_[a-fA-F0-9]{20,}", True),
     # Twilio API key SID: SK + 32 hex.
-    (b"SK", "twilio_key", rb"SK[0-9a-f]{32}" + _END, True),
+    (b"SK", "twilio_key", rb"SK[0-9a-fA-F]{32}" + _END, True),
     # Mailgun private key: key-<32 [0-9a-z]> (docs example key-3ax6xnjp29jd6fds4gc373sgvjxteol0).
     (b"key-", "mailgun_key", rb"key-[0-9a-z]{32}" + _END, True),
     (b"dapi", "databricks_token", rb"dapi[0-9a-f]{32}(?:-\d)?" + _END, True),
@@ -307,17 +323,54 @@ _START_MARKERS = [
     (b"ops_eyJ", "onepassword_token", rb"ops_eyJ[A-Za-z0-9+/=_-]{30,}", True),
     (b"pul-", "pulumi_token", rb"pul-[a-f0-9]{40}", True),
     (b"figd_", "figma_token", rb"figd_" + _B64U + rb"{40,}", True),
+    # More documented prefixes (gitleaks rule set, MIT; each provider's token docs).
+    (b"A3-", "onepassword_secret_key", rb"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}", False),
+    (b"p8e-", "adobe_client_secret", rb"p8e-[A-Za-z0-9]{32}", True),
+    (b"LTAI", "alibaba_access_key_id", rb"LTAI[A-Za-z0-9]{20}" + _END, True),
+    (b"pat", "airtable_token", rb"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}", True),
+    (b"FLWSECK", "flutterwave_key", rb"FLWSECK(?:_TEST)?-[A-Za-z0-9]{12,}", True),
+    (b"FLWPUBK", "flutterwave_key", rb"FLWPUBK(?:_TEST)?-[A-Za-z0-9]{12,}", True),
+    (b"glffct-", "gitlab_token", rb"glffct-" + _B64U + rb"{20}", True),
+    (b"glimt-", "gitlab_token", rb"glimt-" + _B64U + rb"{25}", True),
+    (b"gloas-", "gitlab_token", rb"gloas-" + _B64U + rb"{20,}", True),
+    (b"glagent-", "gitlab_token", rb"glagent-" + _B64U + rb"{50,}", True),
+    (b"GR1348941", "gitlab_token", rb"GR1348941" + _B64U + rb"{20}", True),
+    (b"API-", "octopus_deploy_key", rb"API-[A-Z0-9]{26}" + _END, False),
+    (b"sm_", "settlemint_token", rb"sm_(?:aat|pat|sat)_[A-Za-z0-9]{16}", True),
+    (b"shippo_", "shippo_token", rb"shippo_(?:live|test)_[a-fA-F0-9]{40}", True),
+    (b"pubkey-", "mailgun_key", rb"pubkey-[a-f0-9]{32}", True),
+    (b"NRJS-", "newrelic_api_key", rb"NRJS-[a-f0-9]{19}", True),
+    (b"NRII-", "newrelic_api_key", rb"NRII-[A-Za-z0-9-]{32}", True),
+    (b"pnu_", "prefect_token", rb"pnu_[A-Za-z0-9]{36}", True),
+    (b"rdme_", "readme_token", rb"rdme_[a-z0-9]{70}", True),
+    (b"xkeysib-", "sendinblue_key", rb"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}", True),
+    (b"fio-u-", "frameio_token", rb"fio-u-[A-Za-z0-9_=-]{64}", True),
+    (b"AKCp", "artifactory_api_key", rb"AKCp[A-Za-z0-9]{69}" + _END, True),
+    (b"cmVmd", "artifactory_reference_token", rb"cmVmd[A-Za-z0-9]{59}" + _END, True),
+    (b"CLOJARS_", "clojars_token", rb"CLOJARS_[A-Za-z0-9]{60}", True),
+    (b"4b1d", "clickhouse_api_secret", rb"4b1d[A-Za-z0-9]{38}" + _END, True),
+    (b"EAA", "facebook_access_token", rb"EAA[MC][A-Za-z0-9]{100,}", True),
+    (b"eyJrIjoi", "grafana_token", rb"eyJrIjoi[A-Za-z0-9]{70,400}", True),
+    (b"HRKU-AA", "heroku_api_key", rb"HRKU-AA[A-Za-z0-9_-]{58}", True),
+    (b"duffel_", "duffel_token", rb"duffel_(?:test|live)_[A-Za-z0-9_=-]{43}", True),
+    (b"ZXlK", "jwt", rb"ZXlK[A-Za-z0-9+/]{40,}", True),
     (b"sq0atp-", "square_token", rb"sq0atp-" + _B64U + rb"{22,}", True),
     (b"sq0csp-", "square_token", rb"sq0csp-" + _B64U + rb"{40,}", True),
 ]
 
 # Markers whose anchor ends in "." (the token run starts after it).
 _DOT_MARKERS = [
+    (b"dt0c01.", "dynatrace_token", rb"dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}", True),
+    (b"pk.", "mapbox_token", rb"pk\.[A-Za-z0-9]{60}\.[A-Za-z0-9_-]{22}", True),
+    (b"t1.", "yandex_token", rb"t1\.[A-Za-z0-9_-]+={0,2}\.[A-Za-z0-9_-]{86}", True),
+    (b"atlasv1.", "terraform_cloud_token", rb"atlasv1\.[A-Za-z0-9_=-]{60,70}", True),
+    (b"sat.", "harness_token", rb"sat\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}", True),
+    (b"pat.", "harness_token", rb"pat\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}", True),
     (b"ya29.", "google_oauth_token", rb"ya29\.[0-9A-Za-z_-]{20,}", True),
     (b"hvs.", "vault_token", rb"hvs\.[A-Za-z0-9_-]{24,}", True),
     (b"hvb.", "vault_token", rb"hvb\.[A-Za-z0-9_-]{24,}", True),
     (b"sk.", "mapbox_secret_token", rb"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", True),
-    (b"sl.", "dropbox_token", rb"sl\.[A-Za-z0-9_-]{130,}", True),
+    (b"sl.", "dropbox_token", rb"sl\.[A-Za-z0-9=_-]{130,}", True),
     (b"dp.pt.", "doppler_token", rb"dp\.pt\.[A-Za-z0-9]{40,}", True),
     (b"dp.st.", "doppler_token", rb"dp\.st\.(?:[a-z0-9_-]{2,35}\.)?[A-Za-z0-9]{40,}", False),
 ]
@@ -349,57 +402,208 @@ _DOT_ROWS = [(a, rule, _Lazy(p), m) for a, rule, p, m in _DOT_MARKERS]
 _DOT_ANCHORS = tuple(a for a, *_ in _DOT_MARKERS) + (b"SG.",)
 
 # Context markers (checked on a run by the character before it).
-_TELEGRAM = _Lazy(rb"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + _END)
-_AZURE_AD_SECRET = _Lazy(rb"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])")
+_TELEGRAM = _Lazy(rb"(?<![0-9])[0-9]{5,16}:A[A-Za-z0-9_-]{34}" + _END)
+_AZURE_AD_SECRET = _Lazy(rb"(?:(?<![A-Za-z0-9_~.-])|(?<=\\[ntr]))[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])")
 _GOOGLE_REFRESH = _Lazy(rb"1//0[A-Za-z0-9_-]{40,}")
-_MAILGUN_NEW = _Lazy(rb"[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}")
+_MAILGUN_NEW = _Lazy(rb"[0-9a-h]{32}-[0-9a-h]{8}-[0-9a-h]{8}")
 _SLACK_HOOK = b"hooks.slack.com/services/"
 _DISCORD_HOOK = _Lazy(rb"discord(?:app)?\.com/api/webhooks/[0-9]{5,}/$")
-_PEM_PRIVATE = _Lazy(rb"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
+_PEM_PRIVATE = _Lazy(rb"-----BEGIN[A-Z0-9 _-]{0,100}PRIVATE KEY(?: BLOCK)?-----")
 
-# Keyed secrets, searched in the lower-cased text with a literal-prefixed regex per keyword
-# tail, then checked against the full key name that precedes it. A value must be secret-shaped
-# (see _secretish): letters-only values, ${VARS}, <placeholders>, "***" and code references
-# (settings.DB_PASSWORD) stay clean.
-_KV_SEP = rb"(?:\\?[\"'])?[ \t]*[:=][ \t]*"
-_KV_VALUE = (rb"(?:\\?\"([^\"\\\n]{6,256})\\?\"|'([^'\\\n]{6,256})'"  # quoted: may hold spaces
-             rb"|\\?[\"']?([^\s\"'`,;()\[\]{}<>\\]{6,512}))")       # bare (or unterminated)
-_KV_GROUPS = [
-    # (literal tail, compiled regex over lowered bytes, [(full key name, rule, quarantine?)])
-    (b"key", re.compile(rb"key" + _KV_SEP + _KV_VALUE), [
-        (b"aws_secret_access_key", "aws_secret_kv", True),
-        (b"secretaccesskey", "aws_secret_kv", True),
-        (b"anthropic_api_key", "anthropic_key_kv", True),
-        (b"openai_api_key", "openai_key_kv", True),
-        (b"accountkey", "azure_storage_key", True),
-        (b"sharedaccesskey", "azure_shared_access_key", True),
-        (b"private_key", "private_key", True),
-        (b"secret_key", "secret_assignment", True),
-    ]),
-    (b"_secret", re.compile(rb"_secret" + _KV_SEP + _KV_VALUE), [
-        (b"client_secret", "secret_assignment", True),
-        (b"api_secret", "secret_assignment", True),
-    ]),
-    (b"p", re.compile(rb"p(?:ass(?:word|wd)?|wd)" + _KV_SEP + _KV_VALUE), [
-        (b"pgpassword", "postgres_password_kv", True),
-        (b"db_password", "secret_assignment", True),
-        (b"db_pass", "secret_assignment", True),
-        (b"mysql_pwd", "mysql_password_kv", True),
-        (b"password", "password_assignment", False),
-        (b"passwd", "password_assignment", False),
-        (b"pass", "password_assignment", False),
-    ]),
+# Keyed secrets (keyword-anchored assignments, as gitleaks' generic-api-key and detect-secrets'
+# KeywordDetector do): a name that means secret, an assignment operator, then a value only the
+# name identifies. Keywords are found with bytes.find over the lower-cased text; the name around
+# the keyword and the value after the operator are then read with one anchored regex.
+_KEYWORDS = (b"key", b"token", b"secret", b"pass", b"pwd", b"auth", b"cred")
+"""Substrings that make a name mean secret (gitleaks ``generic-api-key`` keywords: access, auth,
+api, credential, creds, key, passwd/password, secret, token; ``access``/``api`` names always
+hold one of ours: ``api_key``, ``access_token``)."""
+_PROVIDER_NAMES = (
+    b"adobe", b"airtable", b"algolia", b"alibaba", b"artifactory", b"asana", b"atlassian", b"beamer",
+    b"bintray", b"bitbucket", b"bittrex", b"codecov", b"cohere", b"coinbase", b"confluence", b"confluent",
+    b"contentful", b"datadog", b"droneci", b"dropbox", b"etsy", b"facebook", b"finicity", b"freshbooks",
+    b"gitter", b"gocardless", b"heroku", b"intercom", b"jfrog", b"jira", b"kraken", b"launchdarkly",
+    b"linear", b"linkedin", b"linked_in", b"linked-in", b"looker", b"mailchimp", b"mailgun", b"mapbox",
+    b"mattermost", b"meraki", b"messagebird", b"message_bird", b"message-bird", b"netlify", b"newrelic",
+    b"new_relic", b"new-relic", b"nytimes", b"newyorktimes", b"new-york-times", b"okta", b"plaid",
+    b"privateai", b"private_ai", b"private-ai", b"rapidapi", b"sentry", b"sonar", b"telegr", b"twitch",
+    b"xray", b"yandex", b"zendesk", b"shippo", b"settlemint", b"harness", b"etsy", b"octopus", b"openshift",
+    b"twilio", b"sendgrid", b"sendinblue", b"duffel", b"easypost", b"flutterwave", b"frameio", b"gcp",
+    b"cisco", b"gitlab", b"clickhouse", b"clojars", b"dynatrace", b"maxmind", b"prefect", b"readme", b"kubernetes")
+"""Provider names that mark a value as that provider's credential when it is assigned to a name
+holding them (``HEROKU_API = <uuid>``, ``datadog: <40 hex>``): the providers whose key shapes
+have no prefix of their own. Source: the keyword lists of the gitleaks rules for those
+providers (``config/gitleaks.toml``, MIT)."""
+_PROVIDER_KW = _Lazy(rb"(?:" + b"|".join(re.escape(n) for n in sorted(set(_PROVIDER_NAMES), key=len, reverse=True)) + rb")")
+_KEYED_TAIL = _Lazy(
+    rb"(?:[ \t\w.-]|\\t){0,20}?(?:[ \t'\"`]|\\[\"t]){0,4}(:{1,3}=|=>|\?=|\|\||[=:>,])[ \t=]{0,4}"
+    rb"(?:\\?\"([^\"\\\n]{4,256})\\?\"|'([^'\\\n]{4,256})'|`([^`\\\n]{4,256})`"
+    rb"|(?:[ \t=`'\"]|\\[\"t]){0,6}([^\s\"'`,;()\[\]{}<>\\]{4,256}))")
+"""After the keyword: the rest of the name (≤ 20 word characters, spaces, dots, dashes), up to
+four quotes or blanks (``\\"`` in JSON-escaped text), an assignment operator (``=``, ``:``,
+``:=``, ``::=``, ``=>``, ``?=``, ``||``, ``>``, ``,``: the gitleaks set), then the value, quoted
+(may hold spaces) or bare after up to six quotes, blanks or ``=``. Bounded everywhere: no input makes it backtrack far."""
+_NAMED_KEYS = [
+    # (full key name the assignment's name ends with, rule, quarantine the whole value?)
+    (b"aws_secret_access_key", "aws_secret_kv", True),
+    (b"secretaccesskey", "aws_secret_kv", True),
+    (b"anthropic_api_key", "anthropic_key_kv", True),
+    (b"openai_api_key", "openai_key_kv", True),
+    (b"accountkey", "azure_storage_key", True),
+    (b"sharedaccesskey", "azure_shared_access_key", True),
+    (b"private_key", "private_key", True),
+    (b"secret_key", "secret_assignment", True),
+    (b"client_secret", "secret_assignment", True),
+    (b"api_secret", "secret_assignment", True),
+    (b"pgpassword", "postgres_password_kv", True),
+    (b"db_password", "secret_assignment", True),
+    (b"db_pass", "secret_assignment", True),
+    (b"mysql_pwd", "mysql_password_kv", True),
 ]
+_NOT_SECRET_BEFORE = frozenset((
+    b"primary", b"foreign", b"sort", b"partition", b"cache", b"idempotency", b"object", b"row", b"hash",
+    b"range", b"lookup", b"dedup", b"unique", b"composite", b"map", b"dict", b"i18n", b"translation",
+    b"message", b"react", b"list", b"column", b"index", b"group", b"shard", b"routing", b"s3", b"bucket",
+    b"public", b"pub", b"next", b"page", b"continuation", b"cancellation", b"cancel", b"sync", b"resume",
+    b"pagination", b"max", b"min", b"num", b"total", b"by", b"com", b"sur", b"tres", b"encom", b"over",
+    b"under", b"monkey", b"hot", b"don", b"tur", b"hoc", b"joc", b"whis", b"sentence", b"word", b"sub",
+    b"ssh_auth", b"x", b"xauth", b"key", b"path", b"storage", b"registry", b"kms", b"gpg", b"pgp"))
+"""Words right before the keyword that make the name an identifier, a pagination cursor or a
+public value (``primary_key``, ``next_token``, ``public_key``, ``bypass``, ``monkey``)."""
+_NOT_SECRET_AFTER = frozenset((
+    b"name", b"names", b"type", b"types", b"size", b"len", b"length", b"path", b"file", b"format", b"pair",
+    b"usage", b"alias", b"field", b"column", b"prefix", b"fn", b"func", b"word", b"event", b"code", b"map",
+    b"count", b"url", b"uri", b"endpoint", b"limit", b"limits", b"izer", b"ize", b"ization", b"ref", b"arn", b"store",
+    b"manager", b"version", b"provider", b"method", b"mode", b"domain", b"host", b"server", b"scheme",
+    b"plugin", b"backend", b"required", b"enabled", b"dir", b"or", b"ors", b"ority", b"orities",
+    b"entication", b"enticate", b"enticated", b"orize", b"orized", b"orship", b"board", b"boards", b"stroke",
+    b"strokes", b"down", b"up", b"press", b"word", b"words", b"frame", b"frames", b"ring", b"chain",
+    b"through", b"thru", b"enger", b"engers", b"age", b"ages", b"ed", b"es", b"ing", b"port", b"id_path",
+    b"spec", b"kind", b"label", b"header", b"headers", b"schema", b"class", b"data", b"dict", b"client"))
+"""First word after the keyword that makes the name something else (``key_name``,
+``token_count``, ``secret_arn``, ``author``, ``keyboard``, ``passthrough``, ``tokenizer``)."""
+_NAME_CH = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
+_NAME_CH_SP = _NAME_CH | frozenset(b" \t")
+_NAME_SPLIT = _Lazy(rb"[_.-]+")
+_DIGIT_GROUPS = _Lazy(rb"[0-9]+")
+_HEXISH = _Lazy(rb"[0-9a-fA-F-]{16,}")
+
+
+def _keyed_name_ok(low: bytes, ks: int, ke: int) -> bool:
+    """Whether the name around the keyword ``low[ks:ke]`` means secret: the word before it and
+    the word after it (split on ``_ . -``, a JSON escape ends the name) are not on the
+    not-secret lists."""
+    i = ks
+    while i > 0 and ks - i < 50 and low[i - 1] in _NAME_CH and not (i >= 2 and low[i - 2] == 92):
+        i -= 1
+    before = low[i:ks]
+    if before and not before.endswith((b"_", b".", b"-")):
+        word = _NAME_SPLIT.split(before)[-1]  # letters glued to the keyword: "apikey", "bypass"
+    else:
+        word = _NAME_SPLIT.split(before.rstrip(b"_.-"))[-1] if before else b""
+    if word in _NOT_SECRET_BEFORE:
+        return False
+    j = ke
+    while j < len(low) and j - ke < 24 and low[j] in _NAME_CH:
+        j += 1
+    after = low[ke:j]
+    if after and not (low.startswith(b"pass", ks) and after.startswith((b"word", b"wd", b"phrase"))):
+        first = _NAME_SPLIT.split(after.lstrip(b"_.-"), 1)[0]
+        if first in _NOT_SECRET_AFTER:
+            return False
+    return True
+
+
+_DOTTED = _Lazy(rb"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def _code_reference(v: bytes) -> bool:
+    """A dotted name in code (``rust_openssl.hpke.X25519PrivateKey``, ``httpx2.Auth``,
+    ``settings.API_TOKEN``): every dot-separated piece an identifier, and the last one made of
+    words or naming a secret itself (it then refers to one, it is not one)."""
+    if not _DOTTED.fullmatch(v):
+        return False
+    last = v.rsplit(b".", 1)[1]
+    low = last.lower()
+    return any(k in low for k in _KEYWORDS) or _wordy(last)
+
+
+def _keyed_value(v: bytes, password: bool, provider: bool = False) -> bool:
+    """A value assigned to a secret-meaning name that is secret-shaped: not a placeholder, a
+    variable, a path, a URL or words (:func:`_secretish`); passwords of 6+ characters; other
+    values of 8+ characters (a provider's numeric id of 16+ digits) that are hex ids of 16+ digits (UUIDs, hex keys), or mix letters
+    and digits the way random tokens do (two or more digit groups, or ≥ 20 % digits), or are
+    not made of words (:func:`_wordy`)."""
+    if len(v) < (6 if password else 8) or not _secretish(v) or b"://" in v:
+        return False
+    if password:
+        return True
+    if not any(65 <= c <= 90 or 97 <= c <= 122 for c in v):
+        return provider and len(v) >= 16 and v.isdigit()  # numbers, versions, dates; account ids
+    if _HEXISH.fullmatch(v):
+        return _HAS_DIGIT(v) is not None
+    groups = _DIGIT_GROUPS.findall(v)
+    if len(groups) >= 2 or sum(map(len, groups)) * 5 >= len(v):
+        return True
+    return not _wordy(v)
+
+
+def _keyed_at(sc: "_Scan", ks: int, ke: int, kind: bytes) -> int:
+    """Judge the assignment whose name holds a keyword at ``[ks, ke)``; record the span or the
+    quarantine rule. Returns the end of the value read (or ``ke``)."""
+    b, low = sc.b, sc.lower()
+    m = _KEYED_TAIL.match(b, ke)
+    if m is None:
+        return ke
+    g = m.lastindex
+    vs, ve = m.start(g), m.end(g)
+    if ve < len(b) and b[ve] == 40:  # "(": a call, not a value
+        return ve
+    op = m.start(1)
+    if b[op] == 44 and g == 5 and b[vs - 1] not in b"\"'`":
+        return ve  # "f(password, target_ms=10)": after a comma only a quoted value counts
+    if b[op] == 61 and (b[op + 1:op + 2] == b"=" or (op and b[op - 1] in b"!<>=")):
+        return ve  # a comparison (==, !=, <=, >=), not an assignment
+    if b.endswith(_DIGEST_PREFIXES, max(0, vs - 8), vs) or b.startswith((b"hf_", b"npm_", b"SG."), vs):
+        return ve  # go.sum "h1:" hashes; prefixed tokens keep their prefix (reference spec §6 step 3)
+    v = b[vs:ve]
+    if _code_reference(v):
+        return ve
+    name_end = m.start()
+    while name_end < vs and low[name_end] in _NAME_CH:
+        name_end += 1
+    for name, rule, quarantine in _NAMED_KEYS:
+        if low.endswith(name, max(0, ks - 32), name_end):
+            if _secretish(v) and len(v) >= 8:
+                sc.marks.add(rule)
+            return ve
+    if not _keyed_name_ok(low, ks, ke):
+        return ve
+    password = kind in (b"pass", b"pwd")
+    if _keyed_value(v, password, kind == b"provider"):
+        sc.span(vs, ve, _P, "password_assignment" if password else "keyed_secret")
+    return ve
+
+
+def _scan_keyed(sc: "_Scan") -> None:
+    """Keyword-anchored assignments, every keyword occurrence of the whole field."""
+    low = sc.lower()
+    for kw in _KEYWORDS:
+        for i in _finds(low, kw):
+            _keyed_at(sc, i, i + len(kw), kw)
+
+
 _AUTH_HEADER = _Lazy(
     rb"authorization(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
     rb"(?:(?:basic|bearer|token|digest|negotiate|ntlm|aws4-hmac-sha256|sso-key)[ \t]+)?([A-Za-z0-9._~+/=-]{12,})")
 
 # -- 2. structural spans ----------------------------------------------------------------
-_URI_CRED = re.compile(rb"://([^\s/?#@:\"'<>`\\]{0,256}):([^\s/?#\"'<>`\\]{1,256})@")
+_URI_CRED = re.compile(rb"://([^\s/?#@:\"'<>`\\]{0,256}):([^\s/?\"'<>`\\]{1,256})@")
 _URI_CRED_SLASH = re.compile(rb"://([^\s/?#@:\"'<>`\\]{1,256}):([^\s?#\"'<>`\\@]{1,256})@[A-Za-z0-9.-]+(?=[:/?#\s\"'<>]|$)")
 """A raw '/' in the password (``postgres://u:ab/cd@db``), accepted only when a host follows the
 '@' and the password is not a port and a path (``http://host:8080/users/@name``)."""
 _PORT_PATH = re.compile(rb"[0-9]{1,5}/")
+_PLACEHOLDER_PASSWORDS = frozenset((b"password", b"passwd", b"pass", b"pwd", b"pw", b"secret", b"token"))
 """User and password are bounded (256): an unbounded pair backtracks quadratically on a long
 authority full of ':' — the hook must not be a ReDoS target."""
 _CURL_USER = _Lazy(rb"(?:-u|--user)[ \t=]*[\"']?([^\s:\"'\[\]]+):([^\s\"'@]+)")
@@ -437,9 +641,10 @@ _VOWELS = frozenset(b"aeiouyAEIOUY")
 _SEQUENCES = (b"abcdefgh", b"ABCDEFGH", b"01234567", b"zyxwvuts", b"ZYXWVUTS")
 
 
-def _word_piece(p: bytes) -> bool:
-    """A piece is a word (or words): >= 1 vowel per 6 letters, no run of 5 consonants, and
-    letter chunks (camelCase split) of >= 3 letters on average."""
+def _word_piece(p: bytes, strict: bool = True) -> bool:
+    """A piece is a word (or words): >= 1 vowel per 6 letters, no run of 5 consonants (unless
+    ``strict`` is off: path pieces such as ``connectscheduling``), and letter chunks (camelCase
+    split) of >= 3 letters on average."""
     letters = vowels = 0
     for c in p:
         if 65 <= c <= 90 or 97 <= c <= 122:
@@ -448,7 +653,7 @@ def _word_piece(p: bytes) -> bool:
                 vowels += 1
     if not letters:
         return True
-    if vowels * 6 < letters or _CONSONANTS5.search(p):
+    if vowels * 6 < letters or (strict and _CONSONANTS5.search(p)):
         return False
     chunks = [m.end() - m.start() for m in _CHUNK.finditer(p) if p[m.start()] >= 65]
     return not chunks or sum(chunks) >= 3 * len(chunks)
@@ -557,11 +762,12 @@ def _runs(cls: bytes, min_len: int, start: int = 0, stop: int | None = None):
 class _Scan:
     """Mutable state of one scrub: the UTF-8 bytes, the spans to replace, the rules fired."""
 
-    __slots__ = ("b", "low", "spans", "marks", "inplace")
+    __slots__ = ("b", "low", "spans", "marks", "inplace", "blocks")
 
     def __init__(self, b: bytes):
         self.b = b
         self.low = None
+        self.blocks: dict = {}
         self.spans: list = []
         self.marks: set = set()
         self.inplace: set = set()
@@ -598,6 +804,53 @@ def _marker_at(sc: _Scan, s: int, rows) -> None:
                 return
 
 
+_KEYED_MIN_RUN = 14
+"""Shortest value the provider-name rule looks at (the shortest prefix-less provider keys:
+LinkedIn client ids, 14 characters; Dropbox keys, 15; Asana client ids, 16 digits)."""
+_VALUE_OPENERS = frozenset(b"=:>,'\"` \t")
+
+
+_NAME_CLS = _table({"abcdefghijklmnopqrstuvwxyz0123456789_. \t\\-'\"`=:>,|?": ord("n")}, ord(" "))
+"""Bytes of a name, its operator and the quotes around them (lower-cased; JSON escapes
+included): the provider name is looked for anywhere in them."""
+_PROVIDER_SEEN: dict = {}
+"""name before an operator → whether it holds a provider name (names repeat: JSON keys)."""
+
+
+def _provider_keyed(sc: _Scan, k: int) -> None:
+    """A value run at ``k`` after an opener (an operator, quote or blank): look for a provider
+    name (:data:`_PROVIDER_NAMES`) in the name-and-operator bytes before it (≤ 48 back, cut
+    with one translate) and let :func:`_keyed_at` read the assignment from that name on. The
+    verdict per 48-byte prefix is cached: JSON keys repeat."""
+    low = sc.lower()
+    lo = max(0, k - 48)
+    name = low[lo:k]
+    hit = _PROVIDER_SEEN.get(name)
+    if hit is None:
+        cut = name.translate(_NAME_CLS).rfind(b" ") + 1
+        pm = _PROVIDER_KW.search(name, cut) if len(name) - cut >= 4 else None
+        if len(_PROVIDER_SEEN) > 8192:
+            _PROVIDER_SEEN.clear()
+        hit = _PROVIDER_SEEN[name] = -1 if pm is None else pm.start()
+    if hit >= 0:
+        pm = _PROVIDER_KW.match(low, lo + hit)
+        _keyed_at(sc, pm.start(), pm.end(), b"provider")
+
+
+_INNER_ANCHOR = _Lazy(rb"[-_](?=" + b"|".join(sorted({re.escape(a[:2]) for a, *_ in _START_MARKERS})) + rb")")
+
+
+def _inner_markers(sc: _Scan, by2: dict, k: int, j: int) -> None:
+    """Markers that start after a ``-`` or ``_`` inside the token run ``b[k:j]`` (the run's own
+    start was tried already); only positions leaving room for a 16-character token."""
+    b = sc.b
+    m = _INNER_ANCHOR.search(b, k + 1, j - 16)
+    while m is not None:
+        p = m.start() + 1
+        _marker_at(sc, p, by2[b[p:p + 2]])
+        m = _INNER_ANCHOR.search(b, p, j - 16)
+
+
 def _scan_tokens(sc: _Scan) -> None:
     """Markers and prefixed tokens: every token run of >= 20 characters, whole field.
 
@@ -609,14 +862,14 @@ def _scan_tokens(sc: _Scan) -> None:
     by2 = _START_BY_2
     cls = b.translate(_TOKEN_CLS)
     find = cls.find
-    needle = b"a" * _MARKER_MIN_RUN
+    needle = b"a" * _KEYED_MIN_RUN
     n = len(cls)
     j = 0
     while True:
         k = find(needle, j)
         if k < 0:
             break
-        j = find(b" ", k + _MARKER_MIN_RUN)
+        j = find(b" ", k + _KEYED_MIN_RUN)
         if j < 0:
             j = n
         s = k
@@ -631,11 +884,17 @@ def _scan_tokens(sc: _Scan) -> None:
                     sgr = _SGR.match(b, k)  # ANSI colour: ESC[32mghp_...
                     if sgr:
                         s = sgr.end()
+            if b[s - 1] in _VALUE_OPENERS or (b[s - 1] == 116 and b[s - 2] == 92):  # or "\t"
+                _provider_keyed(sc, s)  # "HEROKU_API = <uuid>": a provider name before the value
+        if j - k >= 24:
+            _inner_markers(sc, by2, k, j)  # "key-AKIA...", "prod_AKIA...", "token_ghp_..."
         rows = by2.get(b[s:s + 2])
         if rows is not None:
             _marker_at(sc, s, rows)
         if j - k == 50 and _MAILGUN_NEW.fullmatch(b, k, j):
             sc.marks.add("mailgun_key")
+        elif j - s == 40 and b.endswith(b"_mmk", s, j) and b[s + 6] == 95:
+            sc.marks.add("maxmind_license_key")  # <6>_<29>_mmk
         if k == 0:
             continue
         prev = b[k - 1]
@@ -664,17 +923,8 @@ def _scan_tokens(sc: _Scan) -> None:
             elif k >= 3 and b[k - 3:k] == b"1//" and _GOOGLE_REFRESH.match(b, k - 3):
                 sc.marks.add("google_refresh_token")
         elif prev == 58:  # ":"
-            if j - k == 35 and b.startswith(b"AA", k) and _TELEGRAM.search(b, max(0, k - 11), j):
+            if j - k == 35 and b[k] == 65 and _TELEGRAM.search(b, max(0, k - 17), j):
                 sc.marks.add("telegram_bot_token")
-
-
-def _kv_key_len(low: bytes, m) -> int:
-    """Length of the key word a keyed-assignment match starts with (up to the separator)."""
-    i = m.start()
-    n = m.start(m.lastindex)
-    while i < n and (97 <= low[i] <= 122 or low[i] == 95):
-        i += 1
-    return i - m.start()
 
 
 def _finds(hay: bytes, needle: bytes, start: int = 0):
@@ -705,30 +955,7 @@ def _scan_keywords(sc: _Scan) -> None:
     private-key headers, Azure AD client secrets."""
     b = sc.b
     low = sc.lower()
-    for tail, rx, names in _KV_GROUPS:
-        any_name = tuple(n for n, _, _ in names)
-        search = rx.search
-        m = search(low)
-        while m is not None:
-            end = m.start() + _kv_key_len(low, m)
-            nxt = max(end, m.start() + 1)  # the value may hold the next "password=": see every key
-            if not low.endswith(any_name, max(0, end - 32), end):
-                m = search(low, nxt)
-                continue  # "primaryKey:", "cache_key=": not a name we know
-            for name, rule, quarantine in names:
-                if not low.endswith(name, 0, end):
-                    continue
-                g = m.lastindex  # the value group that matched: "quoted", 'quoted' or bare
-                v = b[m.start(g):m.end(g)]
-                if not _secretish(v):
-                    break
-                if quarantine:
-                    if len(v) >= 8:
-                        sc.marks.add(rule)
-                elif end - len(name) == 0 or low[end - len(name) - 1] not in _LOWER_LETTERS:
-                    sc.span(m.start(g), m.end(g), _P, rule)  # "bypass=", "compass:" stay clean
-                break
-            m = search(low, nxt)
+    _scan_keyed(sc)
     for i in _finds(low, b"authorization"):
         m = _AUTH_HEADER.match(low, i)
         if m:
@@ -763,7 +990,8 @@ def _scan_structural(sc: _Scan) -> None:
         m = _URI_CRED.match(b, i) or _URI_CRED_SLASH.match(b, i)
         if m and not (m.re is _URI_CRED_SLASH and (_PORT_PATH.match(m.group(2)) or b"://" in m.group(2))):
             pw = m.group(2)
-            if not (pw.startswith((b"$", b"<", b"*")) or b"${" in pw or b"{{" in pw or b"[ctxlake" in pw):
+            if not (pw.startswith((b"$", b"<")) or not pw.strip(b"*") or b"${" in pw or b"{{" in pw
+                    or b"[ctxlake" in pw or pw.lower() in _PLACEHOLDER_PASSWORDS):
                 sc.span(m.start(2), m.end(2), _P, "uri_credentials")
         # curl -u user:PASS before a URL on the same line (curl without a URL is not looked
         # for); windows never overlap, so many URLs cost linear time
@@ -791,7 +1019,8 @@ def _scan_structural(sc: _Scan) -> None:
         m = search(cls, pos)
         if m is None:
             break
-        if b[m.start()] not in _IIN_FIRST:  # hexdumps, line numbers: no issuer starts 0/1/7/8/9
+        if b[m.start()] not in _IIN_FIRST or (m.start() and b[m.start() - 1] == 46):
+            # hexdumps, line numbers: no issuer starts 0/1/7/8/9; "1.3862943611198906" is a float
             pos = m.start() + 1
             continue
         end = _card_end(b, m.start(), m.end())
@@ -832,8 +1061,142 @@ def _scan_entropy(sc: _Scan) -> None:
             for m in _EQ_PIECE.finditer(b, s, j):
                 if m.end() - m.start() >= ENTROPY_MIN_LEN and _entropy_secret(b, m.start(), m.end()):
                     sc.span(m.start(), m.end(), _P_SECRET, "high_entropy_run")
-        elif j - s >= ENTROPY_MIN_LEN and _entropy_secret(b, s, j):
+        elif j - s >= ENTROPY_MIN_LEN and _entropy_secret(b, s, j) and not _kept(sc, s, j):
             sc.span(s, j, _P_SECRET, "high_entropy_run")
+
+
+# -- kept clean: public keys, certificates, wrapped base64 data, paths (issue #17) --------
+_PUBLIC_KEY_MAGIC = (b"AAAAB3NzaC1yc2E", b"AAAAC3NzaC1lZDI1NTE5", b"AAAAE2VjZHNhLXNoYTItbmlzdHA", b"AAAAB3NzaC1kc3M",
+                     b"AAAAGnNrLXNzaC1lZDI1NTE5", b"AAAAInNrLWVjZHNhLXNoYTItbmlzdHAyNTZAb3BlbnNzaC5jb20")
+"""OpenSSH public-key blobs (base64 of the length-prefixed key type: ssh-rsa, ssh-ed25519,
+ecdsa-sha2-nistp*, ssh-dss, sk-ssh-ed25519@openssh.com, sk-ecdsa-...): public by design."""
+_PEM_BEGIN = b"-----BEGIN "
+_B64_LINE = _Lazy(rb"[A-Za-z0-9+/]+={0,2}")
+_LINE_SEP = _Lazy(rb"\\r\\n|\\n|\\r|\r\n|\n|\r")
+_TEXT_BYTES = frozenset(range(32, 127)) | frozenset(b"\t\n\r")
+_MAX_BLOCK_LINES = 4096
+
+
+def _kept(sc: "_Scan", s: int, j: int) -> bool:
+    """Whether a high-entropy run ``b[s:j]`` is data that must stay: an OpenSSH public key, a
+    line of a PEM block that is not a private key (certificates, public keys, CSRs), base64
+    whose decoded bytes are binary data (a wrapped image, a DER certificate) or text that holds
+    no secret (scrubbed after decoding), or a file path."""
+    b = sc.b
+    if b.startswith(_PUBLIC_KEY_MAGIC, s):
+        return True
+    h = b.rfind(_PEM_BEGIN, max(0, s - 65536), s)
+    if h >= 0 and b.find(b"-----END ", h, s) < 0 and not _PEM_PRIVATE.match(b, h):
+        return True  # inside a certificate / public-key PEM block
+    verdict = _base64_verdict(sc, s, j)
+    if verdict is not None:
+        return verdict
+    return _pathy(b, s, j)
+
+
+def _line_start(b: bytes, s: int) -> int:
+    """Length of the line separator right before ``s`` (``\\n``, ``\\r\\n`` or their
+    JSON escapes); 0 at the start of text; -1 when ``s`` is not at a line start."""
+    if s == 0:
+        return 0
+    for sep in (b"\\r\\n", b"\\n", b"\\r", b"\r\n", b"\n", b"\r"):
+        if b.endswith(sep, 0, s):
+            return len(sep)
+    return -1
+
+
+def _prev_line(b: bytes, start: int):
+    """``(start, end)`` of the line before the line starting at ``start`` (≤ 130 bytes back),
+    or ``None``."""
+    sep = _line_start(b, start)
+    if sep <= 0:
+        return None
+    pe = start - sep
+    lo = max(0, pe - 130)
+    i = max(b.rfind(b"\n", lo, pe), b.rfind(b"\r", lo, pe))
+    k = max(b.rfind(b"\\n", lo, pe), b.rfind(b"\\r", lo, pe))
+    ps = max(i + 1, k + 2 if k >= 0 else 0)
+    if ps == 0 and lo > 0:
+        return None
+    return ps, pe
+
+
+def _base64_verdict(sc: "_Scan", s: int, j: int):
+    """For a run that is a whole line of base64: ``True`` (keep) when the block it belongs to
+    (consecutive lines of one width, the last one shorter) decodes to binary data, or to text
+    in which :func:`scrub` finds nothing; ``False`` (redact) when the decoded text holds a
+    secret; ``None`` when the run is not such a line. A block of one line decoding to binary is
+    ``None``: a random key is base64 of binary too. Verdicts are cached per block."""
+    b = sc.b
+    if _line_start(b, s) < 0 or not _B64_LINE.fullmatch(b, s, j):
+        return None
+    if j < len(b) and _LINE_SEP.match(b, j) is None:
+        return None
+    width = j - s
+    start, lines = s, 1
+    while lines < _MAX_BLOCK_LINES:  # earlier lines of the same width (the run may be the last)
+        prev = _prev_line(b, start)
+        if prev is None or not _B64_LINE.fullmatch(b, *prev):
+            break
+        w = prev[1] - prev[0]
+        if w != width and not (lines == 1 and width < w <= 120):
+            break
+        width, start, lines = w, prev[0], lines + 1
+    cached = sc.blocks.get(start)
+    if cached is not None:
+        return cached
+    parts, end = [b[start:j]], j
+    while lines < _MAX_BLOCK_LINES:  # later lines: same width, or one shorter last line
+        m = _LINE_SEP.match(b, end)
+        if m is None:
+            break
+        q = _B64_LINE.match(b, m.end())
+        if q is None or (q.end() < len(b) and _LINE_SEP.match(b, q.end()) is None):
+            break
+        if q.end() - q.start() > width:
+            break
+        parts.append(b[q.start():q.end()])
+        end, lines = q.end(), lines + 1
+        if q.end() - q.start() < width:
+            break
+    import binascii
+
+    try:
+        raw = binascii.a2b_base64(b"".join(_LINE_SEP.sub(b"", b[start:end]).split()))
+    except (binascii.Error, ValueError):
+        return None
+    text_like = raw and sum(c in _TEXT_BYTES for c in raw[:4096]) >= 0.95 * min(len(raw), 4096)
+    if text_like:
+        verdict = scrub(raw.decode("utf-8", "replace"), True)[1].status == "clean"
+    elif lines >= 3 or raw.startswith((b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"\x00\x00\x01\x00", b"0\x82")):
+        verdict = True  # binary data: an image, an icon, a DER certificate
+    else:
+        return None
+    sc.blocks[start] = verdict
+    return verdict
+
+
+_PATH_PIECE = _Lazy(rb"[A-Za-z0-9_.-]+")
+
+
+def _pathy(b: bytes, s: int, j: int) -> bool:
+    """A run that is a file path: at least one ``/`` and no ``+`` or ``=``, followed by a file
+    extension or holding two ``/`` or more, and every ``/``-separated piece short (≤ 12), hex,
+    or words (:func:`_word_piece` on its ``_ . -``-separated parts). Measured on installed
+    packages' paths (``bench/redact_corpus.py``): ``kdf/pbkdf2.py``, ``cloudhsmv2/2017-04-28``."""
+    run = b[s:j]
+    slashes = run.count(b"/")
+    if not slashes or b"+" in run or b"=" in run:
+        return False
+    ext = j < len(b) and b[j] == 46 and j + 1 < len(b) and 97 <= b[j + 1] <= 122
+    if not ext and slashes < 2:
+        return False
+    for piece in run.split(b"/"):
+        if len(piece) <= 12 or _HEX.fullmatch(piece) or sum(48 <= c <= 57 for c in piece) >= len(piece) - 2:
+            continue
+        if not all(len(p) <= 8 or _word_piece(p, strict=False) for p in _PIECES.split(piece)):
+            return False
+    return True
 
 
 def _card_end(b: bytes, s: int, e: int) -> int:

@@ -17,10 +17,87 @@ _TABLE = {cp: None for lo, hi in _RANGES for cp in range(lo, hi + 1)}
 _FOLD = {**_TABLE, 0x0A: 0x20, 0x0D: 0x20, 0x09: 0x20}
 
 
+FENCE_NAME = "ctxlake-briefing"
+"""The tag name of the fence around the session-start briefing (``<ctxlake-briefing>``)."""
+FENCE_DEFUSED = "[ctxlake: fence name removed]"
+_FENCE_LETTERS = "ctxlakebriefing"
+_FENCE_MAX_GAP = 12
+
+
+_HEXDIGITS = frozenset("0123456789abcdef")
+
+
+def _escape_len(low: str, i: int) -> int:
+    """Length of the escape sequence starting at ``low[i]`` (``&#x2d;``, ``&lt;``, ``\\u002d``,
+    ``\\x2d``, ``%2d``), or 0: its letters are not letters of the text."""
+    c = low[i]
+    if c == "&":
+        j = low.find(";", i + 1, i + 12)
+        return j - i + 1 if j > i + 1 and low[i + 1:j].lstrip("#").isalnum() else 0
+    if c == "\\" and low[i + 1:i + 2] in ("u", "x"):
+        n = 4 if low[i + 1] == "u" else 2
+        return n + 2 if len(low) >= i + 2 + n and all(h in _HEXDIGITS for h in low[i + 2:i + 2 + n]) else 0
+    if c == "%":
+        return 3 if len(low) >= i + 3 and all(h in _HEXDIGITS for h in low[i + 1:i + 3]) else 0
+    return 0
+
+
+def _letters(low: str) -> list:
+    """``[(index, letter)]`` of the ASCII letters of ``low`` outside escape sequences."""
+    out, i, n = [], 0, len(low)
+    while i < n:
+        c = low[i]
+        if c in "&\\%":
+            k = _escape_len(low, i)
+            if k:
+                i += k
+                continue
+        if "a" <= c <= "z":
+            out.append((i, c))
+        i += 1
+    return out
+
+
+def defuse_fence(text: str) -> str:
+    """``text`` with every spelling of the briefing fence's name replaced by
+    :data:`FENCE_DEFUSED`, so captured text shown to another agent can neither open nor close
+    the fence (issue #17).
+
+    A spelling is the letters ``ctxlakebriefing`` in order, case-insensitive after NFKC
+    (fullwidth ``＜／ｃｔｘ…``), with at most 12 other characters between two letters: dashes,
+    spaces, HTML entities (``&#45;``), ``\\u002d`` escapes and URL encoding all count; words
+    between (``ctxlake fleet briefing``) do not. Invisible characters are removed by
+    :func:`clean` first. Standard library only, no ``re`` (the hook calls it)."""
+    low = text.lower()
+    if "ctx" not in low and "ｃ" not in low and "&#" not in low and "\\u" not in low:
+        return text
+    import unicodedata
+
+    norm = unicodedata.normalize("NFKC", text)
+    letters = _letters(norm.lower())
+    folded = "".join(c for _, c in letters)
+    spans, pos = [], folded.find(_FENCE_LETTERS)
+    while pos >= 0:
+        idx = [letters[k][0] for k in range(pos, pos + len(_FENCE_LETTERS))]
+        if all(b - a - 1 <= _FENCE_MAX_GAP for a, b in zip(idx, idx[1:])):
+            spans.append((idx[0], idx[-1] + 1))
+        pos = folded.find(_FENCE_LETTERS, pos + 1)
+    if not spans:
+        return text
+    out, last = [], 0
+    for a, b in spans:
+        out.append(norm[last:a])
+        out.append(FENCE_DEFUSED)
+        last = b
+    out.append(norm[last:])
+    return "".join(out)
+
+
 def clean(text: str, max_chars: int = 4000, single_line: bool = False) -> str:
-    """Return ``text`` without invisible/control characters, at most ``max_chars`` characters
-    (plus the marker ``…[truncated]`` when cut). ``single_line`` folds newlines to spaces, so a
-    value cannot forge a heading in a rendered block (reference bug 12.2 #31)."""
+    """Return ``text`` without invisible/control characters and without the briefing fence's
+    name (:func:`defuse_fence`), at most ``max_chars`` characters (plus the marker
+    ``…[truncated]`` when cut). ``single_line`` folds newlines to spaces, so a value cannot
+    forge a heading in a rendered block (reference bug 12.2 #31)."""
     if not isinstance(text, str):
         text = str(text)
     if single_line:
@@ -29,6 +106,7 @@ def clean(text: str, max_chars: int = 4000, single_line: bool = False) -> str:
             text = text.replace("  ", " ")
     else:
         text = text.translate(_TABLE)
+    text = defuse_fence(text)
     if len(text) > max_chars:
         text = text[:max_chars] + TRUNCATION_MARKER
     return text

@@ -45,14 +45,30 @@ class ShipStats:
         return {k: v for k, v in vars(self).items()}
 
 
+def _no_surrogates(value):
+    """``value`` (decoded JSON) with every lone surrogate in its strings and keys replaced by U+FFFD."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, list):
+        return [_no_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
+    return value
+
+
 def _validate(records: list[dict], fleet_hint: str | None) -> tuple[list[dict], list[int], int]:
-    from lib.envelope import check
+    from lib.envelope import check, parse_time
 
     good, idx, bad = [], [], 0
     for i, r in enumerate(records):
         try:
             check(r)
-        except ValueError:
+            parse_time(r["emitted_at"])  # the partition key: a line without a real time cannot be placed
+        except (ValueError, OverflowError):
             bad += 1
             continue
         good.append(r)
@@ -81,6 +97,9 @@ def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, dict | None, i
     dropped += bad
     if not good:
         return None, None, 0, dropped
+    # a lone surrogate (a runtime that cut a string mid-emoji) becomes U+FFFD; lake.to_table makes
+    # every typed value holdable (numbers out of range → null, kept as they were in envelope_json)
+    good = [_no_surrogates(r) for r in good]
     raw = [json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() for r in good]
     try:
         table = lake.table_from_lines(raw)
@@ -124,83 +143,99 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
     state = os.path.join(paths.state_dir, safe_segment(runtime), stem + ".json")
     wm = spool.Watermark.load(state)
     for path in group["files"]:
-        ident = spool.file_identity(path)
-        if ident is None:
+        try:
+            fh = open(path, "rb")  # identity and bytes from one open file: a rotation cannot swap them
+        except FileNotFoundError:
             continue
-        while True:
-            if should_stop is not None and should_stop():
+        with fh:
+            if _ship_file(store, fh, path, runtime, wm, batch_rows=batch_rows, log=log, stats=stats,
+                          should_stop=should_stop, observe=observe):
                 return
-            if wm.pending and wm.pending.get("file") == ident:
-                start, end = int(wm.pending["start"]), int(wm.pending["end"])
-                lines, got_end = spool.read_complete_lines(path, start, max_bytes=end - start)
-                if got_end != end:
-                    raise RuntimeError(f"spool file {path} shrank below a pending batch")
-                seg = int(wm.pending["seg"])
-            else:
-                start = int(wm.files.get(ident, 0))
-                lines, end = spool.read_complete_lines(path, start, max_lines=batch_rows)
-                if not lines:
-                    break
-                lines, end = _one_date(lines, start, end)
-                seg = wm.next_seg
-            data, first, rows, dropped = _encode_batch(lines, log)
-            if dropped:
-                stats.dropped_lines += dropped
-                wm.dropped_lines += dropped
-                log("spool_lines_dropped", file=os.path.basename(path), count=dropped,
-                    detail="unparseable or invalid lines (e.g. cut by a crash)")
-            if data is None:
-                wm.files[ident] = end
-                wm.pending = None
-                wm.save()
-                continue
-            dt = first["emitted_at"][:10]
-            if wm.partition_date is None:
-                wm.partition_date = dt
-                wm.agent_id = first["agent_id"]
-                wm.fleet_id = first["fleet_id"]
-                wm.runtime = first["runtime"]
-            if dt not in wm.partitions:
-                wm.partitions.append(dt)
-            if not wm.pending:
-                wm.pending = {"seg": seg, "file": ident, "start": start, "end": end}
-                wm.save()
-            prefix = lake.session_prefix(wm.fleet_id, dt, wm.runtime or runtime, wm.agent_id, first["session_id"])
-            key = lake.segment_key(prefix, seg)
-            try:
-                retrying(lambda: store.put(key, data, CREATE), log=log, key=key)
-            except PreconditionFailed:
-                existing = store.get(key).data
-                if existing != data:
-                    # A different batch already holds this number (e.g. the watermark was lost):
-                    # never overwrite; take the next free number. Compaction de-duplicates rows.
-                    log("segment_exists", key=key, detail="different bytes; using the next segment number")
-                    wm.next_seg = seg + 1
-                    wm.pending = None
-                    wm.save()
-                    continue
-            stats.segments += 1
-            stats.envelopes += rows
-            if observe is not None:
-                observe(runtime, lines)
-            wm.files[ident] = end
-            wm.next_seg = max(wm.next_seg, seg + 1)
-            wm.pending = None
-            wm.save()
-            log("segment_shipped", key=key, rows=rows, bytes=len(data))
     if group.get("done"):
         _maybe_seal(store, paths, runtime, group, wm, stats, log)
 
 
+def _ship_file(store, fh, path, runtime, wm, *, batch_rows, log, stats, should_stop, observe) -> bool:
+    """Ship the new lines of one open spool file; True when ``should_stop()`` asked to stop."""
+    st = os.fstat(fh.fileno())
+    ident = f"{st.st_dev}:{st.st_ino}"
+    while True:
+        if should_stop is not None and should_stop():
+            return True
+        if wm.pending and wm.pending.get("file") == ident:
+            start, end = int(wm.pending["start"]), int(wm.pending["end"])
+            lines, got_end = spool.read_complete_lines(fh, start, max_bytes=end - start)
+            if got_end != end:
+                raise RuntimeError(f"spool file {path} shrank below a pending batch")
+            seg = int(wm.pending["seg"])
+        else:
+            start = int(wm.files.get(ident, 0))
+            lines, end = spool.read_complete_lines(fh, start, max_lines=batch_rows)
+            if not lines:
+                break
+            lines, end = _one_date(lines, start, end)
+            seg = wm.next_seg
+        data, first, rows, dropped = _encode_batch(lines, log)
+        if dropped:
+            stats.dropped_lines += dropped
+            wm.dropped_lines += dropped
+            log("spool_lines_dropped", file=os.path.basename(path), count=dropped,
+                detail="unparseable or invalid lines (e.g. cut by a crash)")
+        if data is None:
+            wm.files[ident] = end
+            wm.pending = None
+            wm.save()
+            continue
+        dt = first["emitted_at"][:10]
+        if wm.partition_date is None:
+            wm.partition_date = dt
+            wm.agent_id = first["agent_id"]
+            wm.fleet_id = first["fleet_id"]
+            wm.runtime = first["runtime"]
+        if dt not in wm.partitions:
+            wm.partitions.append(dt)
+        if not wm.pending:
+            wm.pending = {"seg": seg, "file": ident, "start": start, "end": end}
+            wm.save()
+        prefix = lake.session_prefix(wm.fleet_id, dt, wm.runtime or runtime, wm.agent_id, first["session_id"])
+        key = lake.segment_key(prefix, seg)
+        try:
+            retrying(lambda: store.put(key, data, CREATE), log=log, key=key)
+        except PreconditionFailed:
+            existing = store.get(key).data
+            if existing != data:
+                # A different batch already holds this number (e.g. the watermark was lost):
+                # never overwrite; take the next free number. Compaction de-duplicates rows.
+                log("segment_exists", key=key, detail="different bytes; using the next segment number")
+                wm.next_seg = seg + 1
+                wm.pending = None
+                wm.save()
+                continue
+        stats.segments += 1
+        stats.envelopes += rows
+        if observe is not None:
+            observe(runtime, lines)
+        wm.files[ident] = end
+        wm.next_seg = max(wm.next_seg, seg + 1)
+        wm.pending = None
+        wm.save()
+        log("segment_shipped", key=key, rows=rows, bytes=len(data))
+    return False
+
+
 def _maybe_seal(store, paths, runtime, group, wm, stats, log) -> None:
     for path in group["files"]:
-        ident = spool.file_identity(path)
-        if ident is None:
-            continue
-        size = os.path.getsize(path)
-        if wm.files.get(ident, 0) < size:
-            _, end = spool.read_complete_lines(path, wm.files.get(ident, 0))
-            if end < size and time.time() - os.path.getmtime(path) > 5:
+        try:
+            fh = open(path, "rb")
+        except FileNotFoundError:
+            return  # rotated since the listing: not this pass
+        with fh:
+            st = os.fstat(fh.fileno())
+            ident, size = f"{st.st_dev}:{st.st_ino}", st.st_size
+            if wm.files.get(ident, 0) >= size:
+                continue
+            _, end = spool.read_complete_lines(fh, wm.files.get(ident, 0))
+            if end < size and time.time() - st.st_mtime > 5:
                 # a torn final line with no newline, left by a crash: it will never complete.
                 stats.dropped_lines += 1
                 wm.dropped_lines += 1
@@ -232,30 +267,42 @@ def _maybe_seal(store, paths, runtime, group, wm, stats, log) -> None:
             pass  # sealed before (a crash after the PUT, or a resumed session): fine
     wm.sealed = True
     wm.save()
-    _cleanup(group, wm)
+    if not _cleanup(group, wm):
+        log("seal_deferred", key=lake.sealed_key(prefix), detail="lines were appended after the last batch; they ship next pass")
+        return
     stats.sealed += 1
     log("session_sealed", key=lake.sealed_key(prefix), segments=wm.next_seg)
 
 
-def _cleanup(group: dict, wm) -> None:
-    """Delete a sealed session's spool files, then forget their identities, then ``.done``.
+def _cleanup(group: dict, wm) -> bool:
+    """Delete a sealed session's spool files, then forget their identities, then ``.done``;
+    True when all of it went.
 
-    The identities must go once the files are gone: their inode numbers are free again, and
-    the next spool file of a resumed session may get one of them (ext4 reuses them at once),
-    which would then look already shipped. They go before ``.done``, so a crash in between
-    leaves ``.done`` behind and the next pass does this again.
+    Each file goes only if nothing was appended past its shipped offset
+    (:func:`lib.spool.unlink_if_consumed`, under an exclusive lock appenders respect): a line a
+    resumed session or a late capture wrote after the "all consumed" check keeps the file, and
+    ``.done``, for the next pass. The identities must go once the files are gone: their inode
+    numbers are free again, and the next spool file of a resumed session may get one of them
+    (ext4 reuses them at once), which would then look already shipped. They go before
+    ``.done``, so a crash in between leaves ``.done`` behind and the next pass does this again.
     """
+    kept = False
     for path in group["files"]:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-    wm.files = {}
+        gone = spool.unlink_if_consumed(path, wm.files)
+        if gone is None:
+            kept = True
+        elif gone:
+            wm.files.pop(gone, None)
+    if not kept:
+        wm.files = {}
     wm.save()
+    if kept:
+        return False
     try:
         os.unlink(group["done"])
     except FileNotFoundError:
         pass
+    return True
 
 
 def ship_quarantine(store, paths, *, log, stats: ShipStats, settle_secs: float = 2.0) -> None:

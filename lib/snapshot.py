@@ -28,7 +28,7 @@ SESSION_COLUMNS = {"session_id": str, "fleet_id": str, "agent_id": str, "runtime
                    "started_at": str, "ended_at": str, "duration_ms": int, "turn_count": int, "event_count": int,
                    "commands_ok": int, "commands_failed": int, "files_touched": str, "commands": str,
                    "tests_run": str, "commits": str, "usage": str, "outcome": str, "friction": str,
-                   "summary": str, "imported": int}
+                   "summary": str, "imported": int, "title": str}
 HANDOFF_COLUMNS = {"record_id": str, "agent_id": str, "session_id": str, "repo": str, "branch": str, "status": str,
                    "summary": str, "next": str, "requested_at": str}
 """The ``handoffs`` table: notes left by ``fleet_handoff`` (:mod:`lib.handoffs`)."""
@@ -81,6 +81,45 @@ def _coerce(v, kind):
     return None
 
 
+INDEX_COLUMNS = {"embedder": str, "dim": int, "n": int, "ids": str, "subjects": str, "types": str, "matrix": bytes}
+SERVED = ("promoted", "contested")
+
+
+def vector_index_rows(claims: list[dict]) -> list[dict]:
+    """The ``claim_index`` table: per embedder, every served claim's vector (agent-visible,
+    promoted or contested) as one contiguous matrix of unit rows — little-endian float32,
+    ``n × dim``, rows in ``claim_id`` order — with the ids, lowercased subjects and types as
+    newline-joined text in the same order. The MCP server maps a whole index with one read
+    instead of decoding ``n`` blobs before its first search (docs/memory.md). Claims whose blob
+    is not a whole number of float32 components, or whose embedder disagrees on the size,
+    are left out of the index (they are still in ``claims``). Needs numpy; without it, ``[]``."""
+    try:
+        import numpy as np
+    except ImportError:
+        return []
+    groups: dict[str, list[dict]] = {}
+    for c in sorted(claims, key=lambda x: x["claim_id"]):
+        blob, eid = c.get("embedding"), c.get("embedder")
+        if (isinstance(blob, (bytes, bytearray)) and blob and len(blob) % 4 == 0 and isinstance(eid, str)
+                and c.get("visible_to_agents") == 1 and c.get("status") in SERVED):
+            groups.setdefault(eid, []).append(c)
+    out = []
+    for eid in sorted(groups):
+        rows = groups[eid]
+        dim = len(rows[0]["embedding"]) // 4
+        rows = [c for c in rows if len(c["embedding"]) == dim * 4]
+        m = np.frombuffer(b"".join(bytes(c["embedding"]) for c in rows), dtype="<f4").reshape(len(rows), dim)
+        norms = np.linalg.norm(m, axis=1)
+        norms[norms == 0] = 1.0
+        m = (m / norms[:, None]).astype("<f4")
+
+        def text(values):
+            return "\n".join(" ".join(str(v or "").split()) for v in values)
+        out.append({"embedder": eid, "dim": dim, "n": len(rows), "ids": text(c["claim_id"] for c in rows),
+                    "subjects": text(str(c.get("subject") or "").lower() for c in rows),
+                    "types": text(c.get("claim_type") for c in rows), "matrix": m.tobytes()})
+    return out
+
 
 class StaleEpoch(Exception):
     """The published pointer carries a higher maintenance epoch than ours: we were fenced off."""
@@ -129,6 +168,9 @@ def build(fleet_id: str, digests: list[dict], claims: list[dict], meta: dict | N
         if hrows:
             db["handoffs"].insert_all(hrows, pk="record_id", replace=True)
         db["handoffs"].create_index(["requested_at"])
+        index_rows = vector_index_rows(claims)
+        if index_rows:
+            db["claim_index"].insert_all(index_rows, pk="embedder", columns=INDEX_COLUMNS)
         conn.execute("CREATE VIRTUAL TABLE claims_fts USING fts5(claim_id UNINDEXED, claim, subject, tokenize='porter unicode61')")
         conn.execute("INSERT INTO claims_fts(claim_id, claim, subject) SELECT claim_id, claim, subject FROM claims "
                      "WHERE visible_to_agents = 1 ORDER BY claim_id")
@@ -145,11 +187,17 @@ def sha256(data: bytes) -> str:
 
 
 def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: str, claim_count: int,
-            session_count: int, log=lambda *a, **k: None) -> dict:
+            session_count: int, lake_stats: dict | None = None, log=lambda *a, **k: None) -> dict:
     """Publish ``data``: blob first (create-only; already there is fine), then CAS the pointer.
 
+    The pointer names the blob it replaces as ``previous`` (retention never deletes the current
+    blob or that one) and carries ``lake`` (from ``lake_stats``) — the table's size and what vacuum would free
+    (:func:`lib.retention.table_stats`), which syncd mirrors with the pointer so ``ctxlake
+    status`` and ``/metrics`` show it without touching the store.
+
     Returns ``{"published": bool, "sha256", "reason"}``; ``published`` False with reason
-    ``already current`` when the pointer already names this blob.
+    ``already current`` when the pointer already names this blob with the same ``lake``
+    figures (when only those changed the pointer is rewritten, reason ``lake figures updated``).
     :raises StaleEpoch: the pointer carries a higher maint epoch (we lost the lease meanwhile).
     """
     from lib import lake
@@ -157,14 +205,22 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
 
     sha = sha256(data)
     blob = lake.snapshot_blob_key(fleet_id, sha)
+    pkey = lake.snapshot_pointer_key(fleet_id)
+    named = _named_pointer(store, pkey)
+    if (named.get("sha256") == sha and int(named.get("maint_epoch") or 0) <= maint_epoch
+            and (not lake_stats or named.get("lake") == lake_stats)):
+        # an idle pass: nothing to write, so no create-only put of the blob "loses a race"
+        return {"published": False, "sha256": sha, "reason": "already current"}
     try:
         store.put(blob, data, CREATE)
     except PreconditionFailed:
         pass
-    pkey = lake.snapshot_pointer_key(fleet_id)
-    pointer = {"sha256": sha, "built_at": built_at, "maint_epoch": maint_epoch, "claim_count": claim_count,
-               "session_count": session_count, "key": blob}
+    fresh = {"sha256": sha, "built_at": built_at, "maint_epoch": maint_epoch, "claim_count": claim_count,
+             "session_count": session_count, "key": blob}
+    if lake_stats:
+        fresh["lake"] = lake_stats
     for _ in range(8):
+        pointer = dict(fresh)
         try:
             cur = store.get(pkey)
             current = json.loads(cur.data)
@@ -176,10 +232,19 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
         if current:
             if int(current.get("maint_epoch") or 0) > maint_epoch:
                 raise StaleEpoch(f"snapshot pointer has maint epoch {current.get('maint_epoch')} > ours {maint_epoch}")
-            if current.get("sha256") == sha:
+            same = current.get("sha256") == sha
+            if same and (current.get("lake") == lake_stats or not lake_stats):
                 return {"published": False, "sha256": sha, "reason": "already current"}
+            if same:
+                pointer = dict(current, lake=lake_stats, maint_epoch=maint_epoch)
+            elif isinstance(current.get("sha256"), str):
+                pointer["previous"] = current["sha256"]
+        else:
+            same = False
         try:
             store.put(pkey, json.dumps(pointer, sort_keys=True).encode(), CREATE if etag is None else update(etag))
+            if same:
+                return {"published": False, "sha256": sha, "reason": "lake figures updated"}
             log("snapshot_published", key=blob, sha256=sha, sessions=session_count, claims=claim_count)
             return {"published": True, "sha256": sha, "reason": "published"}
         except PreconditionFailed:
@@ -260,6 +325,40 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
     atomic_write(cache_path, data, mode=0o644)
     remember()
     return {"changed": True, "sha256": sha, "pointer": pointer}
+
+
+LAKE_FIGURES = ("version", "files", "bytes", "unreferenced_files", "unreferenced_bytes", "vacuum_due_files",
+                "vacuum_due_bytes", "state_bytes")
+"""The table figures maint stamps on the pointer (:func:`lib.retention.table_stats`)."""
+
+
+def cached_lake_figures(cache_path: str) -> dict:
+    """The Delta table's size and what vacuum would free, as of the last maintenance pass, from
+    the pointer syncd mirrored beside the cached snapshot (``<cache_path>.pointer.json``) —
+    ``{name: int}`` for the :data:`LAKE_FIGURES` present (non-integers dropped: this is cache
+    content), plus ``built_at``; ``{}`` when nothing is cached. Never touches the store."""
+    try:
+        with open(cache_path + ".pointer.json", "rb") as fh:
+            pointer = json.loads(fh.read()).get("pointer") or {}
+        lake = pointer.get("lake") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    if not isinstance(lake, dict):
+        return {}
+    out = {k: lake[k] for k in LAKE_FIGURES if isinstance(lake.get(k), int) and not isinstance(lake.get(k), bool)}
+    if out and isinstance(pointer.get("built_at"), str):
+        out["built_at"] = pointer["built_at"]
+    return out
+
+
+def _named_pointer(store, pkey: str) -> dict:
+    """The snapshot pointer at ``pkey`` (:func:`_pointer`), or ``{}`` when absent or unreadable."""
+    from lib.store import NotFound
+
+    try:
+        return _pointer(store.get(pkey).data, pkey)
+    except (NotFound, ValueError):
+        return {}
 
 
 def _pointer(data: bytes, key: str) -> dict:

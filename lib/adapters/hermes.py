@@ -140,8 +140,15 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
     common = repo_fields(payload.get("cwd") if isinstance(payload.get("cwd"), str) else None)
     if isinstance(extra.get("turn_id"), str) and extra["turn_id"]:
         common["turn_id"] = extra["turn_id"]
+    import time
+
+    from lib import identity
+    from lib.envelope import format_time
+
+    sid = builder.session_id
     if etype == "session_start":
-        return [builder.make("session_start", injected_context=ctx.injected, **common)]
+        return [builder.make("session_start", injected_context=ctx.injected, event_id=identity.event_id(sid, "start"),
+                             **common)]
     if etype == "prompt":
         return [builder.make("prompt", role="user", content=_text(extra, "user_message"),
                              injected_context=ctx.injected, **common)]
@@ -163,11 +170,17 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
             dur = extra.get("duration_ms")
             if isinstance(dur, (int, float)) and not isinstance(dur, bool):
                 tool["duration_ms"] = int(dur)
-        mid = extra.get("tool_call_id")
-        return [builder.make("tool_call", tool=tool, message_id=mid if isinstance(mid, str) else None, **common)]
+        mid = extra.get("tool_call_id") if isinstance(extra.get("tool_call_id"), str) and extra["tool_call_id"] else None
+        now, fields = time.time(), {}
+        if event == "post_tool_call" and "duration_ms" in tool and 0 <= tool["duration_ms"] < 1 << 53:
+            fields["observed_at"] = format_time(now)  # placed at the call's start, where state.db has it
+            now -= tool["duration_ms"] / 1000.0
+        eid = identity.event_id(sid, "tool" if event == "post_tool_call" else "tool_pre", mid) if mid else None
+        return [builder.make("tool_call", tool=tool, message_id=mid, event_id=eid, emitted_at=format_time(now),
+                             fields=fields, **common)]
     reason = _text(extra, "reason") or (("interrupted" if extra.get("interrupted") else "completed")
                                         if event == "on_session_end" else None)
-    return [builder.make("session_end", content=reason, **common)]
+    return [builder.make("session_end", content=reason, event_id=identity.event_id(sid, "end"), **common)]
 
 
 def done_marker(event: str, payload: dict) -> dict | None:

@@ -1,28 +1,18 @@
 """Importers: a runtime's on-disk history → redacted envelopes in the spool (``ctxlake import``).
 
-Imported envelopes carry ``imported: true`` and deterministic event ids (derived from the
-source record), so importing the same history twice duplicates nothing in the lake. They go
+Imported envelopes carry ``imported: true`` and the event ids of :mod:`lib.identity` (derived
+from the runtime's own ids, the same a hook derives), so importing the same history twice, or
+after the hooks captured it, duplicates nothing in the lake. They go
 through the same redaction as the hook (invariant 7) and land in ``spool/import/``, where syncd
 ships and seals them like any other session.
 """
 from __future__ import annotations
 
-import hashlib
-
-
-def deterministic_event_id(ts_ms: int, *parts: str) -> str:
-    """A ULID from a source record: its time (ms) + 80 bits of sha256 of ``parts`` joined with
-    NUL, so re-importing the same record yields the same ``event_id`` (the lake de-duplicates)."""
-    from lib.ulid import _encode
-
-    rand = int.from_bytes(hashlib.sha256("\0".join(parts).encode()).digest()[:10], "big")
-    return _encode(max(0, ts_ms), 10) + _encode(rand, 16)
 
 
 class ImportResult:
     """Per-source counts: ``path``, ``sessions`` (ids), ``envelopes``, ``skipped_lines`` (not
-    JSON, or cut), ``repaired_lines`` (invalid UTF-8 replaced), ``records``,
-    ``untitled_orphans`` (titles naming a session with no records in the file)."""
+    JSON, or cut), ``repaired_lines`` (invalid UTF-8 replaced), ``records``."""
 
     def __init__(self, path: str):
         self.path = path
@@ -31,4 +21,3 @@ class ImportResult:
         self.skipped_lines = 0
         self.records = 0
         self.repaired_lines = 0
-        self.untitled_orphans = 0

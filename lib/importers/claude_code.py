@@ -20,8 +20,10 @@ with each event's id from :func:`lib.identity.event_id` (docs/architecture.md "E
 - ``system`` ``compact_boundary`` → ``compact`` with ``compact_trigger`` and ``pre_tokens``;
   ``system`` ``local_command`` (a slash command's output, newer versions) → ``context``
   ``local_command_output``.
-- ``ai-title``/``custom-title`` (by ``sessionId``) and ``summary`` (by ``leafUuid``) → the
-  session's ``title`` (a custom title wins), carried by its ``session_end``.
+- ``ai-title``/``custom-title`` (by ``sessionId``) and ``summary`` (by ``leafUuid``; a summary
+  with no session id whose leaf is not in the file titles the file's first session) → the
+  session's ``title`` (a custom title wins over an AI title, which wins over a summary),
+  carried by its ``session_end``.
 - ``isSidechain`` records (sub-agents) are marked ``turn_id = "sidechain:<agentId>"``.
 - Everything else (progress, file-history-snapshot, queue-operation, other system records,
   types from newer versions) is skipped.
@@ -55,6 +57,9 @@ def _decode_line(raw: bytes, result: ImportResult) -> list:
         result.repaired_lines += 1
     try:
         return [json.loads(text)]
+    except RecursionError:  # nested deeper than the parser goes: the line is skipped and counted
+        result.skipped_lines += 1
+        return []
     except ValueError:
         pass
     out, pos, n = [], 0, len(text)
@@ -65,7 +70,7 @@ def _decode_line(raw: bytes, result: ImportResult) -> list:
             break
         try:
             rec, pos = _DECODER.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):
             result.skipped_lines += 1
             break
         out.append(rec)
@@ -150,6 +155,7 @@ class _Scan:
         self.ai_title: dict = {}
         self.custom_title: dict = {}
         self.leaf_titles: list = []
+        self.first_session: str | None = None
 
 
 def _message_id(rec: dict, msg: dict) -> str:
@@ -169,6 +175,8 @@ def _scan(path: str) -> _Scan:
                 scan.usage[(sid, mid)] = (msg["usage"], msg.get("model"))
         if sid and isinstance(rec.get("uuid"), str):
             scan.uuid_session[rec["uuid"]] = sid
+        if sid and scan.first_session is None and rtype in ("user", "assistant"):
+            scan.first_session = sid
         if rtype == "ai-title" and sid and _str(rec.get("aiTitle")):
             scan.ai_title[sid] = rec["aiTitle"]
         elif rtype == "custom-title" and sid and _str(rec.get("customTitle")):
@@ -201,8 +209,12 @@ def iter_envelopes(path: str, *, fleet_id: str, agent_id: str, result: ImportRes
     scan = _scan(path)
     titles: dict = {}
     for leaf, text in scan.leaf_titles:
-        if leaf in scan.uuid_session:
-            titles[scan.uuid_session[leaf]] = text
+        # a summary names the session holding its leaf; Claude Code also writes, at the top of a
+        # continued conversation's file, summaries whose leaf lives in an earlier file: those
+        # title the file's own (first) session, as the runtime's session picker shows them
+        sid = scan.uuid_session.get(leaf) or scan.first_session
+        if sid:
+            titles.setdefault(sid, text)
     titles.update(scan.ai_title)
     titles.update(scan.custom_title)
     builders: dict[str, Builder] = {}
@@ -329,9 +341,6 @@ def iter_envelopes(path: str, *, fleet_id: str, agent_id: str, result: ImportRes
                    fields={"title": titles.get(sid)}, **m)
         quarantine.extend(b.quarantine)
         b.quarantine = []
-    for sid in titles:
-        if sid not in builders:
-            result.untitled_orphans += 1
 
 
 def _assistant(emit, sid, mid, om, final, observed):

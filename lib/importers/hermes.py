@@ -23,7 +23,10 @@ Mapping (one session per ``sessions`` row, in ``messages.id`` order):
 - ``session_end`` at ``ended_at`` (else the last message) with ``end_reason`` as content and the
   session's token usage summed (``session_model_usage``, else the ``sessions`` counters).
 
-Event ids are derived from the database rows, so importing twice duplicates nothing in the lake.
+Event ids follow docs/architecture.md "Event identity" (:func:`lib.identity.event_id`): a tool
+call by its ``tool_call_id`` (the id the hook's ``post_tool_call`` carries too, so hook and import
+converge), other messages by their row id, start and end by the session; importing twice
+duplicates nothing in the lake.
 """
 from __future__ import annotations
 
@@ -33,7 +36,8 @@ import sqlite3
 from urllib.parse import quote
 
 from lib.envelope import Builder, format_time
-from lib.importers import ImportResult, deterministic_event_id
+from lib import identity
+from lib.importers import ImportResult
 
 REQUIRED = {
     "sessions": ("id", "started_at"),
@@ -190,7 +194,7 @@ def parse_db(path: str, *, fleet_id: str, agent_id: str) -> tuple[dict[str, list
                            "WHERE session_id = ? ORDER BY id", (sid,))
             result.records += len(msgs)
             envs, b = _session(s, msgs, fleet_id, agent_id, conn, cols)
-            envs.sort(key=lambda e: e["event_id"])
+            envs.sort(key=identity.order)
             out[sid] = envs
             result.sessions.add(sid)
             result.envelopes += len(envs)
@@ -211,7 +215,7 @@ def _session(s: dict, msgs: list[dict], fleet_id: str, agent_id: str, conn, cols
     common = {"cwd": s.get("cwd") if isinstance(s.get("cwd"), str) and s.get("cwd") else None,
               "branch": s.get("git_branch") if isinstance(s.get("git_branch"), str) else None}
     start_iso, start_ms, start_t = _ts(s.get("started_at"), 0.0)
-    envs = [b.make("session_start", emitted_at=start_iso, event_id=deterministic_event_id(start_ms, sid, "start"), **common)]
+    envs = [b.make("session_start", emitted_at=start_iso, event_id=identity.event_id(sid, "start"), **common)]
     pending: dict[str, dict] = {}
     last_t = start_t
     run_end = None  # last message of the current compacted run
@@ -222,16 +226,16 @@ def _session(s: dict, msgs: list[dict], fleet_id: str, agent_id: str, conn, cols
             run_end = (iso, ms, mid)
         elif run_end is not None:
             envs.append(b.make("compact", emitted_at=run_end[0], content="compacted by Hermes",
-                               event_id=deterministic_event_id(run_end[1], sid, run_end[2], "c"), **common))
+                               event_id=identity.event_id(sid, "record", run_end[2], "c"), **common))
             run_end = None
         role, content = m.get("role"), m.get("content")
         if role == "user" and isinstance(content, str) and content:
             envs.append(b.make("prompt", role="user", content=content, emitted_at=iso,
-                               event_id=deterministic_event_id(ms, sid, mid, "p"), **common))
+                               event_id=identity.event_id(sid, "record", mid), **common))
         elif role == "assistant":
             if isinstance(content, str) and content.strip():
                 envs.append(b.make("assistant", role="assistant", content=content, emitted_at=iso,
-                                   event_id=deterministic_event_id(ms, sid, mid, "a"), **common))
+                                   event_id=identity.event_id(sid, "record", mid), **common))
             for call in _calls(m.get("tool_calls")):
                 pending[call["id"]] = dict(call, iso=iso, ms=ms)
         elif role == "tool":
@@ -241,20 +245,21 @@ def _session(s: dict, msgs: list[dict], fleet_id: str, agent_id: str, conn, cols
             tool = {"name": m.get("tool_name") or (call or {}).get("name") or "unknown",
                     "input": (call or {}).get("input"), "paths": _paths((call or {}).get("input")),
                     "result": result, "exit_code": code}
-            base_iso, base_ms = (call["iso"], call["ms"]) if call else (iso, ms)
+            base_iso = call["iso"] if call else iso
             envs.append(b.make("tool_call", tool=tool, message_id=cid, emitted_at=base_iso,
-                               event_id=deterministic_event_id(base_ms, sid, cid or mid, "t"), **common))
+                               event_id=identity.event_id(sid, "tool", cid) if cid else identity.event_id(sid, "record", mid),
+                               fields={"observed_at": iso, "orphan_result": True if cid and not call else None}, **common))
     if run_end is not None:
         envs.append(b.make("compact", emitted_at=run_end[0], content="compacted by Hermes",
-                           event_id=deterministic_event_id(run_end[1], sid, run_end[2], "c"), **common))
+                           event_id=identity.event_id(sid, "record", run_end[2], "c"), **common))
     for cid, call in pending.items():  # calls whose result never came (interrupted)
         envs.append(b.make("tool_call", tool={"name": call["name"], "input": call["input"], "paths": _paths(call["input"])},
-                           message_id=cid, emitted_at=call["iso"], event_id=deterministic_event_id(call["ms"], sid, cid, "t"),
+                           message_id=cid, emitted_at=call["iso"], event_id=identity.event_id(sid, "tool", cid),
                            **common))
     end_iso, end_ms, _ = _ts(s.get("ended_at"), last_t)
     reason = s.get("end_reason") if isinstance(s.get("end_reason"), str) else "imported session"
     envs.append(b.make("session_end", content=reason, usage=_usage(conn, cols, s), emitted_at=end_iso,
-                       event_id=deterministic_event_id(end_ms, sid, "end"), **common))
+                       event_id=identity.event_id(sid, "end"), **common))
     return envs, b
 
 

@@ -136,6 +136,11 @@ def _status(exc) -> int | None:
     return exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
 
 
+def _status_text(status, code: str) -> str:
+    """``403 AccessDenied``, or just ``403`` when the server sent no code but the status."""
+    return str(status) if not code or code == str(status) else f"{status} {code}"
+
+
 class S3Store:
     """An S3 bucket (optionally under a key prefix) as a :class:`lib.store.Store`.
 
@@ -188,6 +193,30 @@ class S3Store:
         if server:
             self.server_header = server
         return _date(headers)
+
+    def delta_storage_options(self) -> dict:
+        """Storage options for delta-rs (``deltalake``) to reach the same bucket as this store:
+        endpoint, region and addressing resolved here, credentials from boto3's default chain
+        (frozen now; a table handle is short-lived), ``conditional_put=etag`` so each Delta
+        commit is a create-only PUT of ``_delta_log/<n>.json`` (docs/lake.md). Never logged.
+
+        :raises StoreError: boto3's default chain finds no credentials.
+        """
+        opts = {"AWS_REGION": self.region, "conditional_put": "etag",
+                "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false" if self.path_style else "true"}
+        if self.endpoint and not is_aws_endpoint(self.endpoint):
+            opts["AWS_ENDPOINT_URL"] = self.endpoint
+            if self.endpoint.startswith("http://"):
+                opts["AWS_ALLOW_HTTP"] = "true"
+        creds = self._session.get_credentials()
+        if creds is None:
+            raise StoreError(f"s3://{self.bucket}/{self.prefix}: boto3's default credential chain found no usable "
+                             "credentials for the Delta table: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a role")
+        frozen = creds.get_frozen_credentials()
+        opts.update(AWS_ACCESS_KEY_ID=frozen.access_key, AWS_SECRET_ACCESS_KEY=frozen.secret_key)
+        if frozen.token:
+            opts["AWS_SESSION_TOKEN"] = frozen.token
+        return opts
 
     def credential_source(self) -> str | None:
         """Name of the boto3 credential provider that supplied credentials (``env``,
@@ -266,7 +295,7 @@ class S3Store:
             return StoreError(f"{where}: this host's clock is too far from the store's for request "
                               f"signing (RequestTimeTooSkewed); fix NTP on this host", key, now)
         if status == 403 or code in _AUTH_CODES:
-            return StoreError(f"{where}: refused by the store ({status} {code}): check the "
+            return StoreError(f"{where}: refused by the store ({_status_text(status, code)}): check the "
                               f"credentials (boto3 source: {self.credential_source() or 'none'}) "
                               f"and the bucket policy", key, now)
         if status == 412 or code == "PreconditionFailed":

@@ -9,14 +9,16 @@ import sys
 import pytest
 
 from tests.redisserver import redis_binary
+from tests.require import missing_server
 
 pytestmark = pytest.mark.redis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@pytest.mark.skipif(not redis_binary(), reason="redis-server not installed: apt-get install redis-server (.ci/run does)")
 def test_fleet_scale_prints_a_redis_row():
+    if not redis_binary():
+        missing_server("redis-server not installed: apt-get install redis-server (make test does)")
     out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "fleet_scale.py"), "--sizes", "5",
                           "--seconds", "2", "--backends", "redis"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)

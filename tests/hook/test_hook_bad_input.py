@@ -315,8 +315,9 @@ def test_every_fixture_payload_is_answered_and_captured_once(home, role_env, pat
         if not etype:
             continue
         env_ = new[0]
-        if etype == "prompt" and claude_code.user_kind(payload["prompt"]) != "typed":
+        if etype == "prompt" and claude_code.user_kind(payload.get("prompt") or "") != "typed":
             etype = "context"  # a task notification or wrapper the runtime sends as a prompt (docs/runtimes.md)
+            assert env_.get("user_kind") == claude_code.user_kind(payload["prompt"])
         assert env_["event_type"] == etype and env_["session_id"] == payload["session_id"]
         assert (env_["fleet_id"], env_["agent_id"], env_["runtime"]) == (FLEET, AGENT, "claude_code")
         if etype == "session_start":

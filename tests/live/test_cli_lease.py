@@ -16,7 +16,7 @@ F = "fleet-live"
 def cli(monkeypatch, agent, *argv):
     monkeypatch.setenv("CTXLAKE_AGENT_ID", agent)
     out = io.StringIO()
-    code = ctxlake.main(["lease", *argv], stdout=out)
+    code = ctxlake.main(["lease", *argv], stdout=out, stderr=out)
     return code, out.getvalue()
 
 

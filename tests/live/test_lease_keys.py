@@ -135,7 +135,7 @@ def test_a_symlink_pointing_outside_the_repository_is_refused(tree, home, monkey
     assert live.locate(["out/secret.py", "src/b.py"], tree) == [("src/b.py", REPO_ID, "src/b.py")]
     monkeypatch.chdir(tree)
     out = io.StringIO()
-    assert ctxlake.main(["lease", "claim", "out/secret.py"], out) == 2
+    assert ctxlake.main(["lease", "claim", "out/secret.py"], out, out) == 2
     assert "out/secret.py is not inside a git repository" in out.getvalue()
 
 

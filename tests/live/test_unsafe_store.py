@@ -61,9 +61,9 @@ def test_eight_two_agent_races_through_the_stripping_proxy_grant_nothing(proxied
     assert list(open_store(store_url).list(live.leases_prefix(F))) == []  # not one lease object written
     out = io.StringIO()
     monkeypatch.chdir(git_repo)
-    assert ctxlake.main(["lease", "claim", "src/app.py", "--reason", "x"], out) == 1
+    assert ctxlake.main(["lease", "claim", "src/app.py", "--reason", "x"], out, out) == 1
     line, = out.getvalue().splitlines()
-    assert line.startswith("ctxlake lease claim: store does not honour conditional writes (")
+    assert line.startswith("ctxlake: lease claim: store does not honour conditional writes (")
     assert "run `ctxlake doctor`" in line
 
 

@@ -30,7 +30,7 @@ def env(home):
 
 
 def _session(env, agent, sid, tool_id, cwd):
-    e = dict(env, CTXLAKE_AGENT_ID=agent)
+    e = dict(env, CTXLAKE_AGENT_ID=agent, HOSTNAME=f"{agent}-laptop")  # one host per agent
     for p in ({"hook_event_name": "SessionStart", "session_id": sid, "source": "startup", "cwd": cwd},
               {"hook_event_name": "UserPromptSubmit", "session_id": sid, "prompt": "make the tests pass", "cwd": cwd},
               {"hook_event_name": "PostToolUse", "session_id": sid, "tool_name": "Bash", "tool_use_id": tool_id,

@@ -68,7 +68,9 @@ def test_hook_and_import_of_one_real_session_converge(home, tmp_path, hooks_firs
     assert Counter(e["event_type"] for e in s1)["session_start"] == 1
     assert Counter(e["event_type"] for e in s1)["session_end"] == 1
     d = lakeutil.digests(store)[S1]
-    assert d["commands_ok"] + d["commands_failed"] == len(tool_ids) and d["commands_failed"] == 1
+    shell_ids = {p["tool_use_id"] for p in _hooks() if p["session_id"] == S1 and p["hook_event_name"].startswith("Post")
+                 and p.get("tool_name") == "Bash"}
+    assert d["commands_ok"] + d["commands_failed"] == len(shell_ids) and d["commands_failed"] == 1
     assert d["turn_count"] == 1
 
 

@@ -63,3 +63,46 @@ def test_reimport_gives_identical_event_ids(tmp_path):
     b, _, _ = parse_file(str(copy), fleet_id="f", agent_id="a")
     ids = lambda o: sorted(e["event_id"] for e in _all(o) if e["event_type"] not in ("session_start", "session_end"))
     assert ids(a) == ids(b)
+
+
+def _canon(out):
+    return sorted(json.dumps(e, sort_keys=True) for e in _all(out))
+
+
+def test_two_records_glued_on_one_line_are_both_imported(tmp_path):
+    src = os.path.join(T, "spotter__short.jsonl")
+    lines = open(src, "rb").read().splitlines()
+    glued = tmp_path / "glued.jsonl"
+    glued.write_bytes(b"\n".join(lines[:3] + [lines[3] + lines[4]] + lines[5:]) + b"\n")
+    a, _, _ = parse_file(src, fleet_id="f", agent_id="a")
+    b, res, _ = parse_file(str(glued), fleet_id="f", agent_id="a")
+    assert res.skipped_lines == 0 and _canon(a) == _canon(b)
+
+
+def test_unknown_record_types_and_fields_from_newer_versions_are_ignored(tmp_path):
+    src = os.path.join(T, "spotter__short.jsonl")
+    recs = [json.loads(l) for l in open(src, "rb")]
+    newer = [dict(r, someFieldFrom3_0={"x": 1}) for r in recs]
+    newer.insert(2, {"type": "future-record", "sessionId": next(r["sessionId"] for r in recs if "sessionId" in r), "payload": [1, 2]})
+    (tmp_path / "newer.jsonl").write_text("".join(json.dumps(r) + "\n" for r in newer))
+    a, _, _ = parse_file(src, fleet_id="f", agent_id="a")
+    b, res, _ = parse_file(str(tmp_path / "newer.jsonl"), fleet_id="f", agent_id="a")
+    assert res.skipped_lines == 0 and _canon(a) == _canon(b)
+
+
+def test_invalid_utf8_is_replaced_counted_and_the_record_kept(tmp_path):
+    src = os.path.join(T, "spotter__short.jsonl")
+    data = open(src, "rb").read()
+    bad = data.replace(b"mix phx.server", b"mix \xff\xfeserver", 1)
+    (tmp_path / "bad.jsonl").write_bytes(bad)
+    out, res, _ = parse_file(str(tmp_path / "bad.jsonl"), fleet_id="f", agent_id="a")
+    assert res.repaired_lines == 1 and res.skipped_lines == 0
+    assert any(e.get("content", "").startswith("mix \ufffd\ufffdserver") for e in _all(out))
+
+
+def test_a_line_cut_mid_record_is_skipped_and_counted(tmp_path):
+    src = os.path.join(T, "spotter__tool_heavy.jsonl")
+    data = open(src, "rb").read()
+    (tmp_path / "cut.jsonl").write_bytes(data[: len(data) - 200])
+    out, res, _ = parse_file(str(tmp_path / "cut.jsonl"), fleet_id="f", agent_id="a")
+    assert res.skipped_lines == 1 and res.records == len(data.splitlines()) - 1

@@ -172,3 +172,39 @@ def test_an_independent_count_agrees_with_the_import_exactly(path):
     assert got == {**want, "tokens": +want["tokens"]}
     ends = Counter((e["session_id"], e["event_type"]) for e in envs if e["event_type"] in ("session_start", "session_end"))
     assert len(ends) == 2 * want["sessions"] and set(ends.values()) <= {1}
+
+
+def test_an_edit_is_a_file_touched_not_a_command():
+    """Issue 18: the digest counted an Edit as a command whose text was its path."""
+    src = os.path.join(T, "spotter__6adcf0da-e8ac-4760-8026-66fb75b5ee45.jsonl")
+    envs = _envs(src)
+    edits = [e for e in envs if (e.get("tool") or {}).get("name") == "Edit" and e["tool"].get("paths")]
+    assert edits, "the fixture has Edit calls"
+    d = digestmod.digest(envs)
+    assert d["commands"] and all(c["tool"] in digestmod.SHELL_TOOLS for c in d["commands"])
+    edited = {p for e in edits for p in e["tool"]["paths"]}
+    assert edited <= set(d["files_touched"])
+    assert not edited & {c["command"] for c in d["commands"]}
+
+
+def test_kinds_failure_reasons_titles_and_compaction_reach_typed_lake_columns(home):
+    import maint  # noqa: F401  (the real pipeline below)
+    from lib import lake
+    from lib.importers.claude_code import import_path
+    from tests.pipeline import lakeutil
+
+    paths, store, cfg = lakeutil.setup(home)
+    for name in ("spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl", "claude-code-viewer__fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"):
+        import_path(os.path.join(T, name), paths, fleet_id=lakeutil.FLEET, agent_id=lakeutil.AGENT)
+    lakeutil.ship_and_maint(paths, store, cfg)
+    rows = []
+    for key in lake.current_parts(store, lakeutil.FLEET):
+        rows += lake.read_table(store.get(key).data, columns=["event_type", "user_kind", "failure_reason", "title",
+                                                             "compact_trigger", "pre_tokens", "runtime_version"]).to_pylist()
+    assert {"task_notification", "interrupt", "compaction_summary"} <= {r["user_kind"] for r in rows}
+    assert {"exit_code", "cancelled_sibling"} & {r["failure_reason"] for r in rows}
+    assert any(r["compact_trigger"] == "auto" and r["pre_tokens"] == 167094 for r in rows)
+    assert {r["runtime_version"] for r in rows} >= {"2.1.39"}
+    summary = [json.loads(l)["summary"] for l in open(os.path.join(T, "claude-code-viewer__fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"))
+               if '"type":"summary"' in l]
+    assert summary and summary[0] in {r["title"] for r in rows}

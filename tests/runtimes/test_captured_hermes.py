@@ -91,3 +91,20 @@ def test_decode_result_judges_like_hermes_does():
     assert decode('{"error": "File not found: x"}') == ('{"error": "File not found: x"}', 1)
     assert decode('{"error": null, "success": true}')[1] == 0
     assert decode("plain text") == ("plain text", 0)
+
+
+def test_hook_and_import_give_each_tool_call_start_and_end_one_identity(hook, tmp_path):
+    """docs/architecture.md "Event identity": the same event by both paths has one (session, id)."""
+    from lib import identity
+
+    for p in _load("hooks.json"):
+        hook("hermes", p)
+    hooked = hook.envelopes("hermes")
+    by_session, _, _ = importer.parse_db(_state_db(str(tmp_path / "state.db")), fleet_id="f", agent_id="a")
+    imported = [e for envs in by_session.values() for e in envs]
+    pick = lambda envs, types: {identity.key(e) for e in envs if e["event_type"] in types
+                                and (e["event_type"] != "tool_call" or "exit_code" in e["tool"])}
+    calls = pick(hooked, ("tool_call",))
+    assert len(calls) == 8 and calls == pick(imported, ("tool_call",))
+    assert pick(hooked, ("session_start",)) == pick(imported, ("session_start",))
+    assert pick(hooked, ("session_end",)) <= pick(imported, ("session_end",))

@@ -138,7 +138,7 @@ def _cli(argv):
     import ctxlake
 
     out = io.StringIO()
-    return ctxlake.main(argv, stdout=out), out.getvalue()
+    return ctxlake.main(argv, stdout=out, stderr=out), out.getvalue()
 
 
 def test_cli_import_hermes_spools_sessions(db, home):

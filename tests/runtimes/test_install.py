@@ -134,8 +134,7 @@ def test_claude_settings_merge_keeps_foreign_entries_that_mention_ctxlake(user_h
     assert doc["hooks"]["Notification"] == SETTINGS["hooks"]["Notification"]
     assert doc["permissions"] == SETTINGS["permissions"] and doc["env"] == SETTINGS["env"]
     _run("uninstall", ["claude_code"], ident, user_home)
-    assert _read(path) == original
-    os.unlink(path + ".bak")
+    assert _read(path) == original and not os.path.exists(path + ".bak")  # restored: the .bak is consumed
     _run("install", ["claude_code"], ident, user_home)
     os.unlink(path + ".bak")  # no backup to fall back on: the strip alone must give the original back
     _run("uninstall", ["claude_code"], ident, user_home)
@@ -355,8 +354,11 @@ def test_shims_are_refused_and_the_interpreter_is_absolute(tmp_path):
 def _cli(argv, out=None):
     import ctxlake
 
+    from unittest import mock
+
     out = out or io.StringIO()
-    return ctxlake.main(argv, stdout=out), out.getvalue()
+    with mock.patch.dict(os.environ, CTXLAKE_FLEET_ID="team-a"):  # install refuses to bake in the default fleet
+        return ctxlake.main(argv, stdout=out, stderr=out), out.getvalue()
 
 
 def test_cli_dry_run_prints_a_diff_and_writes_nothing(user_home, home):

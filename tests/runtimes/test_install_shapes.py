@@ -148,8 +148,81 @@ def test_cli_install_on_a_settings_file_without_hooks_writes_them(tmp_path, monk
     (user / ".claude").mkdir(parents=True)
     (user / ".claude" / "settings.json").write_text(text)
     monkeypatch.setenv("HOME", str(user))
+    monkeypatch.setenv("CTXLAKE_FLEET_ID", "team-a")
     out = io.StringIO()
     assert ctxlake.main(["install", "claude_code"], stdout=out) == 0
     assert f"update         {user}/.claude/settings.json" in out.getvalue()
     doc = json.loads((user / ".claude" / "settings.json").read_text())
     assert set(doc["hooks"]) == set(install.adapter_events("claude_code"))
+
+
+def test_a_one_line_file_stays_one_line(tmp_path):
+    home = str(tmp_path)
+    path = os.path.join(home, ".claude", "settings.json")
+    os.makedirs(os.path.dirname(path))
+    text = '{"model": "opus", "permissions": {"allow": ["Bash(ls:*)", "Read"]}}\n'
+    with open(path, "w") as fh:
+        fh.write(text)
+    for c in install.plan("install", ["claude_code"], IDENT, home):
+        install.apply(c)
+    after = open(path).read()
+    assert after.count("\n") == 1 and after.startswith('{"model": "opus", "permissions": {"allow": ["Bash(ls:*)", "Read"]}, "hooks": ')
+
+
+def test_hermes_install_keeps_the_users_hook_entries_as_written(tmp_path, monkeypatch):
+    """Issue 18: install re-rendered the user's own entries inside hooks: (quotes dropped, flow
+    lists expanded). Ours are appended line by line; every line the user wrote stays."""
+    monkeypatch.delenv("HERMES_HOME", raising=False)
+    home = str(tmp_path)
+    path = os.path.join(home, ".hermes", "config.yaml")
+    os.makedirs(os.path.dirname(path))
+    text = ("model: {provider: custom}\n"
+            "hooks:\n"
+            "  # my guard, keep it first\n"
+            "  pre_tool_call:\n"
+            '    - command: "~/bin/guard --strict"\n'
+            '      matcher: "terminal|write_file"\n'
+            "      args: [--fast, --quiet]\n"
+            "  on_session_reset:\n"
+            "    - {command: 'notify-send reset'}\n"
+            "display:\n  compact: true\n")
+    with open(path, "w") as fh:
+        fh.write(text)
+    for c in install.plan("install", ["hermes"], IDENT, home):
+        install.apply(c)
+    after = open(path).read()
+    kept = [ln for ln in after.splitlines() if ln in text.splitlines()]
+    assert kept == text.splitlines()  # every user line, in order
+    import yaml
+
+    doc = yaml.safe_load(after)
+    assert doc["hooks"]["pre_tool_call"][0]["args"] == ["--fast", "--quiet"]
+    assert {e: [h["command"] for h in v if install.is_our_command(h["command"], IDENT, "hermes")]
+            for e, v in doc["hooks"].items() if e != "on_session_reset"} == \
+        {e: [install.hook_command(IDENT, "hermes", e)] for e in install.adapter_events("hermes")}
+    assert [c.action for c in install.plan("install", ["hermes"], IDENT, home)] == ["unchanged"]
+    for c in install.plan("uninstall", ["hermes"], IDENT, home):
+        install.apply(c)
+    assert open(path).read() == text
+
+
+def test_uninstall_leaves_no_backup_and_no_folder_install_created(tmp_path, monkeypatch):
+    import io
+
+    import ctxlake
+
+    home = tmp_path / "user"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text('{"model": "opus"}\n')
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CTXLAKE_FLEET_ID", "team-a")
+    out = io.StringIO()
+    assert ctxlake.main(["install", "claude_code"], stdout=out) == 0
+    assert ctxlake.main(["install", "cursor"], stdout=out) == 0  # creates ~/.cursor
+    out = io.StringIO()
+    assert ctxlake.main(["uninstall", "--all"], stdout=out) == 0
+    assert "backup" not in out.getvalue()  # uninstall writes none, so it reports none
+    assert "restored from its .bak" in out.getvalue()
+    left = sorted(str(p.relative_to(home)) for p in home.rglob("*"))
+    assert left == [".claude", ".claude/settings.json"], left
+    assert (home / ".claude" / "settings.json").read_text() == '{"model": "opus"}\n'

@@ -59,7 +59,8 @@ def test_doctor_behind_a_header_stripping_proxy_reports_missing_conditional_writ
     assert "If-None-Match: * ignored" in rows["cas_repeat"]["detail"]
     assert doctor.exit_code(result) == 1  # leases would be granted twice there: refused, loudly
     table = doctor.render_table(result)
-    assert table.count("FAILED") == 4 and "cost: no create-only" in table
+    assert table.count("FAILED") == 5 and "cost: no create-only" in table  # 4 primitives + Delta commits
+    assert "Delta table commits" in table and "maint refuses to commit" in table
     assert "verdict: UNSAFE for the live plane" in table and "refuse leases, roster and the maintenance lease" in table
     assert list(open_store(url).list("_meta/")) == []
 
@@ -88,7 +89,7 @@ def test_doctor_exits_non_zero_only_when_the_store_cannot_be_written_and_read_ba
     store.fail_next = [Unavailable("store down")] * 20
     result = doctor.probe(store, "agent-1")
     assert status(result) == {name: (False if name == "write_read" else None) for name in NAMES}
-    assert doctor.exit_code(result) == 1
+    assert doctor.exit_code(result) == 4  # the store exit code (lib/failures.py)
     assert "UNUSABLE" in doctor.render_table(result)
 
 
@@ -138,7 +139,7 @@ def test_main_prints_json_or_a_table_and_uses_the_configured_store(home):
 
 def test_main_rejects_an_unknown_store_url_with_exit_2(home):
     out = io.StringIO()
-    assert doctor.main(["--store", "ftp://nowhere"], out) == 2
+    assert doctor.main(["--store", "ftp://nowhere"], out, out) == 2
     assert "unsupported store URL" in out.getvalue()
 
 

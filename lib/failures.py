@@ -1,0 +1,110 @@
+"""One error style for every CLI and daemon entry point (docs/operations.md "Exit codes").
+
+A failure is one line on stderr — ``<prog>: <what failed>: <why>; <what fixes it>`` — and an exit
+code that names its kind, so a script can branch on it without parsing text. A traceback is
+printed only with ``--debug`` (or ``CTXLAKE_DEBUG=1``). No message prints a destructive command
+to copy.
+
+=====  ============  ==========================================================================
+code   kind          meaning
+=====  ============  ==========================================================================
+0      ok            done
+1      refused       the request was understood and refused by state: a lease is held, a file
+                     would be clobbered, the store cannot do what the command needs
+2      usage         a bad command line or a bad input file/argument; nothing was changed
+3      config        the ctxlake config file is missing where required, unreadable or invalid
+4      store         the store cannot be reached, refused the credentials, or has no bucket
+5      dependency    a Python package or a server the command needs is missing
+70     internal      a bug: an exception nobody anticipated (``--debug`` shows where)
+=====  ============  ==========================================================================
+
+Standard library only: the hook path never imports it, but the CLI does before anything else.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+EXIT_CODES = {"ok": 0, "refused": 1, "usage": 2, "config": 3, "store": 4, "dependency": 5, "internal": 70}
+"""Kind of failure → process exit code (stable: scripts branch on these)."""
+
+
+class Failure(Exception):
+    """A failure the user can act on: ``kind`` (a key of :data:`EXIT_CODES`) and one ``message``
+    saying what failed, why and what fixes it. ``code`` is the exit code."""
+
+    def __init__(self, kind: str, message: str):
+        if kind not in EXIT_CODES or kind == "ok":
+            raise ValueError(f"unknown failure kind {kind!r}")
+        self.kind = kind
+        self.code = EXIT_CODES[kind]
+        super().__init__(message)
+
+
+def classify(exc: BaseException) -> Failure:
+    """The :class:`Failure` for any exception that escapes a command.
+
+    Known library errors map to their kind (config → 3, store → 4, missing package → 5, a
+    runtime file left untouched → 1); anything else is ``internal`` (70) with a pointer to
+    ``--debug``.
+    """
+    if isinstance(exc, Failure):
+        return exc
+    from lib.config import ConfigError
+
+    if isinstance(exc, ConfigError):
+        return Failure("config", f"{exc}")
+    try:
+        from lib.store import StoreError
+    except ImportError:  # pragma: no cover - lib.store is part of the checkout
+        StoreError = ()  # type: ignore[assignment]
+    if StoreError and isinstance(exc, StoreError):
+        return Failure("store", f"{exc}")
+    if isinstance(exc, ModuleNotFoundError):
+        return Failure("dependency", f"the Python package {exc.name!r} is not installed; "
+                                     "run `make venv` (or `pip install -r requirements.txt`) in the checkout")
+    from lib.install import InstallError
+
+    if isinstance(exc, InstallError):
+        return Failure("refused", str(exc))
+    if isinstance(exc, KeyboardInterrupt):
+        return Failure("refused", "interrupted")
+    return Failure("internal", f"unexpected {type(exc).__name__}: {str(exc)[:300]}; "
+                               "run again with --debug for the traceback and report it")
+
+
+def debug_requested(argv: list[str], environ=None) -> tuple[bool, list[str]]:
+    """``(debug, argv without --debug)``: ``--debug`` anywhere on the line, or ``CTXLAKE_DEBUG=1``."""
+    env = os.environ if environ is None else environ
+    rest = [a for a in argv if a != "--debug"]
+    return len(rest) != len(argv) or env.get("CTXLAKE_DEBUG") == "1", rest
+
+
+def run(prog: str, fn, argv: list[str], stderr=None) -> int:
+    """Run ``fn(argv) -> int`` and turn any escaping exception into one line on ``stderr``
+    (default ``sys.stderr``) and its exit code; with ``--debug`` the traceback follows.
+    ``SystemExit`` (argparse) passes through unchanged."""
+    err = stderr or sys.stderr
+    debug, argv = debug_requested(argv)
+    if debug:  # nested entry points (ctxlake maint → maint.main) see it too
+        os.environ["CTXLAKE_DEBUG"] = "1"
+    try:
+        return fn(argv)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the one place every failure is reported
+        failure = classify(exc)
+        err.write(f"{prog}: {' '.join(str(failure).split())}\n")
+        if debug:
+            traceback.print_exception(exc, file=err)
+        return failure.code
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: a bad command line raises :class:`Failure` (``usage``,
+    exit 2) naming the fix, instead of printing the usage block and a second line."""
+
+    def error(self, message):
+        raise Failure("usage", f"{message}; see `{self.prog} --help`")

@@ -1,0 +1,286 @@
+"""Secrets generated from public scanners' rule sets, planted where agents put them.
+
+The rules of the redactor were written from providers' documentation; this corpus was not. It is
+generated from other projects' rule sets, so it measures recall on shapes the rules' authors did
+not choose:
+
+* **gitleaks** (``config/gitleaks.toml``, MIT): ~220 rules. Samples derived from it are
+  committed in ``tests/fixtures/secrets/gitleaks-samples.json`` (provenance in
+  ``tests/fixtures/NOTICE.md``), so tests and CI need no network. ``bench/redact_corpus.py
+  --regen`` rebuilds the file from a fetched copy at ``.cache/gitleaks.toml``.
+* **secrets-patterns-db** (``db/rules-stable.yml``, CC BY-SA 4.0, not committed): read at
+  bench time from ``.cache/secrets-patterns-db-rules-stable.yml`` when present; wholly held out.
+
+A sample is drawn from a rule's regex with ``exrex`` and kept only where the rule itself reports
+it: its own regex matches the sample, and the secret group's Shannon entropy reaches the rule's
+``entropy`` (gitleaks' own acceptance test). Families are the rule id's first word (``aws``,
+``github``, ``generic``). One family in five (by sha256 of its name) is **held out**: it was never
+looked at while the rules were tuned, and the bench reports its recall separately.
+
+:func:`placements` plants one sample in the eight places the issue names (prompt, assistant text,
+Bash command, tool output, Edit text, file path, JSON-escaped output, base64 output) as the hook
+would hand them to :class:`lib.envelope.Builder`; :func:`leaked` says whether the secret survived
+into the stored envelope.
+"""
+from __future__ import annotations
+
+import base64
+import collections
+import hashlib
+import json
+import math
+import os
+import random
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SAMPLES = os.path.join(ROOT, "tests", "fixtures", "secrets", "gitleaks-samples.json")
+GITLEAKS_TOML = os.path.join(ROOT, ".cache", "gitleaks.toml")
+SPDB_YAML = os.path.join(ROOT, ".cache", "secrets-patterns-db-rules-stable.yml")
+PLACEMENTS = ("prompt", "assistant", "bash_command", "tool_output", "edit_text", "file_path",
+              "json_escaped", "base64")
+
+
+def family(rule_id: str) -> str:
+    """Family of a rule: the first word of its id (``github-fine-grained-pat`` → ``github``)."""
+    return re.split(r"[-_ ]", rule_id.strip().lower(), 1)[0]
+
+
+def held_out(fam: str) -> bool:
+    """One family in five, chosen by hash, never used to tune the rules."""
+    return hashlib.sha256(fam.encode()).digest()[0] % 5 == 0
+
+
+_POSIX = {"alnum": "A-Za-z0-9", "alpha": "A-Za-z", "digit": "0-9", "xdigit": "0-9A-Fa-f", "upper": "A-Z",
+          "lower": "a-z", "space": r" \t\r\n\v\f", "word": r"\w", "punct": r"!-/:-@\[-`{-~"}
+
+
+def go_to_python(rx: str) -> str:
+    """Translate a Go RE2 pattern to Python ``re``: ``\\z`` → ``\\Z``, POSIX classes
+    (``[[:alnum:]]``) spelled out, and a ``(?i)`` that is not
+    at the start (Go: case-insensitive to the end of its group) → a scoped ``(?i:...)``."""
+    rx = rx.replace(r"\z", r"\Z")
+    for posix, py in _POSIX.items():
+        rx = rx.replace(f"[:{posix}:]", py)
+    out, closes, j = [], [0], 0
+    while j < len(rx):
+        c = rx[j]
+        if c == "\\":
+            out.append(rx[j:j + 2])
+            j += 2
+        elif c == "[":
+            k = j + 1
+            k += rx[k] == "^"
+            k += rx[k] == "]"
+            while rx[k] != "]":
+                k += 2 if rx[k] == "\\" else 1
+            out.append(rx[j:k + 1])
+            j = k + 1
+        elif rx.startswith("(?i)", j) and j > 0:
+            out.append("(?i:")
+            closes[-1] += 1
+            j += 4
+        elif c == "(":
+            closes.append(0)
+            out.append(c)
+            j += 1
+        elif c == ")":
+            out.append(")" * closes.pop() + ")")
+            j += 1
+        else:
+            out.append(c)
+            j += 1
+    return "".join(out) + ")" * closes[0]
+
+
+_GEN_CLASS = {"w": "a-zA-Z0-9_", "s": " \t", "d": "0-9"}
+
+
+def for_generation(rx: str) -> str:
+    """The pattern as ``exrex`` should draw from it: ``\\w``, ``\\s``, ``\\d`` and ``.`` stand for
+    ASCII as in Go RE2 (Python would draw any Unicode word character, vertical tabs, newlines)."""
+    out, j, in_class = [], 0, False
+    while j < len(rx):
+        c = rx[j]
+        if c == "\\" and j + 1 < len(rx):
+            e = rx[j + 1]
+            if e in _GEN_CLASS:
+                out.append(_GEN_CLASS[e] if in_class else f"[{_GEN_CLASS[e]}]")
+            elif e == "S" and not in_class:
+                out.append("[!-~]")
+            else:
+                out.append(rx[j:j + 2])
+            j += 2
+            continue
+        if c == "[" and not in_class:
+            in_class = True
+            out.append(c)
+            j += 1
+            if rx[j:j + 1] == "^":
+                out.append("^")
+                j += 1
+            if rx[j:j + 1] == "]":
+                out.append("\\]")
+                j += 1
+            continue
+        if c == "]" and in_class:
+            in_class = False
+        elif c == "." and not in_class:
+            c = "[ -~]"
+        out.append(c)
+        j += 1
+    return "".join(out)
+
+
+def _entropy(s: str) -> float:
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in collections.Counter(s).values()) if s else 0.0
+
+
+def gitleaks_rules(path: str = GITLEAKS_TOML) -> list[dict]:
+    """``[{id, regex (Python), entropy, secret_group, stopwords, allow}]`` from a gitleaks TOML."""
+    import tomllib
+
+    with open(path, "rb") as fh:
+        cfg = tomllib.load(fh)
+    rules = []
+    for r in cfg["rules"]:
+        if not r.get("regex"):
+            continue  # path-only rules (pkcs12 files) carry no text to generate
+        allow = [re.compile(go_to_python(a)) for al in r.get("allowlists", []) for a in al.get("regexes", [])]
+        stop = [s.lower() for al in r.get("allowlists", []) for s in al.get("stopwords", [])]
+        rules.append({"id": r["id"], "regex": go_to_python(r["regex"]), "entropy": float(r.get("entropy") or 0),
+                      "secret_group": r.get("secretGroup"), "allow": allow, "stopwords": stop})
+    return rules
+
+
+def spdb_rules(path: str = SPDB_YAML) -> list[dict]:
+    """High-confidence rules of secrets-patterns-db (same shape as :func:`gitleaks_rules`)."""
+    import yaml
+
+    with open(path) as fh:
+        pats = yaml.safe_load(fh)["patterns"]
+    out = []
+    for p in pats:
+        p = p["pattern"]
+        if p.get("confidence") != "high":
+            continue
+        try:
+            re.compile(p["regex"])
+        except re.error:
+            continue
+        out.append({"id": p["name"], "regex": p["regex"], "entropy": 0.0, "secret_group": None,
+                    "allow": [], "stopwords": []})
+    return out
+
+
+def generate(rules: list[dict], per_rule: int, seed: int, tries: int = 40) -> list[dict]:
+    """Up to ``per_rule`` accepted samples per rule: ``[{rule, family, text, secret}]``.
+
+    Deterministic for a given ``seed`` (exrex draws from :mod:`random`). Patterns are matched
+    with ``re.ASCII`` (Go's classes are ASCII) and drawn from :func:`for_generation`."""
+    import exrex
+
+    state = random.getstate()
+    random.seed(seed)
+    out = []
+    try:
+        for r in rules:
+            rx = re.compile(r["regex"], re.ASCII)
+            gen = for_generation(r["regex"])
+            got, seen = 0, set()
+            for _ in range(tries):
+                if got >= per_rule:
+                    break
+                try:
+                    text = exrex.getone(gen, limit=24)
+                except Exception:  # exrex cannot draw some constructs (lookarounds)
+                    break
+                m = rx.search(text)
+                if not m:
+                    continue
+                g = r["secret_group"] or (next((i for i in range(1, (m.lastindex or 0) + 1) if m.group(i)), 0))
+                secret = m.group(g) if g else m.group(0)
+                if len(secret.strip()) < 6 or secret in seen or _entropy(secret) < r["entropy"]:
+                    continue
+                if any(a.search(secret) for a in r["allow"]) or any(s in secret.lower() for s in r["stopwords"]):
+                    continue
+                if "\n" in text or "\r" in text:
+                    continue
+                seen.add(secret)
+                got += 1
+                out.append({"rule": r["id"], "family": family(r["id"]), "text": text, "secret": secret})
+    finally:
+        random.setstate(state)
+    return out
+
+
+def committed() -> list[dict]:
+    """The committed gitleaks-derived samples (``held_out`` added per family)."""
+    with open(SAMPLES) as fh:
+        rows = json.load(fh)["samples"]
+    for r in rows:
+        r["held_out"] = held_out(r["family"])
+    return rows
+
+
+def placements(text: str, rng: random.Random) -> list[tuple[str, dict]]:
+    """``[(placement, Builder.make kwargs)]`` planting ``text`` in each of :data:`PLACEMENTS`.
+
+    The kwargs are what the hook hands the envelope builder: raw tool input dicts, raw results.
+    ``file_path`` puts the text inside a path (``tool.paths`` and the input's ``file_path``);
+    ``json_escaped`` is a tool result that is itself JSON (a line after ``\\n``, quotes escaped);
+    ``base64`` is the output of ``base64`` over a small config file holding the text."""
+    pad = rng.choice(["", "  ", "\t"])
+    safe = text.replace("\n", " ")
+    conf = f"# settings\nregion=eu-west-1\n{safe}\nretries=3\n"
+    return [
+        ("prompt", {"event_type": "prompt", "content": f"here is the config line, please check it:\n{safe}\nthanks"}),
+        ("assistant", {"event_type": "assistant", "content": f"I found this in the logs: {safe} — rotating it now."}),
+        ("bash_command", {"event_type": "tool_call", "tool": {
+            "name": "Bash", "input": {"command": f"echo '{safe}' | tee -a config/app.ini && ./deploy.sh", "description": "deploy"}}}),
+        ("tool_output", {"event_type": "tool_call", "tool": {
+            "name": "Bash", "input": {"command": "cat config/app.ini"}, "result": {"stdout": conf, "stderr": "", "interrupted": False},
+            "exit_code": 0}}),
+        ("edit_text", {"event_type": "tool_call", "tool": {
+            "name": "Edit", "input": {"file_path": "/home/dev/app/settings.py", "old_string": "region=eu-west-1",
+                                      "new_string": f"region=eu-west-1\n{pad}{safe}"},
+            "paths": ["/home/dev/app/settings.py"]}}),
+        ("file_path", {"event_type": "tool_call", "tool": {
+            "name": "Read", "input": {"file_path": f"/home/dev/notes/{safe}/README.md"},
+            "paths": [f"/home/dev/notes/{safe}/README.md"]}}),
+        ("json_escaped", {"event_type": "tool_call", "tool": {
+            "name": "Bash", "input": {"command": "kubectl get configmap app -o json"},
+            "result": json.dumps({"data": {"app.ini": conf}})}}),
+        ("base64", {"event_type": "tool_call", "tool": {
+            "name": "Bash", "input": {"command": "base64 config/app.ini"},
+            "result": base64.encodebytes(conf.encode()).decode()}}),
+    ]
+
+
+def _b64_forms(secret: str) -> list[str]:
+    """The base64 text of ``secret`` at each of the three byte alignments it can sit at inside
+    a larger encoded blob (edge characters that depend on neighbouring bytes dropped)."""
+    raw = secret.encode()
+    out = []
+    for off in range(3):
+        enc = base64.b64encode(b"\0" * off + raw + b"\0\0\0").decode()
+        start = -(-off * 4 // 3)  # characters touched by the padding bytes before
+        end = (off + len(raw)) * 4 // 3
+        out.append(enc[start:end])
+    return [f for f in out if len(f) >= 8]
+
+
+def planted_form(placement: str, secret: str) -> list[str]:
+    """The strings whose presence in the stored envelope means the secret leaked: the secret
+    raw and JSON-escaped once or twice; for ``base64`` its base64 at every alignment."""
+    if placement == "base64":
+        return _b64_forms(secret)
+    return [secret, json.dumps(secret)[1:-1], json.dumps(json.dumps(secret)[1:-1])[1:-1]]
+
+
+def leaked(stored: str, placement: str, secret: str) -> bool:
+    """True when a :func:`planted_form` of ``secret`` appears in ``stored`` (the envelope as
+    JSON; for base64 with the line wraps removed)."""
+    hay = stored.replace("\\n", "") if placement == "base64" else stored
+    return any(f in hay for f in planted_form(placement, secret))
