@@ -1,4 +1,4 @@
-"""Cursor hook adapter (docs/design.md §6; reference digest §5.2).
+"""Cursor hook adapter (docs/design.md §6; docs/runtimes.md).
 
 Payload fields as Cursor sends them on stdin (the shapes in ``tests/fixtures/cursor-hooks``,
 authored for this project after real ``cursor-agent`` and Cursor IDE captures): every event

@@ -1,4 +1,4 @@
-"""Hermes Agent shell-hook adapter (docs/design.md §6; reference digest §5.3).
+"""Hermes Agent shell-hook adapter (docs/design.md §6; docs/runtimes.md).
 
 Hermes (NousResearch ``hermes-agent``) runs the commands under ``hooks:`` in
 ``~/.hermes/config.yaml`` with ``shlex.split`` and ``shell=False`` and writes one JSON object on
