@@ -382,7 +382,7 @@ def cmd_sessions(args, cfg, out) -> int:
         cost = (r.get("usage") or {}).get("cost_usd") if isinstance(r.get("usage"), dict) else None
         cost_text = f"${cost:.2f}" if isinstance(cost, (int, float)) else "-"
         title = clean(r.get("title") or r.get("summary") or "", 90, single_line=True)
-        out.write(f"{str(r.get('started_at') or '')[:16]:<16}  {_fmt_duration(r['duration_ms']):>8}  "
+        out.write(f"{str(r.get('started_at') or '').replace('T', ' ')[:16]:<16}  {_fmt_duration(r['duration_ms']):>8}  "
                   f"{clean(str(r['agent_id']), 10, single_line=True):<10} {repo[:24]:<24} {r['commands_ok']:>4} "
                   f"{r['commands_failed']:>4} {len(r.get('files_touched') or []):>5} {cost_text:>7}  {title}\n")
     return 0
