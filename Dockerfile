@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# ctxlake: one image for every role (DESIGN.md §1, §13). The role is the first argument:
+# ctxlake: one image for every role (docs/design.md §1, §13). The role is the first argument:
 #   docker run IMAGE syncd | maint --once | operator -A | mcp | hook claude_code | ctxlake status
 #
 # Reproducible by construction: the base is pinned by digest (override PYTHON_IMAGE with a digest

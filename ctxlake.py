@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ctxlake: the operator CLI (DESIGN.md §1, §13).
+"""ctxlake: the operator CLI (docs/design.md §1, §13).
 
 Every verb is one short function over ``lib/``; ``sync``, ``maint`` and ``hook`` dispatch to the
 role scripts' ``main``. Output is for humans; ``--json`` where a script would want it.

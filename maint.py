@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ctxlake maint: the maintenance job (DESIGN.md §1, §9, §10).
+"""ctxlake maint: the maintenance job (docs/design.md §1, §9, §10).
 
 Usage::
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hook latency and memory against DESIGN.md §12 (a report, not a test: always exits 0).
+"""Hook latency and memory against docs/design.md §12 (a report, not a test: always exits 0).
 
 Usage::
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: maint over N sealed sessions (DESIGN.md §12: 1,000 sessions ≤ 60 s, ≤ 1 GiB RSS)
+"""Benchmark: maint over N sealed sessions (docs/design.md §12: 1,000 sessions ≤ 60 s, ≤ 1 GiB RSS)
 on file:// or on a real S3 server (SeaweedFS), and the cost of one MERGE pass as the Delta table
 grows (docs/lake.md). Builds the lake through the real path (spool → syncd shipping) — or copies
 the bronze of a lake built earlier (``--lake DIR``: building 1,000 sessions takes minutes on a

@@ -1,4 +1,4 @@
-"""Typed configuration, loaded once per process and passed down (DESIGN.md §3, STYLE.md §8).
+"""Typed configuration, loaded once per process and passed down (docs/design.md §3, docs/design.md §14).
 
 Sources, lowest to highest precedence:
 
@@ -70,7 +70,7 @@ def _check_store(path: str, key: str, url: str) -> None:
 
 @dataclass(frozen=True)
 class LeaseConfig:
-    """Advisory leases (DESIGN.md §9)."""
+    """Advisory leases (docs/design.md §9)."""
 
     policy: str = "warn"
     """``warn`` tells the agent who holds a path; ``block`` denies the tool call. Warn is the
@@ -81,7 +81,7 @@ class LeaseConfig:
 
 @dataclass(frozen=True)
 class SyncConfig:
-    """syncd intervals and batch sizes (DESIGN.md §9, §12)."""
+    """syncd intervals and batch sizes (docs/design.md §9, §12)."""
 
     poll_secs: float = 5.0
     """Seconds between passes of ``syncd`` (spool → store → cache)."""
@@ -141,7 +141,7 @@ class Config:
     """Everything a role needs, resolved. Build it with :func:`load`.
 
     ``store`` is a URL (``file://...`` or ``s3://bucket/prefix``); ``summarize_mode`` is
-    ``none | agent | shadow`` (DESIGN.md §10); ``source`` names the file read, or ``None``.
+    ``none | agent | shadow`` (docs/design.md §10); ``source`` names the file read, or ``None``.
     """
 
     paths: Paths
@@ -159,7 +159,7 @@ class Config:
     live_store: str | None = None
     """Backend for the live plane (``live/`` keys: heartbeats, roster, leases), e.g.
     ``redis://host:6379/0``; ``None`` keeps it on ``store``. The documented path past ~50
-    concurrently active agents (DESIGN.md §8)."""
+    concurrently active agents (docs/design.md §8)."""
 
 
 def config_file_path(environ=None) -> str:
@@ -282,7 +282,7 @@ def render_toml(store: str, fleet_id: str, agent_id: str | None = None) -> str:
 
     q = json.dumps  # a JSON string is a valid TOML basic string
     lines = [
-        "# ctxlake configuration (DESIGN.md §3). Environment wins: CTXLAKE_STORE, CTXLAKE_FLEET_ID, CTXLAKE_AGENT_ID.",
+        "# ctxlake configuration (docs/design.md §3). Environment wins: CTXLAKE_STORE, CTXLAKE_FLEET_ID, CTXLAKE_AGENT_ID.",
         "# Credentials are never stored here: S3 uses boto3's normal chain (env, profile, IRSA).",
         f"store = {q(store)}",
         f"fleet_id = {q(fleet_id)}",

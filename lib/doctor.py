@@ -1,8 +1,8 @@
-"""``ctxlake doctor``: probe what the configured store can really do (DESIGN.md §8).
+"""``ctxlake doctor``: probe what the configured store can really do (docs/design.md §8).
 
 Where it sits: an operator command, run before trusting a store with a fleet. It exercises each
 primitive the planes rely on (invariants 3 and 4) under a per-caller scratch prefix
-``_meta/probe/<caller>/<run>/`` (DESIGN.md §4) and reports, per capability, whether it works and
+``_meta/probe/<caller>/<run>/`` (docs/design.md §4) and reports, per capability, whether it works and
 what its absence costs — a store that silently ignores ``If-None-Match`` or ``If-Match`` still
 "works" for plain reads and writes, which is exactly what this command exists to catch.
 

@@ -1,4 +1,4 @@
-"""The Parquet lake: typed schema, segment encoding, and every lake key (DESIGN.md §4, §5).
+"""The Parquet lake: typed schema, segment encoding, and every lake key (docs/design.md §4, §5).
 
 One row per envelope, typed columns so any engine (DuckDB, Spark, Trino, Athena) can query
 without parsing JSON, plus ``envelope_json`` — the whole envelope, for forward compatibility and
@@ -26,7 +26,7 @@ EVENT_COLUMNS = ("user_kind", "failure_reason", "title", "compact_trigger")
 
 
 def schema():
-    """The lake's ``pyarrow.Schema`` (DESIGN.md §5). ``emitted_at`` is timestamp[ms, UTC]."""
+    """The lake's ``pyarrow.Schema`` (docs/design.md §5). ``emitted_at`` is timestamp[ms, UTC]."""
     global _SCHEMA
     if _SCHEMA is None:
         import pyarrow as pa
@@ -147,7 +147,7 @@ _JSON_SCHEMA = None
 
 
 def _json_schema():
-    """Explicit schema for Arrow's NDJSON reader: the envelope's nested shape (DESIGN.md §5)."""
+    """Explicit schema for Arrow's NDJSON reader: the envelope's nested shape (docs/design.md §5)."""
     global _JSON_SCHEMA
     if _JSON_SCHEMA is None:
         import pyarrow as pa
@@ -171,7 +171,7 @@ def _json_schema():
 def table_from_lines(lines: list[bytes]):
     """A lake table straight from spool lines (NDJSON), parsed by Arrow's C++ JSON reader.
 
-    The fast path of syncd (DESIGN.md §12: ≥ 50,000 envelopes/s). ``envelope_json`` is each line
+    The fast path of syncd (docs/design.md §12: ≥ 50,000 envelopes/s). ``envelope_json`` is each line
     verbatim. :raises ValueError: a line does not fit the schema (callers fall back to
     :func:`to_table`, which is exact and slower).
     """
@@ -258,7 +258,7 @@ def read_table(data: bytes, columns=None):
     return pq.read_table(io.BytesIO(data), columns=columns)
 
 
-# -- keys (DESIGN.md §4) ---------------------------------------------------------------------
+# -- keys (docs/design.md §4) ---------------------------------------------------------------------
 
 def session_prefix(fleet: str, dt: str, runtime: str, agent: str, session: str) -> str:
     """``sessions/fleet=<f>/dt=<d>/runtime=<rt>/agent=<a>/session=<sid>/``."""

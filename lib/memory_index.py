@@ -1,5 +1,5 @@
 """Queries over the cached snapshot for ``memory_search``, ``memory_timeline`` and
-``fleet_history`` (DESIGN.md §10, §11).
+``fleet_history`` (docs/design.md §10, §11).
 
 Where it sits: maint builds ``snapshot/<f>/<sha>.sqlite``; syncd mirrors it byte-for-byte into
 ``cache/<fleet>/snapshot.bin`` (replacing it by rename); :class:`SnapshotReader` opens that file

@@ -1,4 +1,4 @@
-"""syncd's view for operators: ``/healthz``, ``/readyz`` and Prometheus ``/metrics`` (DESIGN.md §13).
+"""syncd's view for operators: ``/healthz``, ``/readyz`` and Prometheus ``/metrics`` (docs/design.md §13).
 
 Where it sits: syncd's loop feeds a :class:`SyncdMetrics` after every pass
 (:meth:`SyncdMetrics.observe_pass`) and through its log callable

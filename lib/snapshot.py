@@ -1,9 +1,9 @@
-"""The snapshot: an immutable, content-addressed SQLite file every agent reads (DESIGN.md §10).
+"""The snapshot: an immutable, content-addressed SQLite file every agent reads (docs/design.md §10).
 
 maint builds it (:func:`build`) with sqlite-utils from session digests and claims, publishes
 ``snapshot/<f>/<sha256>.sqlite`` create-only, then swaps ``snapshot/<f>/current.json`` by CAS
 (:func:`publish`), refusing to replace a pointer stamped with a higher maintenance epoch
-(fencing, DESIGN.md §9). syncd mirrors it byte-for-byte into ``cache/<f>/snapshot.bin``
+(fencing, docs/design.md §9). syncd mirrors it byte-for-byte into ``cache/<f>/snapshot.bin``
 (:func:`fetch`). The same inputs always give the same bytes: nothing time-dependent is stored in
 the file (``built_at`` lives in the pointer).
 
@@ -270,7 +270,7 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
     """Mirror the current snapshot into ``cache_path`` if it changed.
 
     Cheap when nothing changed: the pointer is read with a conditional GET (``If-None-Match`` on
-    the ETag remembered in ``<cache_path>.pointer.json``, DESIGN.md §8), and the cached copy is
+    the ETag remembered in ``<cache_path>.pointer.json``, docs/design.md §8), and the cached copy is
     trusted without re-hashing while its size, mtime and inode are those recorded when it was
     verified. A copy that changed behind our back (corruption, a hand edit) is re-hashed and,
     if it no longer matches, downloaded again.

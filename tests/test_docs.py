@@ -1,4 +1,4 @@
-"""The operator docs stay true to the code (STYLE.md §16): every ``ctxlake <verb> --flag`` the
+"""The operator docs stay true to the code (docs/design.md §14): every ``ctxlake <verb> --flag`` the
 docs mention exists in that verb's ``--help``; every verb of ``ctxlake --help`` is documented;
 the knob table in docs/operations.md equals lib/config.py's keys and defaults; the MCP tools in
 docs/mcp.md are the running server's ``tools/list``; redaction rule names in docs/security.md
@@ -249,3 +249,59 @@ def test_no_machine_paths(page):
     text = _read(page)
     assert ROOT not in text
     assert not re.search(r"/(work|home/[a-z]+|Users/[A-Za-z]+)/", text.replace("/home/dev/projects/demo", ""))
+
+
+# -- citations name documents that ship with the code (docs/design.md §14) ----------------------
+
+def _tracked(*patterns):
+    import subprocess
+
+    out = subprocess.run(["git", "ls-files", *patterns], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [f for f in out.split() if os.path.isfile(os.path.join(ROOT, f))]
+
+
+def _design_sections() -> set:
+    import re
+
+    with open(os.path.join(ROOT, "docs", "design.md"), encoding="utf-8") as fh:
+        return {int(m.group(1)) for m in re.finditer(r"^## (\d+)\. ", fh.read(), re.M)}
+
+
+def test_every_citation_names_a_document_in_the_repository():
+    """Code and docs cite docs/design.md (by section) and the other pages of docs/; never a
+    design document, style guide or reference spec that is not in the repository."""
+    import re
+
+    sections = _design_sections()
+    outside = re.compile(r"\b(?:DESIGN|STYLE)\.md\b|\breference(?: \w+)? §|\bspec §|\bseeds/")
+    cited = re.compile(r"\b(?:docs/)?design\.md\s*§\s?(\d+)")
+    page = re.compile(r"\bdocs/([A-Za-z_-]+\.md)")
+    link = re.compile(r"\]\(([A-Za-z_-]+\.md)(?:#[^)]*)?\)")
+    bad = []
+    for f in _tracked("*.py", "*.md", "Makefile", "Dockerfile"):
+        text = open(os.path.join(ROOT, f), encoding="utf-8").read()
+        bad += [f"{f}: cites {m.group(0)!r}, which is not in the repository" for m in outside.finditer(text)]
+        bad += [f"{f}: cites docs/design.md §{m.group(1)}, which does not exist"
+                for m in cited.finditer(text) if int(m.group(1)) not in sections]
+        if f.startswith(("lib/", "bench/", "docs/", "README")) or "/" not in f:
+            bad += [f"{f}: cites docs/{m.group(1)}, which does not exist" for m in page.finditer(text)
+                    if not os.path.exists(os.path.join(ROOT, "docs", m.group(1)))]
+        if f.startswith("docs/"):
+            bad += [f"{f}: links {m.group(1)}, which does not exist" for m in link.finditer(text)
+                    if not os.path.exists(os.path.join(ROOT, "docs", m.group(1)))]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_design_contract_is_cited_and_lists_every_role():
+    with open(os.path.join(ROOT, "docs", "design.md"), encoding="utf-8") as fh:
+        design = fh.read()
+    for role in ("hook.py", "mcp_server.py", "syncd.py", "maint.py", "ctxlake.py", "ctxctl.py", "fleet_operator.py"):
+        assert f"`{role}`" in design, role
+    assert _design_sections() >= set(range(1, 15))
+
+
+def test_architecture_lists_every_lib_module():
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    missing = [f for f in _tracked("lib/*.py", "lib/**/*.py") if f"| `{f}` |" not in text]
+    assert not missing, f"docs/architecture.md 'Modules' lacks {missing}"

@@ -1,7 +1,7 @@
-"""``s3://bucket[/prefix]`` backend: any S3-compatible object store through boto3 (DESIGN.md §8).
+"""``s3://bucket[/prefix]`` backend: any S3-compatible object store through boto3 (docs/design.md §8).
 
 Where it sits: syncd, maint, the operator CLI and the fleet operator reach the store through
-:func:`lib.store.open_store`; this module is the only one that talks S3 (STYLE.md §3, §13).
+:func:`lib.store.open_store`; this module is the only one that talks S3 (docs/design.md §14).
 
 How each primitive maps onto S3:
 
@@ -54,7 +54,7 @@ SeaweedFS 4.48 a conditional ``CompleteMultipartUpload`` is not atomic (8 concur
 with ``If-None-Match: *`` on one key produced 2, 1 and 8 winners in three rounds), while a
 single-part conditional PUT had exactly one winner in every round tested.
 
-boto3 is imported when an :class:`S3Store` is built, never at module import (STYLE.md §12).
+boto3 is imported when an :class:`S3Store` is built, never at module import (docs/design.md §14).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Crash safety of the spool → lake pipeline (DESIGN.md §2 invariant 2, §3, §4, §5).
+"""Crash safety of the spool → lake pipeline (docs/design.md §2 invariant 2, §3, §4, §5).
 
 ``syncd.py --once`` and ``maint.py --once`` run as real subprocesses and are SIGKILLed at random
 points, over and over, then restarted until a run completes. The kill points are random in two
