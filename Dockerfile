@@ -1,12 +1,13 @@
 # syntax=docker/dockerfile:1
-# ctxlake: one image for every role (DESIGN.md §1, §13). The role is the first argument:
+# ctxlake: one image for every role (docs/design.md §1, §13). The role is the first argument:
 #   docker run IMAGE syncd | maint --once | operator -A | mcp | hook claude_code | ctxlake status
 #
 # Reproducible by construction: the base is pinned by digest (override PYTHON_IMAGE with a digest
-# you have checked: `docker buildx imagetools inspect python:3.11-slim-bookworm`), every Python
-# package is pinned in requirements.lock and installed with --no-deps from wheels only, and the
-# one Debian package (tini) is pinned. No HEALTHCHECK: Kubernetes probes syncd's /healthz and
-# /readyz instead (charts/ctxlake).
+# you have checked: `docker buildx imagetools inspect python:3.11-slim-bookworm`; any Debian
+# bookworm image with python3 and python3-venv works too: `make image` builds on one made by
+# mmdebstrap), every Python package is pinned in requirements.lock and installed with --no-deps
+# from wheels only, and the one Debian package (tini) is pinned. No HEALTHCHECK: Kubernetes
+# probes syncd's /healthz and /readyz instead (charts/ctxlake).
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b
 
 # --- build: a virtualenv with the pinned wheels (no compiler anywhere: --only-binary) --------
@@ -14,7 +15,7 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
-RUN python -m venv /opt/ctxlake
+RUN python3 -m venv /opt/ctxlake
 COPY requirements.txt requirements.lock /tmp/req/
 RUN /opt/ctxlake/bin/pip install --no-deps --only-binary=:all: -r /tmp/req/requirements.lock \
  && /opt/ctxlake/bin/pip check

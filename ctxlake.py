@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ctxlake: the operator CLI (DESIGN.md §1, §13).
+"""ctxlake: the operator CLI (docs/design.md §1, §13).
 
 Every verb is one short function over ``lib/``; ``sync``, ``maint`` and ``hook`` dispatch to the
 role scripts' ``main``. Output is for humans; ``--json`` where a script would want it.
@@ -232,6 +232,9 @@ def _status(cfg) -> dict:
           "leases": _held_leases(leases), "leases_refused": leases.get("refused") if isinstance(leases, dict) else None,
           "hooks": hooks, "hook_log": _hook_log(p.hook_errors), "spool_disk": spool.disk_free(p.spool_dir)}
     st["hook_errors"] = st["hook_log"]["errors"]
+    from lib import snapshot as snapmod
+
+    st["lake"] = snapmod.cached_lake_figures(p.snapshot(cfg.fleet_id))  # the Delta table, as of the last maint
     st["next"] = _next_step(st)
     return st
 
@@ -263,6 +266,19 @@ def _held_leases(view) -> list[dict]:
     from lib import live
 
     return live.view_leases(view) if isinstance(view, dict) else []
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1048576:.1f} MiB"
+
+
+def _lake_line(lake: dict) -> str:
+    """One line on the Delta table from the cached pointer figures (see ``_status``)."""
+    if "bytes" not in lake:
+        return "no figures yet (run maint, then sync)"
+    return (f"{_mib(lake['bytes'])} in {lake.get('files', '?')} file(s), table version {lake.get('version', '?')}; "
+            f"next vacuum frees {_mib(lake.get('vacuum_due_bytes', 0))}, "
+            f"{_mib(lake.get('unreferenced_bytes', 0))} unreferenced in all (as of {lake.get('built_at', '?')})")
 
 
 def cmd_status(args, cfg, out) -> int:
@@ -307,7 +323,8 @@ def cmd_status(args, cfg, out) -> int:
     if st["briefing"]:
         w(f"           briefing {st['briefing']['chars']} chars, rendered {_age(st['briefing']['rendered_at'])}\n")
     b = st["spool_backlog"]
-    w(f"spool      {b['files']} file(s), {b['bytes']} bytes unshipped\n"
+    w(f"lake       {_lake_line(st['lake'])}\n"
+      f"spool      {b['files']} file(s), {b['bytes']} bytes unshipped\n"
       f"agents     {len(st['agents'])} live\n")
     for a in st["agents"]:
         age = "age ?" if a["age_secs"] is None else f"seen {_secs(a['age_secs'])} ago"
@@ -365,7 +382,7 @@ def cmd_sessions(args, cfg, out) -> int:
         cost = (r.get("usage") or {}).get("cost_usd") if isinstance(r.get("usage"), dict) else None
         cost_text = f"${cost:.2f}" if isinstance(cost, (int, float)) else "-"
         title = clean(r.get("title") or r.get("summary") or "", 90, single_line=True)
-        out.write(f"{str(r.get('started_at') or '')[:16]:<16}  {_fmt_duration(r['duration_ms']):>8}  "
+        out.write(f"{str(r.get('started_at') or '').replace('T', ' ')[:16]:<16}  {_fmt_duration(r['duration_ms']):>8}  "
                   f"{clean(str(r['agent_id']), 10, single_line=True):<10} {repo[:24]:<24} {r['commands_ok']:>4} "
                   f"{r['commands_failed']:>4} {len(r.get('files_touched') or []):>5} {cost_text:>7}  {title}\n")
     return 0
@@ -494,45 +511,24 @@ def cmd_uninstall(args, cfg, out) -> int:
     return _install_run("uninstall", args, cfg, out)
 
 
-def _lake_files(cfg) -> list[str]:
-    """Local paths of the current compacted parts (downloaded to the cache for remote stores)."""
+def cmd_query(args, cfg, out) -> int:
+    """Run SQL with DuckDB over the fleet's Delta table (its current version), as view ``events``.
+
+    Example: ``ctxlake query "SELECT event_type, count(*) FROM events GROUP BY 1"``
+    """
     from lib import lake
     from lib.store import open_store
 
     store = open_store(cfg.store, live=cfg.live_store)
-    keys = lake.current_parts(store, cfg.fleet_id)
-    if cfg.store.startswith("file://"):
-        return [os.path.join(store.root, *k.split("/")) for k in keys]
-    local = []
-    base = os.path.join(cfg.paths.fleet_cache(cfg.fleet_id), "lake")
-    for k in keys:
-        dest = os.path.join(base, *k.split("/"))
-        if not os.path.exists(dest):
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            from lib.spool import atomic_write
-
-            atomic_write(dest, store.get(k).data, mode=0o644)
-        local.append(dest)
-    return local
-
-
-def cmd_query(args, cfg, out) -> int:
-    """Run SQL with DuckDB over the lake's current compacted Parquet parts, as view ``events``.
-
-    Example: ``ctxlake query "SELECT event_type, count(*) FROM events GROUP BY 1"``
-    """
+    try:
+        con = lake.duckdb_connect(store, cfg.fleet_id, os.path.join(cfg.paths.fleet_cache(cfg.fleet_id), "lake"))
+    except lake.TableError as exc:
+        raise Failure("store", f"query: {exc}") from None
     import duckdb
 
-    files = _lake_files(cfg)
-    con = duckdb.connect()
-    if files:
-        listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-        con.execute(f"CREATE VIEW events AS SELECT * FROM read_parquet([{listing}], union_by_name = true)")
-    else:  # an empty lake is an empty table with the lake's columns, not a refusal
-        from lib import lake
-
-        empty = lake.schema().empty_table()
-        con.register("events", empty)
+    if con is None:  # an empty lake is an empty table with the lake's columns, not a refusal
+        con = duckdb.connect(config={"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"})
+        con.register("events", lake.table_schema().empty_table())
         sys.stderr.write("ctxlake query: note: the lake has no compacted data yet, so events is empty "
                          "(`ctxlake maint --once` compacts what syncd shipped)\n")
     try:

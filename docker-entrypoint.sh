@@ -1,5 +1,5 @@
 #!/bin/sh
-# ctxlake image entrypoint: one image, one role per container (DESIGN.md §1, §13).
+# ctxlake image entrypoint: one image, one role per container (docs/design.md §1, §13).
 # tini (PID 1) forwards SIGTERM to the role, which finishes its current batch and exits 0.
 #
 #   syncd [--once]                  per-node daemon (DaemonSet)

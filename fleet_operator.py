@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ctxlake fleet operator: a kopf operator for Kubernetes (DESIGN.md §1, §13).
+"""ctxlake fleet operator: a kopf operator for Kubernetes (docs/design.md §1, §13).
 
 Usage::
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ctxlake hook: one process per runtime hook event (DESIGN.md §1, §6).
+"""ctxlake hook: one process per runtime hook event (docs/design.md §1, §6).
 
 Usage (as ``ctxlake install`` writes it into a runtime's hook config)::
 

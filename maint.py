@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ctxlake maint: the maintenance job (DESIGN.md §1, §9, §10).
+"""ctxlake maint: the maintenance job (docs/design.md §1, §9, §10).
 
 Usage::
 
@@ -73,25 +73,6 @@ def _session_key(prefix: str) -> tuple:
     return info.get("runtime"), info.get("agent"), info.get("session")
 
 
-def _session_envelopes(store, seg_keys: list[str], log, bad: list) -> list[dict]:
-    """The session's envelopes from its segments, one per identity (:func:`lib.identity.dedupe`:
-    the session's own copies only, so a record another session copied stays in both). A segment
-    that cannot be read or decoded is skipped, named in one log line and listed in ``bad``."""
-    from lib import identity, lake
-    from lib.store import NotFound
-
-    envs = []
-    for key in sorted(seg_keys):
-        try:
-            envs.extend(lake.decode(store.get(key).data))
-        except NotFound:
-            continue
-        except Exception as exc:  # garbage, truncated or foreign bytes: skip it, keep the fleet going
-            log("segment_unreadable", key=key, error=f"{type(exc).__name__}: {exc}"[:300])
-            bad.append({"key": key, "error": f"{type(exc).__name__}: {exc}"[:300]})
-    return identity.dedupe(envs)
-
-
 def _quarantine_bad(store, fleet: str, bad: list, now) -> None:
     """Record each unreadable object once under ``quarantine/maint/fleet=<f>/`` (create-only;
     the object itself is left where it is, for an operator to inspect)."""
@@ -107,12 +88,219 @@ def _quarantine_bad(store, fleet: str, bad: list, now) -> None:
             pass
 
 
+def _read_segments(store, fleet: str, keys: list[str], ledger, log, bad: list) -> list:
+    """Arrow tables of the bronze segments ``keys`` (in key order). A segment that cannot be read
+    or does not fit the lake schema goes to ``bad`` (quarantined by :func:`_quarantine_bad`,
+    the segment itself left where it is) and into the ledger's ``quarantined`` with the reason,
+    so it is never retried nor deleted; the pass goes on without it (docs/lake.md, bad input)."""
+    import pyarrow as pa
+
+    from lib import lake
+    from lib.store import NotFound
+
+    tables = []
+    for key in keys:
+        try:
+            t = lake.read_table(store.get(key).data)
+            missing = [c for c in lake.EVENT_KEY + ("emitted_at", "envelope_json") if c not in t.column_names]
+            if missing:
+                raise ValueError(f"no column {', '.join(missing)}")
+            tables.append(t)
+        except NotFound:
+            continue  # deleted meanwhile: nothing to merge
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            reason = f"{type(exc).__name__}: {exc}"[:300]
+            bad.append({"key": key, "error": reason})
+            ledger.quarantined[key] = reason
+            log("segment_unreadable", key=key, error=reason)
+    return tables
+
+
+def _compact(cfg, store, scan: dict, epoch: int, renew, log, now, summary: dict) -> dict:
+    """Merge every bronze segment of a sealed session that the table does not hold yet (plus the
+    old ``gen=<hash>`` layout, once) into the fleet's Delta table: one commit for the pass.
+
+    Returns ``{"touched": {session_id: set(dt)}, "table_ok": bool}``. Refuses to commit — and
+    says why in ``summary["lake_error"]`` — when the store makes Delta commits unsafe
+    (:func:`lib.lake.commit_safety`) or the table is unreadable; bronze is then left untouched.
+    """
+    from lib import lake
+    from lib.ulid import new_ulid
+
+    fleet = cfg.fleet_id
+    state = {"touched": {}, "table_ok": False}
+    sealed = {p: s for dt in scan.values() for p, s in dt.items() if s["sealed"]}
+    summary["partitions"] = len({lake.parse_session_prefix(p)["dt"] for p in sealed})
+    if not sealed and not store.url.startswith(("file://", "s3://")):
+        return state  # nothing to compact on a store that cannot hold a table (memory:// unit tests)
+    try:
+        try:
+            table = lake.open_table(store, fleet)
+        except lake.TableError:
+            if not lake.repair_checkpoints(store, fleet, log):
+                raise
+            table = lake.open_table(store, fleet)
+    except lake.TableError as exc:
+        summary["lake_error"] = str(exc)
+        log("lake_unreadable", error=str(exc)[:500])
+        return state
+    ledger = lake.Ledger.load(store, fleet)
+    if ledger.catch_up(table):
+        ledger.save()  # a pass killed after its commit: what it merged is recorded now
+    legacy = lake.legacy_pointers(store, fleet)
+    new = sorted(k for p, s in sealed.items() for k in s["segs"]
+                 if k not in ledger.segments and k not in ledger.quarantined)
+    state["table_ok"] = True
+    if not new and not legacy and not lake.legacy_keys(store, fleet):
+        state["ledger"] = ledger
+        return state
+    unsafe = lake.commit_safety(store, fleet)
+    if unsafe:
+        summary["lake_error"] = unsafe
+        log("lake_commit_refused", reason=unsafe)
+        state["table_ok"] = table is not None
+        return state
+    renew.tick()
+    tables = []  # old parts first: where bronze holds the same event too, its row (read later) wins
+    for _, parts in legacy:
+        for key in parts:
+            try:
+                tables.append(lake.read_table(store.get(key).data))
+            except Exception as exc:  # an old part that cannot be read: bronze still has its rows
+                log("legacy_part_unreadable", key=key, error=str(exc)[:300])
+    bad: list = []
+    tables += _read_segments(store, fleet, new, ledger, log, bad)
+    if bad:
+        _quarantine_bad(store, fleet, bad, now)
+        summary["quarantined"] = sorted(b["key"] for b in bad)
+    renew.tick()
+    if tables:
+        import pyarrow as pa
+
+        rows = lake.table_rows(pa.concat_tables(tables, promote_options="default"))
+        pass_id = f"{epoch}-{new_ulid()}"
+        consumed = [k for k in new if k not in ledger.quarantined]
+        from lib.store import CREATE, PreconditionFailed
+
+        try:
+            store.put(lake.manifest_key(fleet, pass_id), json.dumps({"pass_id": pass_id, "maint_epoch": epoch,
+                                                                     "segments": consumed}, sort_keys=True).encode(), CREATE)
+        except PreconditionFailed:
+            pass
+        try:
+            res = lake.commit(store, fleet, rows, epoch=epoch, pass_id=pass_id,
+                              config=lake.table_config(cfg.lake.checkpoint_every, cfg.lake.log_retention_days,
+                                                       cfg.lake.vacuum_hours),
+                              log=log, before_commit=lambda: renew.tick(force=True))
+        except lake.Fenced:
+            raise
+        except lake.TableError as exc:  # outage or damage: nothing half-visible, bronze kept, next pass retries
+            summary["lake_error"] = str(exc)
+            log("lake_commit_failed", error=str(exc)[:500])
+            return state
+        summary["compacted"] = int(res["committed"])
+        summary["rows_out"] = rows.num_rows
+        summary["lake_version"] = res["version"]
+        for sid, dt in zip(rows.column("session_id").to_pylist(), rows.column("dt").to_pylist()):
+            state["touched"].setdefault(sid, set()).add(dt)
+        ledger.catch_up(lake.open_table(store, fleet))
+    if legacy or lake.legacy_keys(store, fleet):
+        summary["migrated"] = _drop_legacy(store, fleet, log)
+    ledger.save()
+    state["ledger"] = ledger
+    return state
+
+
+def _drop_legacy(store, fleet: str, log) -> int:
+    """Delete the ``gen=<hash>`` layout once its rows are in the table (after the commit: a pass
+    killed before this point merges the same parts again, which changes nothing)."""
+    from lib import lake
+    from lib.store import NotFound
+
+    keys = lake.legacy_keys(store, fleet)
+    for key in sorted(keys, key=lambda k: k.endswith("/_CURRENT")):  # parts first, pointers last
+        try:
+            store.delete(key)
+        except NotFound:
+            pass
+    if keys:
+        log("lake_migrated", fleet=fleet, deleted=len(keys))
+    return len(keys)
+
+
+def _digests(cfg, store, scan: dict, lake_state: dict, renew, log, summary: dict) -> list[dict]:
+    """Every sealed session's digest, one per session (its folders in several date partitions
+    are one session; the digest lives in the first). A stored ``digest.json`` is reused unless
+    the session got rows this pass or the digest schema changed; the others are computed from
+    the session's rows read back from the table."""
+    from lib import digest as digestmod
+    from lib import lake
+    from lib.store import NotFound
+
+    groups: dict[tuple, list[tuple[str, dict]]] = {}
+    for dt in sorted(scan):
+        for prefix, s in sorted(scan[dt].items()):
+            if s["sealed"]:
+                groups.setdefault(_session_key(prefix), []).append((prefix, s))
+    touched = lake_state["touched"]
+    digests, need = [], {}
+    for gkey in sorted(groups, key=str):
+        owner, s = groups[gkey][0]
+        sid = gkey[2]
+        d = None
+        if sid not in touched and s["digest"]:
+            try:
+                d = json.loads(store.get(lake.digest_key(owner)).data)
+            except (NotFound, ValueError):
+                d = None
+            if not isinstance(d, dict) or d.get("schema_version") != digestmod.DIGEST_SCHEMA_VERSION:
+                d = None
+        if d:
+            digests.append(d)
+        else:
+            need[gkey] = owner
+    if need and lake_state["table_ok"]:
+        renew.tick()
+        sids = {g[2] for g in need}
+        dts = set().union(*(touched[s] for s in sids)) if all(s in touched for s in sids) else None
+        envs = lake.session_envelopes(store, cfg.fleet_id, sorted(sids), dts=dts)
+        for gkey in sorted(need, key=str):
+            renew.tick()
+            mine = [e for e in envs.get(gkey[2], []) if (e.get("runtime"), e.get("agent_id")) == gkey[:2]] \
+                or envs.get(gkey[2], [])
+            if not mine:
+                continue
+            d = digestmod.digest(mine)
+            store.put(lake.digest_key(need[gkey]), json.dumps(d, sort_keys=True).encode())
+            summary["digested"] += 1
+            digests.append(d)
+    return digests
+
+
+def _retention(cfg, store, lake_state: dict, log, now, summary: dict) -> dict:
+    """Vacuum the table and delete compacted bronze past its grace (lib/retention.py), only when
+    the table was read this pass; returns the table figures for the snapshot pointer."""
+    from lib import lake, retention
+
+    summary["retention"] = {}
+    if not lake_state.get("table_ok") or "ledger" not in lake_state:
+        return {}
+    try:
+        summary["retention"]["vacuum"] = retention.vacuum(store, cfg.fleet_id, cfg.lake.vacuum_hours, log)
+        summary["retention"]["bronze"] = retention.bronze(store, lake_state["ledger"], cfg.lake.bronze_grace_hours,
+                                                          now(), log)
+        stats = retention.table_stats(store, cfg.fleet_id, cfg.lake.vacuum_hours)
+    except lake.TableError as exc:
+        log("lake_retention_skipped", error=str(exc)[:300])
+        return {}
+    summary["lake"] = stats
+    return stats
+
+
 def run_once(cfg, store, log, now=time.time) -> dict:
     """One maintenance pass; returns a summary dict (see module docstring)."""
-    from lib import digest as digestmod
-    from lib import lake, live, snapshot
+    from lib import lake, live, retention, snapshot
     from lib.envelope import format_time
-    from lib.store import CREATE, NotFound, PreconditionFailed, update
 
     holder = f"maint@{socket.gethostname()}:{os.getpid()}"
     key = live.lease_key(cfg.fleet_id, live.MAINTENANCE)
@@ -131,92 +319,9 @@ def run_once(cfg, store, log, now=time.time) -> dict:
     summary = {"ran": True, "maint_epoch": lease["epoch"], "partitions": 0, "compacted": 0, "rows_out": 0,
                "digested": 0, "sessions": 0, "snapshot": None}
     try:
-        digests = []
-        bad: list = []
         scan = _scan_sessions(store, cfg.fleet_id)
-        groups: dict = {}  # one session across date partitions: its sealed prefixes, oldest first
-        for dt in sorted(scan):
-            for p, s in scan[dt].items():
-                if s["sealed"]:
-                    groups.setdefault(_session_key(p), []).append(p)
-        segs_of = {p: s["segs"] for dt in scan for p, s in scan[dt].items()}
-        for dt in sorted(scan):
-            sealed = {p: s for p, s in scan[dt].items() if s["sealed"]}
-            if not sealed:
-                continue
-            summary["partitions"] += 1
-            # a session whose events reached several partitions is compacted as one: each
-            # partition keeps the winners dated in it, so its generation covers all of them
-            gsegs = {p: [k for q in groups[_session_key(p)] for k in segs_of[q]] for p in sealed}
-            gen = lake.generation(gsegs)
-            ckey = lake.current_key(cfg.fleet_id, dt)
-            try:
-                cur_obj = store.get(ckey)
-                cur_etag = cur_obj.etag
-                cur = json.loads(cur_obj.data)
-                if not isinstance(cur, dict):
-                    raise ValueError("not a JSON object")
-            except NotFound:
-                cur, cur_etag = {}, None
-            except ValueError as exc:  # garbage or truncated: rebuilt below, replaced by CAS
-                log("compaction_pointer_unreadable", key=ckey, error=str(exc)[:200])
-                bad.append({"key": ckey, "error": f"unreadable _CURRENT: {exc}"[:300]})
-                cur = {}
-            cur_epoch = cur.get("maint_epoch")
-            if not isinstance(cur_epoch, int) or isinstance(cur_epoch, bool):
-                cur_epoch = 0
-            if cur_epoch > lease["epoch"]:
-                # Either a later maint took the lease (then renewing fails: we are fenced) or the
-                # epoch was never issued by any lease (we still hold it: refuse it, rebuild).
-                renew.tick(force=True)
-                log("compaction_pointer_epoch_refused", key=ckey, epoch=cur_epoch, lease_epoch=lease["epoch"])
-                bad.append({"key": ckey, "error": f"maint epoch {cur_epoch} no lease issued (lease at {lease['epoch']})"})
-                cur = {}
-            need_compact = cur.get("gen") != gen
-            writer = lake.PartWriter(store, cfg.fleet_id, dt, gen) if need_compact else None
-            for prefix in sorted(sealed):
-                renew.tick()
-                s = sealed[prefix]
-                group = groups[_session_key(prefix)]
-                owner = group[0] == prefix  # the session's digest lives in its first partition
-                sources = lake.generation({p: segs_of[p] for p in group})
-                d = None
-                if owner and s["digest"]:
-                    try:
-                        d = json.loads(store.get(lake.digest_key(prefix)).data)
-                        if d.get("schema_version") != digestmod.DIGEST_SCHEMA_VERSION or d.get("sources") != sources:
-                            d = None
-                    except (NotFound, ValueError, AttributeError):
-                        d = None
-                envs = None
-                if writer:
-                    envs = _session_envelopes(store, gsegs[prefix], log, bad)
-                    writer.add([e for e in envs if e["emitted_at"][:10] == dt] if len(group) > 1 else envs)
-                if owner and d is None:
-                    if envs is None:
-                        envs = _session_envelopes(store, gsegs[prefix], log, bad)
-                    if envs:
-                        d = digestmod.digest(envs)
-                        d["sources"] = sources
-                        store.put(lake.digest_key(prefix), json.dumps(d, sort_keys=True).encode())
-                        summary["digested"] += 1
-                if d:
-                    digests.append(d)
-            if writer:
-                parts = writer.close()
-                pointer = {"gen": gen, "parts": parts, "rows": writer.rows, "sessions": len(sealed),
-                           "built_at": format_time(now()), "maint_epoch": lease["epoch"]}
-                try:
-                    store.put(ckey, json.dumps(pointer, sort_keys=True).encode(),
-                              update(cur_etag) if cur_etag else CREATE)
-                except PreconditionFailed:
-                    log("compaction_pointer_race_lost", key=ckey)
-                summary["compacted"] += 1
-                summary["rows_out"] += writer.rows
-                log("partition_compacted", key=ckey, gen=gen, parts=len(parts), rows=writer.rows, sessions=len(sealed))
-        if bad:
-            _quarantine_bad(store, cfg.fleet_id, bad, now)
-            summary["quarantined"] = sorted({b["key"] for b in bad})
+        lake_state = _compact(cfg, store, scan, lease["epoch"], renew, log, now, summary)
+        digests = _digests(cfg, store, scan, lake_state, renew, log, summary)
         renew.tick()
         from lib import embed, gate
 
@@ -234,11 +339,15 @@ def run_once(cfg, store, log, now=time.time) -> dict:
         notes = handoffmod.load_recent(store, cfg.fleet_id, now=now())
         summary["handoffs"] = len(notes)
         data = snapshot.build(cfg.fleet_id, digests, claims, meta=meta, handoffs=notes)
+        renew.tick()
+        stats = _retention(cfg, store, lake_state, log, now, summary)
         renew.tick(force=True)  # still ours right before the swap; the pointer epoch fences the rest
         summary["snapshot"] = snapshot.publish(store, cfg.fleet_id, data, maint_epoch=lease["epoch"],
                                                built_at=format_time(now()), claim_count=len(claims),
-                                               session_count=len(digests), log=log)
-    except (live.Lost, live.Unsafe, snapshot.StaleEpoch) as exc:
+                                               session_count=len(digests), lake_stats=stats, log=log)
+        summary["retention"]["snapshot_blobs"] = retention.snapshot_blobs(store, cfg.fleet_id, cfg.lake.snapshot_keep_hours,
+                                                                          now(), log)
+    except (live.Lost, live.Unsafe, snapshot.StaleEpoch, lake.Fenced) as exc:
         # Fenced off: another maint took the lease (it lapsed while we worked) and may already
         # have published with a higher epoch. Stop without touching the pointer.
         log("maint_fenced_lost", epoch=lease["epoch"], error=str(exc)[:300])
@@ -287,11 +396,13 @@ def _main(argv, out, prog) -> int:
         out.write(f"maintenance stopped: {summary['message']}\n")
     else:
         snap = summary["snapshot"] or {}
+        if summary.get("lake_error"):
+            out.write(f"maint: the lake was not compacted: {summary['lake_error']}\n")
         out.write(f"maint: {summary['partitions']} partition(s), {summary['compacted']} compacted "
                   f"({summary['rows_out']} rows), {summary['digested']} new digest(s), "
                   f"snapshot {str(snap.get('sha256'))[:12]} ({snap.get('reason')}), "
                   f"{summary['sessions']} session(s), epoch {summary['maint_epoch']}\n")
-    return 1 if summary.get("refused") else 0
+    return 1 if summary.get("refused") or summary.get("lake_error") else 0
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ctxlake MCP server: fleet and memory tools for one agent session, over stdio (DESIGN.md §11).
+"""ctxlake MCP server: fleet and memory tools for one agent session, over stdio (docs/design.md §11).
 
 Usage (as a runtime's MCP config spawns it; ``ctxlake mcp`` dispatches here)::
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ctxlake syncd: the per-host daemon (DESIGN.md §1, §3, §13).
+"""ctxlake syncd: the per-host daemon (docs/design.md §1, §3, §13).
 
 Usage::
 
@@ -101,7 +101,7 @@ def _carry_over(summary: dict, status_path: str) -> None:
     """Complete a pass ``summary`` for ``ctxlake status``: ``last_error`` (the first cause of this
     pass's errors, one line, or ``None``), ``last_ok_at`` (the last pass without errors) and,
     when this pass did not refresh the cache, the ``snapshot_sha`` the cache still holds (a
-    failed pass leaves the cached snapshot and briefing intact, DESIGN.md §9); nothing is carried
+    failed pass leaves the cached snapshot and briefing intact, docs/design.md §9); nothing is carried
     over from a pass against another store (``ctxlake init --force`` moved the fleet)."""
     causes = [summary.get("cache_error"), (summary.get("live") or {}).get("live_error")]
     causes += [f"{where}: {why}" for where, why in summary.get("error_detail") or []]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the agent waits for at each hook, as installed (DESIGN.md §12; a report, not a test:
+"""What the agent waits for at each hook, as installed (docs/design.md §12; a report, not a test:
 always exits 0).
 
 Usage::

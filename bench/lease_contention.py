@@ -30,7 +30,7 @@ Any failure is listed in ``violations``.
 
 Numbers printed per backend: attempts (acquire calls), grants, refusals, 412s (lost races,
 retried inside the CAS loop), renewals, releases, crashes, lost renewals, acquisition latency
-p50/p95/p99 (successful acquire calls, wall clock, retries included). DESIGN.md §12 budget:
+p50/p95/p99 (successful acquire calls, wall clock, retries included). docs/design.md §12 budget:
 exactly one holder at every instant and every loser told the holder (zero violations).
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark the MCP server against DESIGN.md §12: ``memory_search`` p95 ≤ 50 ms over a
+"""Benchmark the MCP server against docs/design.md §12: ``memory_search`` p95 ≤ 50 ms over a
 100,000-claim snapshot, and the server's RSS ≤ 300 MiB with that snapshot loaded.
 
 Usage::
@@ -235,7 +235,7 @@ def main(argv=None) -> int:
         rows.append(("server RSS", "not measurable on this platform", f"≤ {BUDGET_RSS_MIB:.0f} MiB", "SKIP"))
     width = max(len(r[0]) for r in rows)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"bench/mcp.py — MCP server against DESIGN.md §12 (python {sys.version.split()[0]}, "
+    print(f"bench/mcp.py — MCP server against docs/design.md §12 (python {sys.version.split()[0]}, "
           f"{os.cpu_count()} CPUs, load average {load:.1f}: wall times stretch on a busy machine)")
     for name, value, budget, verdict in rows:
         print(f"  {name:<{width}}  {value:<24} {budget:<12} {verdict}")

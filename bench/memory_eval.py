@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Retrieval quality of ``memory_search``, measured (DESIGN.md §10, issue #7).
+"""Retrieval quality of ``memory_search``, measured (docs/design.md §10, issue #7).
 
 Builds a labelled set from the fixture sessions — hand-written facts about them with
 paraphrased queries (``bench/data/memory_eval_set.py``) plus distractor claims generated from

@@ -20,13 +20,13 @@ Corpus (no network, nothing downloaded; no suitable labelled corpus ships on PyP
   in realistic carriers (env lines, JSON, headers, URLs, JSON-escaped files). A case counts as
   recalled when its secret part does not survive ``scrub``.
 * **negatives** — every line of real tool input/output in ``tests/fixtures/claude-transcripts``,
-  every prose field of those transcripts, reference spec §6's must-stay-clean list, and the
+  every prose field of those transcripts, docs/security.md, Redaction's must-stay-clean list, and the
   hard negatives of ``tests/redact/negatives.py`` (lock-file hashes, image payloads, minified
   JS, ids, long paths, test names, placeholder assignments). A negative is a false positive when
   ``scrub`` changes it. Fields already judged by eye (``JUDGED_HITS``) are reported separately.
 
 Timing: ``scrub`` over 1 MiB of real tool output from the fixtures, median of ``--runs`` runs
-(wall and CPU time), against the DESIGN.md §12 budget (≤ 20 ms wall). Exit code 0 when within
+(wall and CPU time), against the docs/design.md §12 budget (≤ 20 ms wall). Exit code 0 when within
 budget, 1 otherwise. On a loaded machine the wall median inflates; the CPU median and the
 printed load average tell how much.
 """

@@ -19,7 +19,7 @@ stretches all of them alike:
   with the spool lock).
 
 Prints per-write median and p95 in microseconds and each as a ratio to ``plain``. The MCP
-budget it is judged against: a write tool's whole answer within DESIGN.md §12's 50 ms p95.
+budget it is judged against: a write tool's whole answer within docs/design.md §12's 50 ms p95.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ Usage::
 Each operation runs ``--ops`` times on ``--size``-byte objects (default 1 KiB, the size of a
 live-plane JSON document), spread over ``--threads`` threads. CAS is a chain of ``If-Match``
 updates on one key per thread, each against the ETag the previous one returned. Numbers are
-informational (DESIGN.md §12 sets no store budget); no assertion is made.
+informational (docs/design.md §12 sets no store budget); no assertion is made.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""syncd shipping throughput against DESIGN.md §12 (a report, not a test: always exits 0).
+"""syncd shipping throughput against docs/design.md §12 (a report, not a test: always exits 0).
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""What the agents spooling on this host are doing, derived from the spool (DESIGN.md §3, §9).
+"""What the agents spooling on this host are doing, derived from the spool (docs/design.md §3, §9).
 
 Where it sits: syncd feeds every batch it ships to :func:`observe_lines` (no second read of
 the spool; only the lines presence needs are parsed), and :func:`scan_spool` lists which sessions are open — spool files present, no
@@ -159,7 +159,7 @@ def _field(raw: bytes, key: bytes, limit: int = 4096):
 def observe_lines(activity: Activity, runtime: str, lines: list[bytes]) -> None:
     """Fold one shipped batch of raw spool lines (one session) into ``activity``, cheaply.
 
-    The shipper encodes batches straight from bytes (DESIGN.md §12 throughput), so this reads
+    The shipper encodes batches straight from bytes (docs/design.md §12 throughput), so this reads
     only what presence needs and mostly with byte searches: the batch's first line in full (who
     and where), the *last* prompt (the task), session starts/ends, and of the tool calls that
     name paths only the ``paths`` list (decoded once per distinct list), the newest time and

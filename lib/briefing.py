@@ -1,4 +1,4 @@
-"""The session-start briefing: what a new agent session is told about its fleet (DESIGN.md §3, §10).
+"""The session-start briefing: what a new agent session is told about its fleet (docs/design.md §3, §10).
 
 syncd renders it (:func:`render`) from the roster, the snapshot's recent session digests and
 its agent-visible claims, and writes ``cache/<fleet>/briefing.json`` = ``{"text", "claim_ids",
@@ -24,7 +24,7 @@ HEADER = ("ctxlake fleet briefing — peer observations from other agents' sessi
 
 
 def show_value(value, limit: int) -> str:
-    """One value as the briefing shows it: scrubbed again with the tool rules (DESIGN.md §7),
+    """One value as the briefing shows it: scrubbed again with the tool rules (docs/design.md §7),
     then :func:`lib.sanitize.clean` on one line (fence name removed), at most ``limit``
     characters."""
     from lib.redact import scrub
@@ -33,7 +33,7 @@ def show_value(value, limit: int) -> str:
 
 
 def attribution(claim: dict) -> str:
-    """``[observer, date, N independent session(s), conf 0.81(, CONTESTED)]`` (DESIGN.md §10)."""
+    """``[observer, date, N independent session(s), conf 0.81(, CONTESTED)]`` (docs/design.md §10)."""
     n = int(claim.get("independent_sessions") or 0)
     parts = [show_value(claim.get("observed_by") or "?", 80), show_value(str(claim.get("observed_at") or "")[:10], 10),
              f"{n} independent session{'s' if n != 1 else ''}", f"conf {float(claim.get('confidence') or 0):.2f}"]

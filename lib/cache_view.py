@@ -1,4 +1,4 @@
-"""Read-only views of the local cache for agent-facing tools (DESIGN.md §3, invariants 9, 12).
+"""Read-only views of the local cache for agent-facing tools (docs/design.md §3, invariants 9, 12).
 
 Where it sits: syncd writes ``cache/<fleet>/{roster,leases,sync}.json`` (store → cache leg);
 ``mcp_server.py`` reads them through this module and never touches the store. Every file is
@@ -167,7 +167,7 @@ def roster(path: str, now: float, presence_ttl: float) -> dict:
     Returns ``{"status", "detail"?, "agents": [entry + "age_secs"], "dropped_stale": n,
     "cache": file_age}``. Entries that are not objects or lack a string ``agent_id`` are
     skipped; entries whose ``updated_at`` is older than ``presence_ttl`` seconds by the store
-    clock are dropped (DESIGN.md §9); an entry without a parseable ``updated_at`` is kept with
+    clock are dropped (docs/design.md §9); an entry without a parseable ``updated_at`` is kept with
     ``age_secs: null`` rather than guessed about.
     """
     data, status, detail = read_json(path)

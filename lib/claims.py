@@ -1,4 +1,4 @@
-"""Claims: what agents propose, the event log it lives in, and its fold (DESIGN.md §4, §10).
+"""Claims: what agents propose, the event log it lives in, and its fold (docs/design.md §4, §10).
 
 Flow: ``memory_propose`` (MCP) spools a ``proposed`` record → syncd (:func:`ingest`) resolves
 every citation against the lake — never trusting the agent — and writes one ClaimEvent
@@ -25,7 +25,7 @@ from lib.paths import safe_segment
 
 CLAIM_TYPES = ("environment", "outcome", "convention", "preference", "hypothesis")
 THRESHOLDS = {"environment": 1, "outcome": 1, "convention": 2}
-"""Independent sessions a claim type needs before the gate promotes it (DESIGN.md §10);
+"""Independent sessions a claim type needs before the gate promotes it (docs/design.md §10);
 ``preference`` needs a human approval, ``hypothesis`` never auto-promotes."""
 MAX_CLAIM_CHARS = 2000
 MAX_PROPOSALS_PER_AGENT_DAY = 100
@@ -59,7 +59,7 @@ def fold_key(fleet: str, cid: str) -> str:
 
 
 def confidence(n: int) -> float:
-    """min(0.5 + 0.15·n, 0.95) for ``n`` independent sessions (DESIGN.md §10)."""
+    """min(0.5 + 0.15·n, 0.95) for ``n`` independent sessions (docs/design.md §10)."""
     return round(min(0.5 + 0.15 * n, 0.95), 4)
 
 

@@ -1,4 +1,4 @@
-"""Typed configuration, loaded once per process and passed down (DESIGN.md §3, STYLE.md §8).
+"""Typed configuration, loaded once per process and passed down (docs/design.md §3, docs/design.md §14).
 
 Sources, lowest to highest precedence:
 
@@ -24,7 +24,7 @@ class ConfigError(ValueError):
     ctxlake does not know (a typo must never fall back silently to a default)."""
 
 
-TOP_KEYS = ("store", "fleet_id", "agent_id", "live_store", "summarize", "leases", "sync")
+TOP_KEYS = ("store", "fleet_id", "agent_id", "live_store", "summarize", "leases", "sync", "lake")
 """Every key the top level of ``ctxlake.toml`` may hold (docs/operations.md "Every knob")."""
 SUMMARIZE_KEYS = ("mode",)
 
@@ -70,7 +70,7 @@ def _check_store(path: str, key: str, url: str) -> None:
 
 @dataclass(frozen=True)
 class LeaseConfig:
-    """Advisory leases (DESIGN.md §9)."""
+    """Advisory leases (docs/design.md §9)."""
 
     policy: str = "warn"
     """``warn`` tells the agent who holds a path; ``block`` denies the tool call. Warn is the
@@ -81,7 +81,7 @@ class LeaseConfig:
 
 @dataclass(frozen=True)
 class SyncConfig:
-    """syncd intervals and batch sizes (DESIGN.md §9, §12)."""
+    """syncd intervals and batch sizes (docs/design.md §9, §12)."""
 
     poll_secs: float = 5.0
     """Seconds between passes of ``syncd`` (spool → store → cache)."""
@@ -113,11 +113,35 @@ class SyncConfig:
 
 
 @dataclass(frozen=True)
+class LakeConfig:
+    """The compacted lake (a Delta table per fleet) and what maint deletes (docs/lake.md,
+    "Retention", which gives the safety argument for each default)."""
+
+    vacuum_hours: int = 168
+    """Table files a newer commit replaced are deleted this many hours after they stopped being
+    referenced: the longest query (or time travel) against an old version that keeps working.
+    Delta's own default, 7 days."""
+    bronze_grace_hours: int = 72
+    """A bronze segment is deleted this long after the commit that merged it into the table
+    (0 = keep bronze forever). Its rows are in the table by then; the grace leaves time to
+    notice a bad commit and re-merge from bronze."""
+    snapshot_keep_hours: int = 24
+    """Superseded snapshot blobs older than this are deleted; the current blob and the one before
+    it are always kept (a syncd mid-download still finds its blob)."""
+    checkpoint_every: int = 10
+    """A Delta checkpoint every this many commits, so readers replay at most this many JSON
+    commit files."""
+    log_retention_days: int = 30
+    """Delta log entries (commit JSON files) older than this and older than the newest checkpoint
+    are deleted after a checkpoint: the horizon of time travel."""
+
+
+@dataclass(frozen=True)
 class Config:
     """Everything a role needs, resolved. Build it with :func:`load`.
 
     ``store`` is a URL (``file://...`` or ``s3://bucket/prefix``); ``summarize_mode`` is
-    ``none | agent | shadow`` (DESIGN.md §10); ``source`` names the file read, or ``None``.
+    ``none | agent | shadow`` (docs/design.md §10); ``source`` names the file read, or ``None``.
     """
 
     paths: Paths
@@ -127,6 +151,7 @@ class Config:
     summarize_mode: str = "agent"
     leases: LeaseConfig = field(default_factory=LeaseConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
+    lake: LakeConfig = field(default_factory=LakeConfig)
     source: str | None = None
     configured: bool = False
     """True when a config file was read or ``CTXLAKE_FLEET_ID``/``CTXLAKE_STORE`` is set: else
@@ -134,7 +159,7 @@ class Config:
     live_store: str | None = None
     """Backend for the live plane (``live/`` keys: heartbeats, roster, leases), e.g.
     ``redis://host:6379/0``; ``None`` keeps it on ``store``. The documented path past ~50
-    concurrently active agents (DESIGN.md §8)."""
+    concurrently active agents (docs/design.md §8)."""
 
 
 def config_file_path(environ=None) -> str:
@@ -220,6 +245,12 @@ def load(environ=None, path: str | None = None) -> Config:
     leases = _section(data, "leases", LeaseConfig, path)
     if leases.policy not in ("warn", "block"):
         raise ConfigError(f"{path}: [leases] policy must be warn|block, got {leases.policy!r}")
+    lake = _section(data, "lake", LakeConfig, path)
+    for name in ("vacuum_hours", "bronze_grace_hours", "snapshot_keep_hours", "log_retention_days"):
+        if getattr(lake, name) < 0:
+            raise ConfigError(f"{path}: [lake] {name} must be >= 0, got {getattr(lake, name)}")
+    if lake.checkpoint_every < 1:
+        raise ConfigError(f"{path}: [lake] checkpoint_every must be >= 1, got {lake.checkpoint_every}")
     cfg = Config(
         paths=paths,
         store=data.get("store") or paths.default_store_url,
@@ -228,6 +259,7 @@ def load(environ=None, path: str | None = None) -> Config:
         summarize_mode=mode,
         leases=leases,
         sync=sync,
+        lake=lake,
         source=source,
         configured=source is not None or bool(env.get("CTXLAKE_FLEET_ID") or env.get("CTXLAKE_STORE")),
         live_store=data.get("live_store") or None,
@@ -250,7 +282,7 @@ def render_toml(store: str, fleet_id: str, agent_id: str | None = None) -> str:
 
     q = json.dumps  # a JSON string is a valid TOML basic string
     lines = [
-        "# ctxlake configuration (DESIGN.md §3). Environment wins: CTXLAKE_STORE, CTXLAKE_FLEET_ID, CTXLAKE_AGENT_ID.",
+        "# ctxlake configuration (docs/design.md §3). Environment wins: CTXLAKE_STORE, CTXLAKE_FLEET_ID, CTXLAKE_AGENT_ID.",
         "# Credentials are never stored here: S3 uses boto3's normal chain (env, profile, IRSA).",
         f"store = {q(store)}",
         f"fleet_id = {q(fleet_id)}",

@@ -1,5 +1,5 @@
 """Session digests: one summary per sealed session, for ``ctxlake sessions``, the snapshot's
-``sessions`` table and the briefing (DESIGN.md §10; field list from reference spec §10).
+``sessions`` table and the briefing (docs/design.md §10).
 
 :func:`digest` is a pure function of a session's envelopes. Tool calls appear twice when both
 PreToolUse and PostToolUse were captured; commands are the shell calls (:data:`SHELL_TOOLS`)

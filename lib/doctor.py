@@ -1,8 +1,8 @@
-"""``ctxlake doctor``: probe what the configured store can really do (DESIGN.md §8).
+"""``ctxlake doctor``: probe what the configured store can really do (docs/design.md §8).
 
 Where it sits: an operator command, run before trusting a store with a fleet. It exercises each
 primitive the planes rely on (invariants 3 and 4) under a per-caller scratch prefix
-``_meta/probe/<caller>/<run>/`` (DESIGN.md §4) and reports, per capability, whether it works and
+``_meta/probe/<caller>/<run>/`` (docs/design.md §4) and reports, per capability, whether it works and
 what its absence costs — a store that silently ignores ``If-None-Match`` or ``If-Match`` still
 "works" for plain reads and writes, which is exactly what this command exists to catch.
 
@@ -246,7 +246,25 @@ def probe(store, caller: str, now=time.time) -> dict:
         "cleanup": cleanup,
         "can_write_read": checks["write_read"]["ok"] is True,
         "ok": all(r["ok"] is True for r in rows),
+        "delta_commits": delta_commits(store.url, checks),
     }
+
+
+def delta_commits(url: str, checks: dict) -> dict:
+    """Whether maint can commit the compacted lake's Delta table on this store (docs/lake.md):
+    a Delta commit is a create-only PUT of ``_delta_log/<n>.json``, so it is safe exactly when
+    create-only holds (``file://``: delta-rs renames without replacing). ``{"ok", "detail"}``;
+    ``ok`` is ``None`` when create-only was not probed."""
+    if url.startswith("memory://"):
+        return {"ok": False, "detail": "memory:// holds no Delta table (use file:// or s3://)"}
+    row = checks.get("create_only") or {}
+    if row.get("ok") is True:
+        return {"ok": True, "detail": "create-only PUTs are honoured: two maintenance passes can never both "
+                                      "commit one table version"}
+    if row.get("ok") is False:
+        return {"ok": False, "detail": "UNSAFE: the store accepts a second create-only PUT, so two commits could "
+                                       "both claim one version and one silently vanishes; maint refuses to commit"}
+    return {"ok": None, "detail": "not probed (create-only did not run)"}
 
 
 def _cleanup(store, run: str, caller_prefix: str, written: set, skew: float | None) -> dict:
@@ -315,6 +333,9 @@ def render_table(result: dict) -> str:
         lines.append(f"  {row['title']:<{width}}  {mark:<7}  {row['detail']}")
         if row["ok"] is False:
             lines.append(f"  {'':<{width}}  {'':<7}  cost: {row['cost']}")
+    delta = result.get("delta_commits") or {}
+    lines.append(f"  {'Delta table commits':<{width}}  {({True: 'ok', False: 'FAILED', None: 'not run'})[delta.get('ok')]:<7}"
+                 f"  {delta.get('detail', '')}")
     failed = [r for r in result["checks"] if r["ok"] is not True]
     lines.append("")
     if not result["can_write_read"]:

@@ -1,4 +1,4 @@
-"""Claim embeddings: 256 float32, stored little-endian in the snapshot (DESIGN.md §10).
+"""Claim embeddings: 256 float32, stored little-endian in the snapshot (docs/design.md §10).
 
 Where it sits: maint embeds each claim when it builds the snapshot (``claims.embedding`` +
 ``claims.embedder``); ``memory_search`` embeds the query with the *same* embedder id and ranks
@@ -193,7 +193,7 @@ def cosine(a, b) -> float:
 
 def default_embedder():
     """``(embedder_id, fn)`` maint uses for claims: WordLlama when its wheel is installed (a real
-    semantic embedder, DESIGN.md §10), else the hashing trick. The id goes into the snapshot so
+    semantic embedder, docs/design.md §10), else the hashing trick. The id goes into the snapshot so
     queries use the same space or fall back to FTS only."""
     if WORDLLAMA_ID in EMBEDDERS:
         return WORDLLAMA_ID, wordllama_embed

@@ -1,4 +1,4 @@
-"""The envelope: one captured event, one spool line (DESIGN.md §5, schema v1).
+"""The envelope: one captured event, one spool line (docs/design.md §5, schema v1).
 
 An envelope is a plain ``dict`` with optionals omitted (never ``None``), serialized as one
 JSON line without an embedded newline. :func:`make` builds one, applying redaction to every
@@ -43,7 +43,7 @@ def sha256_hex(data: bytes | str) -> str:
 
 
 def multi_hash(*fields: str) -> str:
-    """Hash of several fields joined with NUL, so ("ab","c") != ("a","bc") (DESIGN.md §5)."""
+    """Hash of several fields joined with NUL, so ("ab","c") != ("a","bc") (docs/design.md §5)."""
     return sha256_hex("\0".join(fields))
 
 
@@ -74,7 +74,7 @@ _HOST_ID = None
 def host_id(environ=None) -> str:
     """``sha256:`` of the host name (``HOSTNAME`` → ``socket.gethostname()`` → ``unknown-host``).
 
-    Never the name itself (DESIGN.md §5).
+    Never the name itself (docs/design.md §5).
     """
     global _HOST_ID
     if _HOST_ID is None or environ is not None:
@@ -117,7 +117,7 @@ class Builder:
 
     Every text given to :meth:`make` is truncated to 1 MiB and scrubbed by :mod:`lib.redact`
     before it is placed in the envelope; tool input/output get the entropy scan too
-    (DESIGN.md §7). ``quarantine`` collects the quarantine records (never values) produced
+    (docs/design.md §7). ``quarantine`` collects the quarantine records (never values) produced
     along the way, for the caller to spool.
     """
 

@@ -1,4 +1,4 @@
-"""Fleet-wide views of the live plane that no single agent's syncd keeps (DESIGN.md §9, §13).
+"""Fleet-wide views of the live plane that no single agent's syncd keeps (docs/design.md §9, §13).
 
 Where it sits: the Kubernetes operator (``fleet_operator.py``) calls it when an agent pod ends
 and on a timer for the ``CtxlakeFleet`` status; nothing on an agent's path uses it.
@@ -11,9 +11,9 @@ and on a timer for the ``CtxlakeFleet`` status; nothing on an agent's path uses 
   clock), leases held per agent, and the age of the published snapshot.
 
 Decisions are pure functions (:func:`roster_without`, :func:`summarize`), tested without a
-store; the I/O shells read, decide and write by CAS (STYLE.md §10).
+store; the I/O shells read, decide and write by CAS (docs/design.md §14).
 
-Keys (DESIGN.md §4)::
+Keys (docs/design.md §4)::
 
     live/<fleet>/agents/<agent_id>.json     heartbeat (plain overwrite by its own syncd)
     live/<fleet>/roster.json                fan-in of heartbeats; {"agents": [{agent_id, ...}], ...}

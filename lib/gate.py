@@ -1,4 +1,4 @@
-"""The promotion gate: agents propose, the gate promotes (DESIGN.md §10, invariant 8).
+"""The promotion gate: agents propose, the gate promotes (docs/design.md §10, invariant 8).
 
 Runs inside ``maint.py`` after compaction and digests, before the snapshot. :func:`decide` is a
 pure function of the folded claims, the session digests and the embedder; it returns the

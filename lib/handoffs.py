@@ -1,4 +1,4 @@
-"""Handoff notes: from an agent's ``fleet_handoff`` to the next session's briefing (DESIGN.md §11).
+"""Handoff notes: from an agent's ``fleet_handoff`` to the next session's briefing (docs/design.md §11).
 
 The path, each leg idempotent so a replay changes nothing:
 

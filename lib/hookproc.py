@@ -1,4 +1,4 @@
-"""The hook process: answer the runtime fast, capture in a detached child (DESIGN.md §6, §12).
+"""The hook process: answer the runtime fast, capture in a detached child (docs/design.md §6, §12).
 
 Lives in ``lib/`` (not in ``hook.py``) so its bytecode is cached: the script a runtime runs is
 recompiled on every start, and on the agent's path that matters. ``hook.py`` is a thin shim

@@ -1,4 +1,4 @@
-"""Wire ctxlake into agent runtimes: hook entries and MCP registration (DESIGN.md §6, invariant 10).
+"""Wire ctxlake into agent runtimes: hook entries and MCP registration (docs/design.md §6, invariant 10).
 
 ``ctxlake install`` / ``uninstall`` edit files a person also edits, so the rules are strict:
 

@@ -1,6 +1,6 @@
 """JSON for the hook's synchronous path, on CPython's C codec (``_json``) without ``json``/``re``.
 
-Why a module of its own: on the agent's path every millisecond of the hook counts (DESIGN.md
+Why a module of its own: on the agent's path every millisecond of the hook counts (docs/design.md
 §12: median ≤ 1.5× a bare interpreter). ``import json`` pulls in ``re`` and costs more than
 that whole budget on a small machine; the C scanner and encoder it wraps load in ~0.3 ms.
 Semantics match ``json.loads``/``json.dumps(ensure_ascii=False, separators=(",", ":"))``.

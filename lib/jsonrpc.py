@@ -1,4 +1,4 @@
-"""Newline-delimited JSON-RPC 2.0 over stdio for MCP servers (DESIGN.md §11).
+"""Newline-delimited JSON-RPC 2.0 over stdio for MCP servers (docs/design.md §11).
 
 Where it sits: ``mcp_server.py`` hands a list of :class:`Tool` to a :class:`Server` and calls
 :meth:`Server.serve` on the process's stdin/stdout; ctxctl's MCP adapter (``lib/code/mcp.py``)

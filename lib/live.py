@@ -1,4 +1,4 @@
-"""Live plane: advisory leases by compare-and-swap on the store (DESIGN.md §9).
+"""Live plane: advisory leases by compare-and-swap on the store (docs/design.md §9).
 
 Where it sits: agents ask for leases through the MCP spool and syncd applies them
 (:mod:`lib.livesync`); ``ctxlake lease`` and ``maint.py`` (the ``_maintenance`` lease) call the
@@ -6,7 +6,7 @@ same functions directly; the hook reads the cached view (:func:`read_view`,
 :func:`conflicts_for_paths`) and never the store.
 
 Decisions are pure functions of (current record, store time, caller) — :func:`decide_acquire`,
-:func:`decide_renew`, :func:`decide_release` — tested without a store or a clock (STYLE.md §10).
+:func:`decide_renew`, :func:`decide_release` — tested without a store or a clock (docs/design.md §14).
 The I/O shell (:func:`acquire`, :func:`renew`, :func:`release`) reads, decides and writes with
 create-only (absent) or ``If-Match`` (present), re-reading after a lost race. Expiry is judged
 by the store's clock (``server_time`` of the response that carried the record), never the local
@@ -24,7 +24,7 @@ Lease record (``live/<fleet>/leases/<resource_key>.json``)::
 
 A record that is not JSON or lacks these shapes is *garbage*: treated as free, logged
 (``lease_garbage``) and overwritten by CAS. Nothing here imports ``json`` or ``hashlib`` at
-module load: the hook's write-tool answer path imports this module (DESIGN.md §12).
+module load: the hook's write-tool answer path imports this module (docs/design.md §12).
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ DEFAULT_TTL = 300
 
 
 def resource_key(repo_id: str | None, path: str) -> str:
-    """sha256 hex of ``repo_id \\0 path`` (DESIGN.md §9); ``repo_id`` None counts as ``""``."""
+    """sha256 hex of ``repo_id \\0 path`` (docs/design.md §9); ``repo_id`` None counts as ``""``."""
     import hashlib
 
     return hashlib.sha256(f"{repo_id or ''}\0{path}".encode("utf-8")).hexdigest()
@@ -143,7 +143,7 @@ class Lost(Exception):
 
 class Unsafe(Exception):
     """The store does not honour conditional writes, so no lease, roster or maintenance lease is
-    granted or taken on it (DESIGN.md §8, §9). ``reason`` says which condition it ignored.
+    granted or taken on it (docs/design.md §8, §9). ``reason`` says which condition it ignored.
 
     Raised by every lease write (:func:`acquire`, :func:`renew`, :func:`release`, :func:`claim`)
     and by the roster's CAS writes (:mod:`lib.roster`) through :func:`require_conditional`."""

@@ -1,4 +1,4 @@
-"""syncd's live-plane pass: heartbeats, roster, lease requests and renewals (DESIGN.md §9).
+"""syncd's live-plane pass: heartbeats, roster, lease requests and renewals (docs/design.md §9).
 
 Where it sits: one :class:`LivePlane` per syncd process, run once per pass after shipping
 (syncd feeds it every shipped envelope through :meth:`LivePlane.observe`). Each pass:

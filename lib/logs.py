@@ -1,4 +1,4 @@
-"""Logging set up once per process (STYLE.md §7): daemons write one JSON object per line on
+"""Logging set up once per process (docs/design.md §14): daemons write one JSON object per line on
 stderr (``kubectl logs`` friendly); every event is a short phrase plus fields.
 
 Usage::

@@ -1,4 +1,4 @@
-"""The eight ctxlake MCP tools: fleet coordination and shared memory for agents (DESIGN.md §11).
+"""The eight ctxlake MCP tools: fleet coordination and shared memory for agents (docs/design.md §11).
 
 Where it sits: ``mcp_server.py`` builds a :class:`Context` from the config, hands
 :func:`build_tools` to :class:`lib.jsonrpc.Server`, and serves stdio. This process is on a path
@@ -758,7 +758,7 @@ class Tools:
         from lib.claims import claim_id as content_id
 
         # the claim's content identity, the id the gate folds it under: what ctxlake claims
-        # --explain, the snapshot and memory_search show once it is ingested (DESIGN.md §10)
+        # --explain, the snapshot and memory_search show once it is ingested (docs/design.md §10)
         claim_id = content_id(a["type"], a["claim"].strip())
         citations = []
         for c in a["evidence"]:

@@ -1,4 +1,4 @@
-"""syncd's view for operators: ``/healthz``, ``/readyz`` and Prometheus ``/metrics`` (DESIGN.md §13).
+"""syncd's view for operators: ``/healthz``, ``/readyz`` and Prometheus ``/metrics`` (docs/design.md §13).
 
 Where it sits: syncd's loop feeds a :class:`SyncdMetrics` after every pass
 (:meth:`SyncdMetrics.observe_pass`) and through its log callable
@@ -183,6 +183,20 @@ class _ScrapeTimeCollector:
         if m.last_pass_at is not None:
             last_pass.add_metric([], m.last_pass_at)
         yield last_pass
+        from lib import snapshot
+
+        figures = snapshot.cached_lake_figures(m.paths.snapshot(m.fleet_id))
+        for name, help_text in (("bytes", "Bytes of the data files the Delta table's current version references."),
+                                ("files", "Data files the Delta table's current version references."),
+                                ("unreferenced_bytes", "Bytes of table files no version needs any more (freed by vacuum "
+                                                       "once [lake] vacuum_hours old)."),
+                                ("vacuum_due_bytes", "Bytes the next maintenance pass's vacuum deletes."),
+                                ("version", "The Delta table's version.")):
+            g = GaugeMetricFamily(f"ctxlake_lake_{name}", help_text + " As of the last maintenance pass; absent "
+                                  "until syncd has mirrored a snapshot pointer that carries it.")
+            if name in figures:
+                g.add_metric([], figures[name])
+            yield g
         yield GaugeMetricFamily("ctxlake_leases_cached", "Unexpired leases in this node's cached lease view (leases.json, store clock).",
                                 value=_cached_lease_count(m.paths.leases(m.fleet_id), now))
         with m._lock:

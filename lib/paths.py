@@ -1,4 +1,4 @@
-"""Every local path ctxlake uses, resolved in one place (DESIGN.md §3).
+"""Every local path ctxlake uses, resolved in one place (docs/design.md §3).
 
 Layout under ``CTXLAKE_HOME`` (default ``~/.ctxlake``)::
 
@@ -26,7 +26,7 @@ _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 
 
 def safe_segment(value: str) -> str:
-    """Return ``value`` usable as one path segment or key segment (DESIGN.md §4).
+    """Return ``value`` usable as one path segment or key segment (docs/design.md §4).
 
     Characters outside ``[A-Za-z0-9._-]`` are percent-encoded (UTF-8 bytes), and the
     segments ``.``/``..`` and the empty string are encoded so they can never walk a tree.
@@ -77,7 +77,7 @@ class Paths:
     """Resolved local directories for one ``CTXLAKE_HOME``.
 
     ``home`` is absolute; ``spool_dir`` and ``cache_dir`` may be overridden by
-    ``CTXLAKE_SPOOL_DIR`` / ``CTXLAKE_CACHE_DIR`` (DESIGN.md §3). Pure value (a plain class, not a dataclass, to keep the hook's imports
+    ``CTXLAKE_SPOOL_DIR`` / ``CTXLAKE_CACHE_DIR`` (docs/design.md §3). Pure value (a plain class, not a dataclass, to keep the hook's imports
     minimal): building it creates nothing on disk.
     """
 

@@ -1,4 +1,4 @@
-"""Redaction: nothing that looks like a secret reaches disk (DESIGN.md §7, invariant 7).
+"""Redaction: nothing that looks like a secret reaches disk (docs/design.md §7, invariant 7).
 
 Where it sits: every path that writes captured text — hook → envelope → spool, MCP write tools,
 ``ctxlake import`` — calls :func:`scrub` (or :func:`scrub_deep`) before a byte reaches disk.
@@ -6,7 +6,7 @@ It refuses nothing and never raises on a ``str``: the worst outcome is that a wh
 withheld.
 
 ``scrub(text, is_tool_output)`` returns ``(text_to_store, Outcome)``. Rules, in order of
-severity (the rule names below are the ``rules_fired`` names; reference spec §6):
+severity (the rule names below are the ``rules_fired`` names; docs/security.md, Redaction):
 
 1. **Secret markers** (whole field) — provider token formats, private keys, JWTs,
    ``Authorization:`` headers and named secret assignments (``AWS_SECRET_ACCESS_KEY=...``).
@@ -35,7 +35,7 @@ severity (the rule names below are the ``rules_fired`` names; reference spec §6
 A path denylist (:func:`denied_path`, :func:`denied_in_command`) withholds both input and
 result of a tool call that touches a credential file (reference bug 12.2 #8).
 
-**How it stays fast** (DESIGN.md §12: ≤ 20 ms for 1 MiB). Python's ``re`` is quick only when a
+**How it stays fast** (docs/design.md §12: ≤ 20 ms for 1 MiB). Python's ``re`` is quick only when a
 pattern starts with a literal; the first version's big alternation cost ~2 s per MiB. So the text
 is encoded to UTF-8 once and each rule is found with C-speed primitives: ``bytes.translate`` maps
 the text to a character-class string in which runs of token characters, digit groups and SSN
@@ -48,7 +48,7 @@ ASCII byte, so a replacement never splits a multibyte character, and the result 
 losslessly (lone surrogates survive via ``surrogatepass``). Provider patterns compile on first
 use, so importing the module stays cheap.
 
-**Decisions against the reference rule table** (spec §6), each with a test: literal markers
+**Decisions against the reference rule table** (docs/security.md), each with a test: literal markers
 scan the whole field (the reference scanned only the 256 KiB window); ``-----BEGIN`` and
 ``PRIVATE KEY`` fire only as a private-key PEM header (certificates and public keys are not
 secrets, prose naming a private key is not one); ``Authorization:`` needs a token-shaped value
@@ -80,9 +80,9 @@ import re
 from dataclasses import dataclass
 
 ENTROPY_MIN_LEN = 32
-"""Shortest run (characters) the entropy rule looks at (DESIGN.md §7)."""
+"""Shortest run (characters) the entropy rule looks at (docs/design.md §7)."""
 ENTROPY_THRESHOLD = 4.5
-"""Shannon entropy (bits/char) above which a run of any shape is a secret (DESIGN.md §7)."""
+"""Shannon entropy (bits/char) above which a run of any shape is a secret (docs/design.md §7)."""
 ENTROPY_THRESHOLD_MIXED = 4.2
 """Lower threshold for runs that mix letters and digits. A uniformly random 32-character
 base62 token has a median entropy of only ~4.54 bits/char, so 4.5 alone misses a third of them
@@ -185,7 +185,7 @@ class _Lazy:
 
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _TOKEN_CLS = _table({_ALNUM + "_-": ord("a")}, ord(" "))   # provider-token runs
-_ENT_CLS = _table({_ALNUM + "+/=_-": ord("a")}, ord(" "))  # entropy runs (DESIGN.md §7)
+_ENT_CLS = _table({_ALNUM + "+/=_-": ord("a")}, ord(" "))  # entropy runs (docs/design.md §7)
 _DIGIT_CLS = _table({"0123456789": ord("d"), " ": ord("s"), "-": ord("-"),
                      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_": ord("w")}, ord("x"))
 _WORD_BYTES = frozenset((_ALNUM + "_").encode())
@@ -221,7 +221,7 @@ def _mixed(tail: bytes) -> bool:
 # A marker is tried only at the start of a token run of >= 20 [A-Za-z0-9_-] characters (or the
 # character after a JSON escape), so a prefix inside a word ("task-", "disk-") never fires.
 # Sources: each provider's documentation of its token format; gitleaks / detect-secrets rule
-# sets for the prefixes; reference spec §6 for the rule names it defines.
+# sets for the prefixes; docs/security.md, Redaction for the rule names it defines.
 
 _B64U = rb"[A-Za-z0-9_-]"
 _END = rb"(?![A-Za-z0-9_-])"
@@ -374,7 +374,7 @@ _DOT_MARKERS = [
     (b"dp.pt.", "doppler_token", rb"dp\.pt\.[A-Za-z0-9]{40,}", True),
     (b"dp.st.", "doppler_token", rb"dp\.st\.(?:[a-z0-9_-]{2,35}\.)?[A-Za-z0-9]{40,}", False),
 ]
-# Prefixed tokens replaced in place (reference spec §6 step 3): keep the prefix, drop the tail.
+# Prefixed tokens replaced in place (docs/security.md, Redaction): keep the prefix, drop the tail.
 _PREFIXED = [
     (b"hf_", "huggingface_token", _Lazy(rb"hf_([A-Za-z0-9]{20,})")),
     (b"npm_", "npm_token", _Lazy(rb"npm_([A-Za-z0-9]{20,})")),
@@ -565,7 +565,7 @@ def _keyed_at(sc: "_Scan", ks: int, ke: int, kind: bytes) -> int:
     if b[op] == 61 and (b[op + 1:op + 2] == b"=" or (op and b[op - 1] in b"!<>=")):
         return ve  # a comparison (==, !=, <=, >=), not an assignment
     if b.endswith(_DIGEST_PREFIXES, max(0, vs - 8), vs) or b.startswith((b"hf_", b"npm_", b"SG."), vs):
-        return ve  # go.sum "h1:" hashes; prefixed tokens keep their prefix (reference spec §6 step 3)
+        return ve  # go.sum "h1:" hashes; prefixed tokens keep their prefix (docs/security.md, Redaction)
     v = b[vs:ve]
     if _code_reference(v):
         return ve
@@ -795,7 +795,7 @@ def _marker_at(sc: _Scan, s: int, rows) -> None:
             m = rx.match(b, s)
             if not m:
                 continue
-            if inplace:  # prefixed token (reference spec §6 step 3): keep the prefix
+            if inplace:  # prefixed token (docs/security.md, Redaction): keep the prefix
                 if _mixed(m.group(1)):
                     sc.span(m.start(1), m.end(1), _P, rule)
                 return
@@ -1255,7 +1255,7 @@ def scrub(text: str, is_tool_output: bool = False) -> tuple[str, Outcome]:
     ``is_tool_output`` enables the entropy rule (tool input and result, not prose). A marker hit
     returns :func:`withheld` of the whole value with status ``quarantined``; otherwise spans are
     replaced in place (status ``redacted``) or the very same ``text`` object comes back with
-    :data:`CLEAN`. Rules and their sources: module docstring; DESIGN.md §7; reference spec §6.
+    :data:`CLEAN`. Rules and their sources: module docstring; docs/design.md §7; docs/security.md, Redaction.
 
     >>> scrub("key AKIAQWERTYUIOPASDFGH here")[1].status
     'quarantined'
@@ -1275,7 +1275,7 @@ def scrub(text: str, is_tool_output: bool = False) -> tuple[str, Outcome]:
     if sc.spans:
         b = _apply(b, sc.spans)
     if is_tool_output:
-        # Step 4 runs on the text as steps 2-3 left it (DESIGN.md §7 order): a run's entropy
+        # Step 4 runs on the text as steps 2-3 left it (docs/design.md §7 order): a run's entropy
         # is judged once, on what will be stored, so a second scrub sees the same runs.
         ent = _Scan(b)
         _scan_entropy(ent)
@@ -1305,9 +1305,9 @@ def denied_path(paths) -> str | None:
 
     Substring match (``/.aws/credentials``, ``/.ssh/id_``, ``/.pgpass`` ...; a leading ``/`` is
     implied so relative paths match), any ``.env`` / ``.env.*`` / ``.envrc`` file (templates such
-    as ``.env.example`` included: DESIGN.md §7 says ``.env*``, and they are often filled in), and
+    as ``.env.example`` included: docs/design.md §7 says ``.env*``, and they are often filled in), and
     the key-file suffixes ``.pem .key .p12 .pfx .jks .keystore .ppk .kdbx .tfstate``. Backslashes
-    count as ``/``; matching is case-insensitive. Source: reference spec §6 plus the credential
+    count as ``/``; matching is case-insensitive. Source: docs/security.md, Redaction plus the credential
     files of common CLIs.
     """
     for p in paths or ():
@@ -1363,7 +1363,7 @@ _BIG_INT = 10 ** 12
 
 
 def scrub_deep(value, is_tool_output: bool = False):
-    """Scrub every string at any depth of a JSON-like value (MCP write guard, DESIGN.md §11).
+    """Scrub every string at any depth of a JSON-like value (MCP write guard, docs/design.md §11).
 
     Returns ``(new_value, [Outcome, ...])`` with one outcome per changed leaf. Dict keys are
     scrubbed too; lists, tuples and dicts are rebuilt, other leaves kept. Integers of 13 digits

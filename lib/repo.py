@@ -2,7 +2,7 @@
 
 Leases are keyed by ``repo_id`` + repo-relative path (:func:`canonical_path`: symlinks, ``.``,
 ``..`` and case resolved, so every spelling of one file is one key) and every clone of one
-repository shares them (DESIGN.md §9): ``repo_id`` is the ``origin`` URL normalized to ``host/owner/name`` (scheme,
+repository shares them (docs/design.md §9): ``repo_id`` is the ``origin`` URL normalized to ``host/owner/name`` (scheme,
 credentials, ``.git`` suffix and case of the host dropped; ``git@host:o/n`` = ``https://host/o/n``),
 else the repository root path. Reads ``.git`` files directly — no ``git`` subprocess — because
 the hook calls it on the agent's path. Standard library only.
@@ -163,7 +163,7 @@ def _stored_case(path: str) -> str:
 
 def canonical_path(path: str, cwd: str | None = None) -> tuple[str, str] | None:
     """``(root, repo-relative path)`` naming ``path`` the way its repository sees it, or ``None``
-    outside every git working tree. Every spelling of one file gives one answer (DESIGN.md §9):
+    outside every git working tree. Every spelling of one file gives one answer (docs/design.md §9):
 
     - relative paths are taken against ``cwd``; ``.``, ``..``, repeated ``/`` are resolved;
     - symlinks are resolved (:func:`os.path.realpath`) *before* ``..`` is applied, so

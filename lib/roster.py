@@ -1,4 +1,4 @@
-"""Presence: per-agent heartbeats and the fleet roster, on the store (DESIGN.md §9).
+"""Presence: per-agent heartbeats and the fleet roster, on the store (docs/design.md §9).
 
 Where it sits: syncd (:mod:`lib.livesync`) writes the heartbeats of the agents spooling on its
 host and keeps the fan-in roster fresh; every syncd mirrors the roster into

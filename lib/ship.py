@@ -1,4 +1,4 @@
-"""Shipping: spool → Parquet segments in the lake, seal on session end (DESIGN.md §2, §4, §5).
+"""Shipping: spool → Parquet segments in the lake, seal on session end (docs/design.md §2, §4, §5).
 
 Why its own module: it is the one place that turns local spool bytes into store objects while
 keeping invariant 2 — a spool line is deleted only after the store confirmed the segment that
@@ -81,7 +81,7 @@ def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, dict | None, i
 
     Returns ``(data, first, rows, dropped)``: ``first`` = the first envelope's ``emitted_at,
     agent_id, fleet_id, runtime, session_id`` (they pin the lake key). Fast path: Arrow parses and
-    checks the lines as they are (DESIGN.md §12 throughput); if any line is malformed or invalid,
+    checks the lines as they are (docs/design.md §12 throughput); if any line is malformed or invalid,
     the exact path parses them one by one, drops and counts the bad ones, and encodes the rest.
     """
     keys = ("emitted_at", "agent_id", "fleet_id", "runtime", "session_id")

@@ -1,9 +1,9 @@
-"""The snapshot: an immutable, content-addressed SQLite file every agent reads (DESIGN.md §10).
+"""The snapshot: an immutable, content-addressed SQLite file every agent reads (docs/design.md §10).
 
 maint builds it (:func:`build`) with sqlite-utils from session digests and claims, publishes
 ``snapshot/<f>/<sha256>.sqlite`` create-only, then swaps ``snapshot/<f>/current.json`` by CAS
 (:func:`publish`), refusing to replace a pointer stamped with a higher maintenance epoch
-(fencing, DESIGN.md §9). syncd mirrors it byte-for-byte into ``cache/<f>/snapshot.bin``
+(fencing, docs/design.md §9). syncd mirrors it byte-for-byte into ``cache/<f>/snapshot.bin``
 (:func:`fetch`). The same inputs always give the same bytes: nothing time-dependent is stored in
 the file (``built_at`` lives in the pointer).
 
@@ -187,11 +187,17 @@ def sha256(data: bytes) -> str:
 
 
 def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: str, claim_count: int,
-            session_count: int, log=lambda *a, **k: None) -> dict:
+            session_count: int, lake_stats: dict | None = None, log=lambda *a, **k: None) -> dict:
     """Publish ``data``: blob first (create-only; already there is fine), then CAS the pointer.
 
+    The pointer names the blob it replaces as ``previous`` (retention never deletes the current
+    blob or that one) and carries ``lake`` (from ``lake_stats``) — the table's size and what vacuum would free
+    (:func:`lib.retention.table_stats`), which syncd mirrors with the pointer so ``ctxlake
+    status`` and ``/metrics`` show it without touching the store.
+
     Returns ``{"published": bool, "sha256", "reason"}``; ``published`` False with reason
-    ``already current`` when the pointer already names this blob.
+    ``already current`` when the pointer already names this blob with the same ``lake``
+    figures (when only those changed the pointer is rewritten, reason ``lake figures updated``).
     :raises StaleEpoch: the pointer carries a higher maint epoch (we lost the lease meanwhile).
     """
     from lib import lake
@@ -201,16 +207,20 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
     blob = lake.snapshot_blob_key(fleet_id, sha)
     pkey = lake.snapshot_pointer_key(fleet_id)
     named = _named_pointer(store, pkey)
-    if named.get("sha256") == sha and int(named.get("maint_epoch") or 0) <= maint_epoch:
+    if (named.get("sha256") == sha and int(named.get("maint_epoch") or 0) <= maint_epoch
+            and (not lake_stats or named.get("lake") == lake_stats)):
         # an idle pass: nothing to write, so no create-only put of the blob "loses a race"
         return {"published": False, "sha256": sha, "reason": "already current"}
     try:
         store.put(blob, data, CREATE)
     except PreconditionFailed:
         pass
-    pointer = {"sha256": sha, "built_at": built_at, "maint_epoch": maint_epoch, "claim_count": claim_count,
-               "session_count": session_count, "key": blob}
+    fresh = {"sha256": sha, "built_at": built_at, "maint_epoch": maint_epoch, "claim_count": claim_count,
+             "session_count": session_count, "key": blob}
+    if lake_stats:
+        fresh["lake"] = lake_stats
     for _ in range(8):
+        pointer = dict(fresh)
         try:
             cur = store.get(pkey)
             current = json.loads(cur.data)
@@ -222,10 +232,19 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
         if current:
             if int(current.get("maint_epoch") or 0) > maint_epoch:
                 raise StaleEpoch(f"snapshot pointer has maint epoch {current.get('maint_epoch')} > ours {maint_epoch}")
-            if current.get("sha256") == sha:
+            same = current.get("sha256") == sha
+            if same and (current.get("lake") == lake_stats or not lake_stats):
                 return {"published": False, "sha256": sha, "reason": "already current"}
+            if same:
+                pointer = dict(current, lake=lake_stats, maint_epoch=maint_epoch)
+            elif isinstance(current.get("sha256"), str):
+                pointer["previous"] = current["sha256"]
+        else:
+            same = False
         try:
             store.put(pkey, json.dumps(pointer, sort_keys=True).encode(), CREATE if etag is None else update(etag))
+            if same:
+                return {"published": False, "sha256": sha, "reason": "lake figures updated"}
             log("snapshot_published", key=blob, sha256=sha, sessions=session_count, claims=claim_count)
             return {"published": True, "sha256": sha, "reason": "published"}
         except PreconditionFailed:
@@ -251,7 +270,7 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
     """Mirror the current snapshot into ``cache_path`` if it changed.
 
     Cheap when nothing changed: the pointer is read with a conditional GET (``If-None-Match`` on
-    the ETag remembered in ``<cache_path>.pointer.json``, DESIGN.md §8), and the cached copy is
+    the ETag remembered in ``<cache_path>.pointer.json``, docs/design.md §8), and the cached copy is
     trusted without re-hashing while its size, mtime and inode are those recorded when it was
     verified. A copy that changed behind our back (corruption, a hand edit) is re-hashed and,
     if it no longer matches, downloaded again.
@@ -306,6 +325,30 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
     atomic_write(cache_path, data, mode=0o644)
     remember()
     return {"changed": True, "sha256": sha, "pointer": pointer}
+
+
+LAKE_FIGURES = ("version", "files", "bytes", "unreferenced_files", "unreferenced_bytes", "vacuum_due_files",
+                "vacuum_due_bytes", "state_bytes")
+"""The table figures maint stamps on the pointer (:func:`lib.retention.table_stats`)."""
+
+
+def cached_lake_figures(cache_path: str) -> dict:
+    """The Delta table's size and what vacuum would free, as of the last maintenance pass, from
+    the pointer syncd mirrored beside the cached snapshot (``<cache_path>.pointer.json``) —
+    ``{name: int}`` for the :data:`LAKE_FIGURES` present (non-integers dropped: this is cache
+    content), plus ``built_at``; ``{}`` when nothing is cached. Never touches the store."""
+    try:
+        with open(cache_path + ".pointer.json", "rb") as fh:
+            pointer = json.loads(fh.read()).get("pointer") or {}
+        lake = pointer.get("lake") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    if not isinstance(lake, dict):
+        return {}
+    out = {k: lake[k] for k in LAKE_FIGURES if isinstance(lake.get(k), int) and not isinstance(lake.get(k), bool)}
+    if out and isinstance(pointer.get("built_at"), str):
+        out["built_at"] = pointer["built_at"]
+    return out
 
 
 def _named_pointer(store, pkey: str) -> dict:

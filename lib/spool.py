@@ -1,4 +1,4 @@
-"""The spool: the durability boundary between an agent and the store (DESIGN.md §2, §3).
+"""The spool: the durability boundary between an agent and the store (docs/design.md §2, §3).
 
 Write side (hook, MCP server, import): :func:`append` writes one record as one ``write`` on an
 ``O_APPEND`` descriptor, so concurrent writers never interleave lines; files rotate at 32 MiB
@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass, field
 
 ROTATE_BYTES = 32 << 20
-"""A spool file is renamed to ``<name>.<n>`` once it reaches 32 MiB (DESIGN.md §3)."""
+"""A spool file is renamed to ``<name>.<n>`` once it reaches 32 MiB (docs/design.md §3)."""
 CAP_BYTES = 512 << 20
-"""A spool directory refuses new records once it holds 512 MiB (DESIGN.md §3)."""
+"""A spool directory refuses new records once it holds 512 MiB (docs/design.md §3)."""
 
 _ROTATED = re.compile(r"^(?P<base>.+\.ndjson)\.(?P<n>\d+)$")
 

@@ -2,7 +2,7 @@
 
 Spec: https://github.com/ulid/spec (48-bit millisecond timestamp + 80 random bits). The
 generator is monotonic within a process: a second id in the same millisecond increments the
-random part, so sorting ids sorts events in the order this process made them (DESIGN.md §5).
+random part, so sorting ids sorts events in the order this process made them (docs/design.md §5).
 Standard library only.
 """
 from __future__ import annotations

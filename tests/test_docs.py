@@ -1,4 +1,4 @@
-"""The operator docs stay true to the code (STYLE.md §16): every ``ctxlake <verb> --flag`` the
+"""The operator docs stay true to the code (docs/design.md §14): every ``ctxlake <verb> --flag`` the
 docs mention exists in that verb's ``--help``; every verb of ``ctxlake --help`` is documented;
 the knob table in docs/operations.md equals lib/config.py's keys and defaults; the MCP tools in
 docs/mcp.md are the running server's ``tools/list``; redaction rule names in docs/security.md
@@ -110,13 +110,13 @@ def _expected_knobs() -> dict[str, str]:
     from lib.paths import Paths
 
     out = {}
-    skip = {"paths", "source", "configured", "leases", "sync", "summarize_mode"}
+    skip = {"paths", "source", "configured", "leases", "sync", "lake", "summarize_mode"}
     for f in dataclasses.fields(config.Config):
         if f.name in skip:
             continue
         out[f.name] = None  # defaults of top-level keys are checked one by one below
     out["[summarize] mode"] = config.Config.__dataclass_fields__["summarize_mode"].default
-    for section, cls in (("leases", config.LeaseConfig), ("sync", config.SyncConfig)):
+    for section, cls in (("leases", config.LeaseConfig), ("sync", config.SyncConfig), ("lake", config.LakeConfig)):
         for f in dataclasses.fields(cls):
             out[f"[{section}] {f.name}"] = str(f.default)
     home = Paths("$CTXLAKE_HOME", "$CTXLAKE_HOME/spool", "$CTXLAKE_HOME/cache")
@@ -213,8 +213,11 @@ def test_iam_policies_are_valid_json():
     blocks = re.findall(r"```json\n(.*?)```", text, flags=re.S)
     policies = [json.loads(b) for b in blocks if '"Statement"' in b]
     assert len(policies) >= 3
-    maint = policies[1]
-    assert not any("s3:DeleteObject" in json.dumps(s["Action"]) for s in maint["Statement"])
+    maint = policies[1]  # maint deletes only what retention and the migration name (docs/lake.md)
+    maint_deletes = [r for s in maint["Statement"] if "s3:DeleteObject" in json.dumps(s["Action"]) for r in s["Resource"]]
+    assert sorted(r.split("PREFIX/", 1)[1] for r in maint_deletes) == [
+        "compacted/FLEET/*", "compacted/fleet=FLEET/*", "sessions/fleet=FLEET/*/seg-*.parquet",
+        "snapshot/FLEET/*.sqlite"]
     syncd_deletes = [s for s in policies[0]["Statement"] if "s3:DeleteObject" in json.dumps(s["Action"])]
     assert [s["Resource"] for s in syncd_deletes] == ["arn:aws:s3:::BUCKET/PREFIX/live/FLEET/agents/*"]
     assert all(r.endswith("_meta/probe/*") for s in policies[2]["Statement"] if "s3:DeleteObject" in json.dumps(s["Action"])
@@ -223,7 +226,8 @@ def test_iam_policies_are_valid_json():
 
 def test_store_deletes_are_the_documented_ones():
     """syncd/maint delete only what docs/security.md grants: grep every ``.delete(`` call."""
-    allowed = {"lib/doctor.py", "lib/fleet.py", "lib/roster.py", "lib/store/routed.py"}
+    allowed = {"lib/doctor.py", "lib/fleet.py", "lib/roster.py", "lib/store/routed.py", "lib/lake.py", "lib/retention.py",
+               "maint.py"}
     for path in glob.glob(os.path.join(ROOT, "**", "*.py"), recursive=True):
         rel = os.path.relpath(path, ROOT)
         if rel.startswith(("tests", "bench", ".venv", "lib/store/")) and rel != "lib/store/routed.py":
@@ -245,3 +249,59 @@ def test_no_machine_paths(page):
     text = _read(page)
     assert ROOT not in text
     assert not re.search(r"/(work|home/[a-z]+|Users/[A-Za-z]+)/", text.replace("/home/dev/projects/demo", ""))
+
+
+# -- citations name documents that ship with the code (docs/design.md §14) ----------------------
+
+def _tracked(*patterns):
+    import subprocess
+
+    out = subprocess.run(["git", "ls-files", *patterns], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [f for f in out.split() if os.path.isfile(os.path.join(ROOT, f))]
+
+
+def _design_sections() -> set:
+    import re
+
+    with open(os.path.join(ROOT, "docs", "design.md"), encoding="utf-8") as fh:
+        return {int(m.group(1)) for m in re.finditer(r"^## (\d+)\. ", fh.read(), re.M)}
+
+
+def test_every_citation_names_a_document_in_the_repository():
+    """Code and docs cite docs/design.md (by section) and the other pages of docs/; never a
+    design document, style guide or reference spec that is not in the repository."""
+    import re
+
+    sections = _design_sections()
+    outside = re.compile(r"\b(?:DESIGN|STYLE)\.md\b|\breference(?: \w+)? §|\bspec §|\bseeds/")
+    cited = re.compile(r"\b(?:docs/)?design\.md\s*§\s?(\d+)")
+    page = re.compile(r"\bdocs/([A-Za-z_-]+\.md)")
+    link = re.compile(r"\]\(([A-Za-z_-]+\.md)(?:#[^)]*)?\)")
+    bad = []
+    for f in _tracked("*.py", "*.md", "Makefile", "Dockerfile"):
+        text = open(os.path.join(ROOT, f), encoding="utf-8").read()
+        bad += [f"{f}: cites {m.group(0)!r}, which is not in the repository" for m in outside.finditer(text)]
+        bad += [f"{f}: cites docs/design.md §{m.group(1)}, which does not exist"
+                for m in cited.finditer(text) if int(m.group(1)) not in sections]
+        if f.startswith(("lib/", "bench/", "docs/", "README")) or "/" not in f:
+            bad += [f"{f}: cites docs/{m.group(1)}, which does not exist" for m in page.finditer(text)
+                    if not os.path.exists(os.path.join(ROOT, "docs", m.group(1)))]
+        if f.startswith("docs/"):
+            bad += [f"{f}: links {m.group(1)}, which does not exist" for m in link.finditer(text)
+                    if not os.path.exists(os.path.join(ROOT, "docs", m.group(1)))]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_design_contract_is_cited_and_lists_every_role():
+    with open(os.path.join(ROOT, "docs", "design.md"), encoding="utf-8") as fh:
+        design = fh.read()
+    for role in ("hook.py", "mcp_server.py", "syncd.py", "maint.py", "ctxlake.py", "ctxctl.py", "fleet_operator.py"):
+        assert f"`{role}`" in design, role
+    assert _design_sections() >= set(range(1, 15))
+
+
+def test_architecture_lists_every_lib_module():
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    missing = [f for f in _tracked("lib/*.py", "lib/**/*.py") if f"| `{f}` |" not in text]
+    assert not missing, f"docs/architecture.md 'Modules' lacks {missing}"

@@ -1,4 +1,4 @@
-"""Import discipline (DESIGN.md §1): the hook is standard library only and its answer path does
+"""Import discipline (docs/design.md §1): the hook is standard library only and its answer path does
 not even import ``json``/``re`` (latency budget, §12); store clients stay out of it."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Runtime adapters: parsed hook payload → envelopes + the runtime's answer (DESIGN.md §6).
+"""Runtime adapters: parsed hook payload → envelopes + the runtime's answer (docs/design.md §6).
 
-Registered by runtime name in :data:`ADAPTERS` (STYLE.md §14); each adapter module knows its
+Registered by runtime name in :data:`ADAPTERS` (docs/design.md §14); each adapter module knows its
 runtime's event names and payload fields and nothing of the spool. Standard library only.
 
 An adapter module exposes:

@@ -1,4 +1,4 @@
-"""Claude Code hook adapter (DESIGN.md §6; payload fields as Claude Code sends them — see
+"""Claude Code hook adapter (docs/design.md §6; payload fields as Claude Code sends them — see
 ``tests/fixtures/claude-hooks``; answer fields from the Claude Code hooks reference).
 
 Mapping: SessionStart→session_start (answer: ``hookSpecificOutput.additionalContext`` = the

@@ -1,11 +1,11 @@
-"""Cursor hook adapter (DESIGN.md §6; reference digest §5.2).
+"""Cursor hook adapter (docs/design.md §6; docs/runtimes.md).
 
 Payload fields as Cursor sends them on stdin (the shapes in ``tests/fixtures/cursor-hooks``,
 authored for this project after real ``cursor-agent`` and Cursor IDE captures): every event
 carries ``conversation_id``, ``generation_id``, ``model``, ``hook_event_name``,
 ``cursor_version``, ``workspace_roots`` and ``transcript_path`` (``null`` early in a session),
 often ``session_id`` and ``user_email``. Facts that each cost a silent bug elsewhere
-(reference §12.2 #3):
+(docs/runtimes.md):
 
 - the session is ``conversation_id`` (older builds send no ``session_id`` at all);
 - ``cwd`` arrives empty, so the working directory is ``workspace_roots[0]``;
@@ -30,7 +30,7 @@ sessionStart answers ``{"additional_context": <briefing>}`` when the cache holds
 documented sessionStart output; not yet verified against a live capture); everything else
 ``{}``.
 
-The answer path imports neither ``json`` nor ``re`` (hook latency budget, DESIGN.md §12);
+The answer path imports neither ``json`` nor ``re`` (hook latency budget, docs/design.md §12);
 :func:`to_envelopes` runs in the capture child and may.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hermes Agent shell-hook adapter (DESIGN.md §6; reference digest §5.3).
+"""Hermes Agent shell-hook adapter (docs/design.md §6; docs/runtimes.md).
 
 Hermes (NousResearch ``hermes-agent``) runs the commands under ``hooks:`` in
 ``~/.hermes/config.yaml`` with ``shlex.split`` and ``shell=False`` and writes one JSON object on
@@ -8,7 +8,7 @@ argument that is not a top-level key is folded into ``extra`` (``agent/shell_hoo
 hermes-agent 0.19.0 run). Facts that matter:
 
 - tool results and durations are under ``extra`` (``extra.result``, ``extra.duration_ms``), never
-  top level (reference §12.2 #4): a top-level ``result`` is not trusted;
+  top level (docs/runtimes.md): a top-level ``result`` is not trusted;
 - ``extra.result`` is a JSON *string*; for ``terminal`` it holds
   ``{"output", "exit_code", "error"}``: result = ``output``, exit code = ``exit_code``;
   ``extra.status`` is ``ok | error | blocked``;

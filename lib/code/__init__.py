@@ -1,4 +1,4 @@
-"""ctxctl's engine: read code and run commands in a fraction of the context (DESIGN.md §1).
+"""ctxctl's engine: read code and run commands in a fraction of the context (docs/design.md §1).
 
 ``ctxctl.py`` only calls :mod:`lib.code.cli`, which parses arguments and prints; everything
 it decides lives here, one module per concept:

@@ -311,7 +311,7 @@ def _loop_log(warn):
 
 
 def server(adapter: Adapter, version: str, log=None) -> jsonrpc.Server:
-    """The shared loop set to ctxctl's contract (reference §6): ``initialize`` answers
+    """The shared loop set to ctxctl's contract (docs/ctxctl.md): ``initialize`` answers
     :data:`PROTOCOL_VERSION` whatever the client offers, with no instructions; ``"id": null`` is a
     notification; any id without a string method, a stray response frame included, gets -32600;
     a last line without its newline is still answered; tool calls go to :meth:`Adapter.call`, so every tool failure is an ``isError`` result.

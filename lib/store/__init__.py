@@ -1,4 +1,4 @@
-"""The object-store interface every plane is built on (DESIGN.md §8).
+"""The object-store interface every plane is built on (docs/design.md §8).
 
 Error tree (the type tells the caller what to do next)::
 
@@ -14,11 +14,11 @@ from the response that produced it, used for every expiry decision (invariant 6)
 Observability: :func:`log_event` writes one structured record per retry, lost race or outage to
 the ``ctxlake.store`` logger (the JSON formatter is configured once by the role's ``main``), and
 :func:`count` / :func:`counters` keep a process-wide tally per (key prefix, outcome) for a
-``/metrics`` endpoint (DESIGN.md §13: "412 count by key prefix").
+``/metrics`` endpoint (docs/design.md §13: "412 count by key prefix").
 
 Backends: ``file://`` (:mod:`lib.store.file`), ``s3://`` (:mod:`lib.store.s3`), ``memory://``
 (:mod:`lib.store.memory`, a fake for unit tests). Build one with :func:`open_store`. Only
-role scripts that are allowed the network call it (DESIGN.md §1).
+role scripts that are allowed the network call it (docs/design.md §1).
 """
 from __future__ import annotations
 

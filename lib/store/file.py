@@ -1,4 +1,4 @@
-"""``file://`` backend: the embedded store on a local folder (DESIGN.md §8).
+"""``file://`` backend: the embedded store on a local folder (docs/design.md §8).
 
 - ETag = sha256 hex of the object's bytes (so equal content ⇒ equal ETag, like S3 single-part).
 - Create-only: the bytes go to a temp file which is ``link()``-ed to the key — atomic, fails

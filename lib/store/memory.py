@@ -1,7 +1,7 @@
 """``memory://`` backend: an in-process fake with the exact semantics of the interface.
 
 For unit tests of code above the store (leases, gate, syncd) without disk or network
-(STYLE.md §3). ``clock`` can be replaced to simulate store time; ``fail_next`` injects faults.
+(docs/design.md §14). ``clock`` can be replaced to simulate store time; ``fail_next`` injects faults.
 Stores opened with the same ``memory://name`` in one process share their objects.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""``redis://`` backend for the live plane only (DESIGN.md §8 "planned", issue #12).
+"""``redis://`` backend for the live plane only (docs/design.md §8 "planned", issue #12).
 
 Past roughly 50 active agents, heartbeats, the roster and leases on plain object storage run
-into CAS contention and O(N) requests per poll interval (reference spec §11). This backend
+into CAS contention and O(N) requests per poll interval (docs/architecture.md, the live plane's ceiling). This backend
 keeps the exact Store contract so the live-plane code above it does not change; ``open_store``
 routes only ``live/`` keys here (:class:`lib.store.routed.RoutedStore`) — sessions, claims and
 snapshots stay on the lake.

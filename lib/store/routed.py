@@ -1,5 +1,5 @@
 """A store that sends the live plane (``live/`` keys) to one backend and everything else to the
-lake (DESIGN.md §8): the documented path past ~50 active agents is ``live_store = "redis://..."``
+lake (docs/design.md §8): the documented path past ~50 active agents is ``live_store = "redis://..."``
 while ``sessions/``, ``claims/`` and ``snapshot/`` stay on S3 or a local folder.
 
 The split is by key prefix only; each call goes to exactly one backend, so every guarantee of

@@ -1,7 +1,7 @@
-"""``s3://bucket[/prefix]`` backend: any S3-compatible object store through boto3 (DESIGN.md §8).
+"""``s3://bucket[/prefix]`` backend: any S3-compatible object store through boto3 (docs/design.md §8).
 
 Where it sits: syncd, maint, the operator CLI and the fleet operator reach the store through
-:func:`lib.store.open_store`; this module is the only one that talks S3 (STYLE.md §3, §13).
+:func:`lib.store.open_store`; this module is the only one that talks S3 (docs/design.md §14).
 
 How each primitive maps onto S3:
 
@@ -54,7 +54,7 @@ SeaweedFS 4.48 a conditional ``CompleteMultipartUpload`` is not atomic (8 concur
 with ``If-None-Match: *`` on one key produced 2, 1 and 8 winners in three rounds), while a
 single-part conditional PUT had exactly one winner in every round tested.
 
-boto3 is imported when an :class:`S3Store` is built, never at module import (STYLE.md §12).
+boto3 is imported when an :class:`S3Store` is built, never at module import (docs/design.md §14).
 """
 from __future__ import annotations
 
@@ -193,6 +193,30 @@ class S3Store:
         if server:
             self.server_header = server
         return _date(headers)
+
+    def delta_storage_options(self) -> dict:
+        """Storage options for delta-rs (``deltalake``) to reach the same bucket as this store:
+        endpoint, region and addressing resolved here, credentials from boto3's default chain
+        (frozen now; a table handle is short-lived), ``conditional_put=etag`` so each Delta
+        commit is a create-only PUT of ``_delta_log/<n>.json`` (docs/lake.md). Never logged.
+
+        :raises StoreError: boto3's default chain finds no credentials.
+        """
+        opts = {"AWS_REGION": self.region, "conditional_put": "etag",
+                "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false" if self.path_style else "true"}
+        if self.endpoint and not is_aws_endpoint(self.endpoint):
+            opts["AWS_ENDPOINT_URL"] = self.endpoint
+            if self.endpoint.startswith("http://"):
+                opts["AWS_ALLOW_HTTP"] = "true"
+        creds = self._session.get_credentials()
+        if creds is None:
+            raise StoreError(f"s3://{self.bucket}/{self.prefix}: boto3's default credential chain found no usable "
+                             "credentials for the Delta table: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a role")
+        frozen = creds.get_frozen_credentials()
+        opts.update(AWS_ACCESS_KEY_ID=frozen.access_key, AWS_SECRET_ACCESS_KEY=frozen.secret_key)
+        if frozen.token:
+            opts["AWS_SESSION_TOKEN"] = frozen.token
+        return opts
 
     def credential_source(self) -> str | None:
         """Name of the boto3 credential provider that supplied credentials (``env``,

@@ -273,7 +273,7 @@ def test_sessions_has_a_header_and_the_start_time(inited):
     for argv in (("import", "claude-code", "--path", transcript), ("sync", "--once"), ("maint", "--once"), ("sync", "--once")):
         assert inited.run(*argv).returncode == 0
     header, row = inited.run("sessions").stdout.splitlines()[:2]
-    assert header.split()[:4] == ["started", "(UTC)", "agent", "repo"]
+    assert header.split()[:4] == ["STARTED", "DURATION", "AGENT", "REPO"]
     assert row.startswith("2026-02-10 21:11")  # the session's first event, not its end
 
 

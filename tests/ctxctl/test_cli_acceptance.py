@@ -1,4 +1,4 @@
-"""Acceptance cases 1–10 of the ctxctl contract (reference §7): outline, symbol and read on the
+"""Acceptance cases 1–10 of the ctxctl contract (docs/ctxctl.md, Tests): outline, symbol and read on the
 21-line Rust fixture, errors and exit codes, JSON envelopes."""
 from __future__ import annotations
 

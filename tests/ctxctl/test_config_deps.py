@@ -1,4 +1,4 @@
-"""Acceptance cases 22–24 (reference §7): config discovery and precedence, deps
+"""Acceptance cases 22–24 (docs/ctxctl.md, Tests): config discovery and precedence, deps
 classification, byte stability."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Acceptance cases 18–21 (reference §7) for ``exec`` and its compressor, plus what goes
+"""Acceptance cases 18–21 (docs/ctxctl.md, Tests) for ``exec`` and its compressor, plus what goes
 beyond the contract: ANSI and progress-bar stripping, repeated-line collapse, raw-output
 recovery, the process-group timeout."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Acceptance cases 11–17 (reference §7): per-language symbol lists, doc comments, markup,
+"""Acceptance cases 11–17 (docs/ctxctl.md, Tests): per-language symbol lists, doc comments, markup,
 ``.h`` routing, compact-view safety, deep nesting. Sources are parsed in-process."""
 from __future__ import annotations
 

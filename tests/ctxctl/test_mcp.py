@@ -1,4 +1,4 @@
-"""Acceptance case 25 (reference §7) and the MCP error table: protocol frames over a real
+"""Acceptance case 25 (docs/ctxctl.md, Tests) and the MCP error table: protocol frames over a real
 ``ctxctl.py mcp`` process, argument rules and workspace pinning through the adapter, and the
 official ``mcp`` SDK client end to end over stdio."""
 from __future__ import annotations
@@ -87,7 +87,7 @@ def test_protocol_frames(workspace):
 
 
 def test_adapter_runs_on_the_shared_jsonrpc_loop(adapter, workspace):
-    """DESIGN.md §11: ``ctxctl mcp`` is ``lib.jsonrpc.Server`` set to ctxctl's contract."""
+    """docs/design.md §11: ``ctxctl mcp`` is ``lib.jsonrpc.Server`` set to ctxctl's contract."""
     import io
 
     from lib import jsonrpc

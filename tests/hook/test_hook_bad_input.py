@@ -1,4 +1,4 @@
-"""hook.py fails open on bad input and captures every real payload (DESIGN.md §2 inv. 12, §3, §6).
+"""hook.py fails open on bad input and captures every real payload (docs/design.md §2 inv. 12, §3, §6).
 
 The hook runs exactly as a runtime runs it — ``python -I -S hook.py claude_code [<event>]`` with
 the payload on stdin — both synchronously (``CTXLAKE_HOOK_SYNC=1``) and detached (the capture

@@ -1,7 +1,7 @@
 """Contention proof, short version (~10 s per backend; the 60 s run is
 ``bench/lease_contention.py``): 50 agents, each with its own store client, fight for 5 keys with
 random acquire/renew/release/crash; an independent checker proves there was never more than one
-unexpired holder per key and every refusal named the real holder (DESIGN.md §9, §12)."""
+unexpired holder per key and every refusal named the real holder (docs/design.md §9, §12)."""
 from __future__ import annotations
 
 import pytest

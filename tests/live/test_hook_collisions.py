@@ -1,6 +1,6 @@
 """Collision warnings in hook.py: Claude Code PreToolUse on Edit/Write/MultiEdit/NotebookEdit
 against the cached lease view and the roster's recent edits, as a real hook process
-(``python -I -S hook.py claude_code``) with real-shaped payloads (DESIGN.md §6, §9).
+(``python -I -S hook.py claude_code``) with real-shaped payloads (docs/design.md §6, §9).
 
 Answer fields per the Claude Code hooks reference: ``hookSpecificOutput.additionalContext``
 (read by the model) and top-level ``systemMessage`` (shown to the user) under policy ``warn``;

@@ -1,4 +1,4 @@
-"""Every transition of the lease state machine (DESIGN.md §9): the pure decisions, then the
+"""Every transition of the lease state machine (docs/design.md §9): the pure decisions, then the
 CAS shell on the in-memory store with a fake store clock.
 
 States: absent · garbage · free (released) · held by me (live / expired) · held by another

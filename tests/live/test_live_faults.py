@@ -1,5 +1,5 @@
 """Faults of the live plane: the store goes away, a lease object holds garbage, a host's clock
-is ten minutes off (DESIGN.md §9, invariants 6 and 12)."""
+is ten minutes off (docs/design.md §9, invariants 6 and 12)."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,5 @@
 """The maintenance lease is an ordinary lease (same code path) and its epoch fences the snapshot
-pointer: a maint whose lease lapsed while it worked cannot swap the pointer (DESIGN.md §9)."""
+pointer: a maint whose lease lapsed while it worked cannot swap the pointer (docs/design.md §9)."""
 from __future__ import annotations
 
 import json

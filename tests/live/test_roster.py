@@ -1,5 +1,5 @@
 """Heartbeats and the roster: carry-forward, pruning by the store clock, rebuild cadence, CAS
-publication with "412 = use theirs", join/leave edits (DESIGN.md §9)."""
+publication with "412 = use theirs", join/leave edits (docs/design.md §9)."""
 from __future__ import annotations
 
 import json

@@ -268,7 +268,7 @@ def test_an_agent_retired_by_the_fleet_operator_is_not_resurrected_until_it_work
 
 def test_fleet_claim_and_release_through_the_real_mcp_tools(home, cfg, git_repo):
     """The MCP server's fleet_claim/fleet_release queue records; syncd applies them in one pass;
-    fleet_status then reports the outcome and the lease (DESIGN.md §9, §11)."""
+    fleet_status then reports the outcome and the lease (docs/design.md §9, §11)."""
     import time
 
     from lib import mcp_tools

@@ -1,4 +1,4 @@
-"""Import discipline (DESIGN.md §1): ``mcp_server.py`` never imports a store client, an Arrow or
+"""Import discipline (docs/design.md §1): ``mcp_server.py`` never imports a store client, an Arrow or
 DuckDB engine, jsonschema, or anything that opens sockets — checked in a fresh interpreter both
 after ``import mcp_server`` and after serving a session that calls every tool."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""lib/jsonrpc.py hosts ctxctl's MCP adapter unchanged (DESIGN.md §11: the loop is shared): a
+"""lib/jsonrpc.py hosts ctxctl's MCP adapter unchanged (docs/design.md §11: the loop is shared): a
 server pinned to 2025-03-26, ``"id": null`` as a notification, and ctxctl's own ``tools/list``
 and ``tools/call`` (whose argument errors are in-band results, not -32602) registered on it."""
 from __future__ import annotations

@@ -80,3 +80,14 @@ def test_render_scrubs_again_a_secret_the_capture_missed():
 def test_digest_summary_of_a_secret_prompt_is_scrubbed_at_capture():
     d = _session_with_prompt("use API_KEY=abc123def456xyz for the deploy")
     assert "abc123def456xyz" not in d["summary"]
+
+
+def test_a_session_line_names_its_agent_repo_and_first_three_files_written():
+    from lib import briefing
+
+    s = {"agent_id": "alice", "repo": "spotter", "ended_at": "2026-11-29T10:00:00Z", "summary": "fixed the parser",
+         "files_touched": ["lib/a.ex", "lib/b.ex", "lib/c.ex", "lib/d.ex"]}
+    text, _ = briefing.render([], [s], [])
+    line = next(ln for ln in text.splitlines() if "fixed the parser" in ln)
+    assert line.startswith("- [alice in spotter, 2026-11-29T10:00]")
+    assert line.endswith(" — files: lib/a.ex, lib/b.ex, lib/c.ex (+1 more)")

@@ -1,5 +1,5 @@
 """Embedders: WordLlama from its own wheel with the network blocked, the hashing fallback, and
-the embedder id travelling with the snapshot (DESIGN.md §10)."""
+the embedder id travelling with the snapshot (docs/design.md §10)."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""The promotion gate as a pure function, and claim identity/fold (DESIGN.md §10)."""
+"""The promotion gate as a pure function, and claim identity/fold (docs/design.md §10)."""
 from __future__ import annotations
 
 from lib import claims, gate

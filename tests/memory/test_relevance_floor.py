@@ -1,4 +1,4 @@
-"""memory_search returns nothing rather than the least-bad claim (DESIGN.md §10)."""
+"""memory_search returns nothing rather than the least-bad claim (docs/design.md §10)."""
 from __future__ import annotations
 
 import os

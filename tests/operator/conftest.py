@@ -1,4 +1,4 @@
-"""A fleet on a store with two agents, their heartbeats, a roster and leases (DESIGN.md §9)."""
+"""A fleet on a store with two agents, their heartbeats, a roster and leases (docs/design.md §9)."""
 from __future__ import annotations
 
 import itertools

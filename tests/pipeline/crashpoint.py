@@ -9,8 +9,10 @@ no ``finally``, no flush, exactly like a power cut or the OOM killer at that ins
 - ``save_pending`` / ``save``: right after a spool watermark was written with / without a
   pending batch (``save_pending`` = the write-ahead record is durable, the PUT has not happened);
 - ``put_<kind>`` / ``before_<kind>``: right after / before a successful store PUT, with
-  ``kind`` one of ``seg``, ``sealed``, ``part``, ``current``, ``digest``, ``snapshot``,
-  ``live``, ``other``;
+  ``kind`` one of ``seg``, ``sealed``, ``manifest`` (a pass manifest next to the Delta table),
+  ``ledger``, ``digest``, ``snapshot``, ``live``, ``other``;
+- ``delta_commit``: right after delta-rs wrote a Delta commit (the MERGE or the table's
+  creation returned), before maint recorded anything about it;
 - ``unlink_spool``: right after a spool file (or ``.done`` marker) was deleted;
 - ``any``: every one of the above.
 
@@ -36,7 +38,9 @@ def key_kind(key: str) -> str:
         if key.endswith("/digest.json"):
             return "digest"
     if key.startswith("compacted/"):
-        return "current" if key.endswith("/_CURRENT") else "part"
+        if "/_ctxlake/passes/" in key:
+            return "manifest"
+        return "ledger" if "/_ctxlake/" in key else "other"
     if key.startswith("snapshot/"):
         return "snapshot"
     if key.startswith("live/"):
@@ -90,6 +94,25 @@ def install(spec: str) -> None:
             point("unlink_spool")
 
     os.unlink = unlink
+
+    import deltalake
+    import deltalake.table
+
+    real_write = deltalake.write_deltalake
+    real_execute = deltalake.table.TableMerger.execute
+
+    def write_deltalake(*args, **kwargs):
+        out = real_write(*args, **kwargs)
+        point("delta_commit")
+        return out
+
+    def execute(self):
+        out = real_execute(self)
+        point("delta_commit")
+        return out
+
+    deltalake.write_deltalake = write_deltalake
+    deltalake.table.TableMerger.execute = execute
 
 
 def main() -> None:

@@ -31,11 +31,9 @@ def ship_and_maint(paths, store, cfg) -> tuple[ship.ShipStats, dict]:
 
 
 def compacted(store, fleet: str = FLEET) -> list[dict]:
-    """Every envelope of the fleet's current compacted parts."""
-    out = []
-    for key in lake.current_parts(store, fleet):
-        out.extend(lake.decode(store.get(key).data))
-    return out
+    """Every envelope in the current version of the fleet's Delta table."""
+    t = lake.query(store, fleet, "SELECT envelope_json FROM events")
+    return [] if t is None else [json.loads(raw) for raw in t.column("envelope_json").to_pylist()]
 
 
 def digests(store, fleet: str = FLEET) -> dict[str, dict]:

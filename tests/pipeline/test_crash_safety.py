@@ -1,4 +1,4 @@
-"""Crash safety of the spool → lake pipeline (DESIGN.md §2 invariant 2, §3, §4, §5).
+"""Crash safety of the spool → lake pipeline (docs/design.md §2 invariant 2, §3, §4, §5).
 
 ``syncd.py --once`` and ``maint.py --once`` run as real subprocesses and are SIGKILLed at random
 points, over and over, then restarted until a run completes. The kill points are random in two
@@ -13,8 +13,9 @@ What must hold:
 - after a completed pass, every spooled envelope is in exactly one segment row (a replay after a
   crash re-sends the same bytes under the same key, so nothing is duplicated), and sealed
   sessions' spool files are gone;
-- after compaction (maint, also killed mid-pass), the current compacted parts hold every
-  envelope exactly once — also the rows a session re-sent after its watermark was lost.
+- after compaction (maint, also killed mid-pass, also right after its Delta commit landed), the
+  fleet's Delta table holds every envelope exactly once — also the rows a session re-sent after
+  its watermark was lost.
 
 And the torn-line cases: half a line followed by a whole one loses only the fragment; a torn
 final line without a newline is dropped, and counted, only once the session is done.
@@ -385,26 +386,29 @@ def test_sigkill_anywhere_loses_nothing_and_duplicates_nothing(home, role_env, t
 
     # compaction again, killed at two exact crash points (each kill costs a lease TTL of waiting),
     # then completed
-    mkills2, msum = _crash_maint(home, env, rng, ["at:put_part:1", "at:put_current:1"], log_path=log_path)
+    mkills2, msum = _crash_maint(home, env, rng, ["at:put_manifest:1", "at:delta_commit:1"], log_path=log_path)
     assert mkills1 + mkills2 >= 2, (mkills1, mkills2)
     assert mkills2 == 2, "both exact crash points are on the way of a compaction that has work to do"
 
-    # every envelope exactly once in the current compacted parts
-    parts = lake.current_parts(store, FLEET)
-    assert parts
-    compacted = Counter(e["event_id"] for key in parts for e in lake.decode(store.get(key).data))
+    # every envelope exactly once in the current version of the Delta table
+    table = lake.query(store, FLEET, "SELECT event_id, session_id, fleet_id, envelope_json FROM events")
+    compacted = Counter(table.column("event_id").to_pylist())
     dupes = {i: c for i, c in compacted.items() if c > 1}
     assert not dupes, f"{len(dupes)} duplicate(s) after compaction (seed {seed})"
     assert set(compacted) == all_ids(), (f"{len(all_ids() - set(compacted))} missing, "
                                          f"{len(set(compacted) - all_ids())} unexpected (seed {seed})")
-    assert sum(compacted.values()) == 10_000 + appended["n"]
-    # the typed columns agree with the envelopes (read with pyarrow directly)
-    table = lake.read_table(store.get(parts[0]).data, columns=["event_id", "session_id", "fleet_id"])
+    assert table.num_rows == 10_000 + appended["n"]
+    # the typed columns agree with the envelopes
     assert set(table.column("fleet_id").to_pylist()) == {FLEET}
-    assert set(table.column("session_id").to_pylist()) <= set(plan)
-    pointers = [json.loads(store.get(e.key).data) for e in store.list("compacted/") if e.key.endswith("/_CURRENT")]
-    assert sum(p["sessions"] for p in pointers) == len(plan)
-    assert sum(p["rows"] for p in pointers) == len(all_ids())
+    assert set(table.column("session_id").to_pylist()) == set(plan)
+    assert all(json.loads(raw)["event_id"] == eid for eid, raw in
+               zip(table.column("event_id").to_pylist(), table.column("envelope_json").to_pylist()))
+    # the ledger knows every bronze segment is in the table, so the next pass has nothing to do
+    ledger = lake.Ledger.load(store, FLEET)
+    segments = {e.key for e in store.list("sessions/") if "/seg-" in e.key}
+    assert set(ledger.segments) == segments
+    again = _finish(_start("maint.py", env, log_path))
+    assert again["ran"] and again["compacted"] == 0 and again["rows_out"] == 0, again
 
 
 # -- torn lines ------------------------------------------------------------------------------

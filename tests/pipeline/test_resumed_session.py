@@ -1,4 +1,4 @@
-"""A session resumed after it was sealed ships its new lines (DESIGN.md §2 invariant 2, §3).
+"""A session resumed after it was sealed ships its new lines (docs/design.md §2 invariant 2, §3).
 
 Watermarks are kept after sealing (so a resumed session id does not restart at ``seg-000000``)
 and key spool files by identity ``dev:inode``. Once sealing deleted the spool files, their

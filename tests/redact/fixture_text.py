@@ -4,7 +4,7 @@ Used by the redaction tests (what fires on real tool output) and by ``bench/reda
 (negatives and the 1 MiB timing sample). Each item is a :class:`Field`: source file name, line
 number (1-based), envelope field (``content`` for prompts/assistant text/thinking,
 ``tool.input`` and ``tool.result`` for tool calls), the text, and whether the entropy rule
-applies (tool fields only, DESIGN.md §7). Tool input is rendered as compact JSON exactly as
+applies (tool fields only, docs/design.md §7). Tool input is rendered as compact JSON exactly as
 ``lib.envelope.to_text`` does; a tool result given as a list of content blocks is rendered the
 same way, so the scanner sees what the builder would scrub.
 """
@@ -74,7 +74,7 @@ def iter_fields(paths=None):
 def tool_output_sample(limit_bytes: int = 1 << 20) -> str:
     """About ``limit_bytes`` of real tool input/output, newline-joined, cycling the fixtures.
 
-    The 1 MiB redaction budget (DESIGN.md §12) is measured on this text. The result is cut on a
+    The 1 MiB redaction budget (docs/design.md §12) is measured on this text. The result is cut on a
     character boundary at ``limit_bytes`` UTF-8 bytes.
     """
     parts: list[str] = []

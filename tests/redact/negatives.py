@@ -1,6 +1,6 @@
 """Hard negatives: text that looks secret-ish but is not, and must come out of ``scrub`` unchanged.
 
-``MUST_STAY_CLEAN`` is reference spec §6's tested false-positive list (plus DESIGN.md §7's
+``MUST_STAY_CLEAN`` is docs/security.md, Redaction's tested false-positive list (plus docs/design.md §7's
 "git SHAs, ULIDs, UUIDs, paths and ordinary prose"). :func:`hard_negatives` generates, with a
 seeded RNG, the categories the redactor trades recall against: lock-file hashes, image payloads,
 minified JS, ids, long paths, test names, placeholder assignments. Each item is scanned as tool

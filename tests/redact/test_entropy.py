@@ -1,4 +1,4 @@
-"""Entropy rule on tool input/output (DESIGN.md §7 step 4) and its exclusions."""
+"""Entropy rule on tool input/output (docs/design.md §7 step 4) and its exclusions."""
 from __future__ import annotations
 
 import base64

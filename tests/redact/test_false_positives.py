@@ -1,5 +1,5 @@
 """The false-positive floor: each category the redactor trades recall against, decided by a test
-(DESIGN.md §7 "must stay clean"; reference spec §6's tested list). Everything is scanned as tool
+(docs/design.md §7 "must stay clean"; docs/security.md, Redaction's tested list). Everything is scanned as tool
 output, the strictest mode."""
 from __future__ import annotations
 

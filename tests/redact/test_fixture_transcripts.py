@@ -48,7 +48,7 @@ def test_judged_hits_replace_only_high_entropy_runs():
 
 
 def test_tool_use_ids_and_session_ids_survive():
-    """The tool-use id is the join key to transcripts (DESIGN.md §5): it must never be
+    """The tool-use id is the join key to transcripts (docs/design.md §5): it must never be
     redacted, nor the session UUIDs and paths around it."""
     for f in iter_fields():
         if f.field == "tool.input" and "toolu_01" in f.text:

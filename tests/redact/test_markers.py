@@ -1,4 +1,4 @@
-"""Secret markers: any hit withholds the whole value (DESIGN.md §7 step 1, reference spec §6).
+"""Secret markers: any hit withholds the whole value (docs/design.md §7 step 1, docs/security.md, Redaction).
 
 Positives come from ``secrets_corpus`` (documented formats, seeded fakes); each negative is the
 bare prefix in prose or code, which must stay clean (reference bug 12.2 #7).

@@ -1,4 +1,4 @@
-"""Path denylist and placement in lib/envelope.Builder (DESIGN.md §5, §7; reference bugs 12.2
+"""Path denylist and placement in lib/envelope.Builder (docs/design.md §5, §7; reference bugs 12.2
 #6 and #8)."""
 from __future__ import annotations
 

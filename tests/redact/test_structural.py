@@ -1,4 +1,4 @@
-"""Structural spans and prefixed tokens, replaced in place (DESIGN.md §7 steps 2–3)."""
+"""Structural spans and prefixed tokens, replaced in place (docs/design.md §7 steps 2–3)."""
 from __future__ import annotations
 
 import pytest
@@ -40,7 +40,7 @@ def test_inplace_exact_output(text, expected):
 
 
 @pytest.mark.parametrize("text", [
-    # reference spec §6 must-stay-clean items for these rules
+    # docs/security.md, Redaction must-stay-clean items for these rules
     "DATABASE_URL=postgres://db.internal:5432/prod",
     "call 415-555-0134 now", "zip 94107-1234", "900-45-6789 is not an SSN", "666-12-3456 neither",
     "000-12-3456 nor", "123-00-4567 nor", "123-45-0000 nor",

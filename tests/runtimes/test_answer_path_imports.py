@@ -1,5 +1,5 @@
 """The Cursor and Hermes answer paths import neither ``json``, ``re`` nor ``dataclasses`` (hook
-latency budget, DESIGN.md §12), and their capture imports only the standard library."""
+latency budget, docs/design.md §12), and their capture imports only the standard library."""
 from __future__ import annotations
 
 import json

@@ -1,7 +1,7 @@
 """Store fixtures: ``store`` is one fresh, empty store per test, parametrized over every backend
 (``memory://``, ``file://`` on a temporary folder, ``s3://`` on the session's SeaweedFS server,
 ``redis://`` on the session's redis-server — the live-plane backend),
-so each behaviour in the conformance suite is written once (STYLE.md §4)."""
+so each behaviour in the conformance suite is written once (docs/design.md §14)."""
 from __future__ import annotations
 
 import uuid

@@ -1,4 +1,4 @@
-"""The store contract (lib/store/__init__.py, DESIGN.md §8), each behaviour written once and run
+"""The store contract (lib/store/__init__.py, docs/design.md §8), each behaviour written once and run
 against every backend: ``memory://``, ``file://`` and a real S3 server (SeaweedFS)."""
 from __future__ import annotations
 

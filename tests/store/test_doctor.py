@@ -59,7 +59,8 @@ def test_doctor_behind_a_header_stripping_proxy_reports_missing_conditional_writ
     assert "If-None-Match: * ignored" in rows["cas_repeat"]["detail"]
     assert doctor.exit_code(result) == 1  # leases would be granted twice there: refused, loudly
     table = doctor.render_table(result)
-    assert table.count("FAILED") == 4 and "cost: no create-only" in table
+    assert table.count("FAILED") == 5 and "cost: no create-only" in table  # 4 primitives + Delta commits
+    assert "Delta table commits" in table and "maint refuses to commit" in table
     assert "verdict: UNSAFE for the live plane" in table and "refuse leases, roster and the maintenance lease" in table
     assert list(open_store(url).list("_meta/")) == []
 

@@ -1,4 +1,4 @@
-"""The ``file://`` store's conditional writes hold across processes (DESIGN.md §8, invariant 4).
+"""The ``file://`` store's conditional writes hold across processes (docs/design.md §8, invariant 4).
 
 Eight worker processes (fresh interpreters, each with its own ``FileStore``) meet at a barrier,
 then all fire the same conditional write at one key. Per round, for each primitive, exactly one

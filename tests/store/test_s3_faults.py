@@ -1,6 +1,6 @@
 """S3 backend under faults, against a real SeaweedFS: a missing bucket, wrong credentials, a server
 that stops mid-run, and a proxy that drops conditional headers. Every failure must arrive as the
-store error that tells the caller what to do next (STYLE.md §5)."""
+store error that tells the caller what to do next (docs/design.md §14)."""
 from __future__ import annotations
 
 import logging
