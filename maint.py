@@ -191,7 +191,7 @@ def _compact(cfg, store, scan: dict, epoch: int, renew, log, now, summary: dict)
             res = lake.commit(store, fleet, rows, epoch=epoch, pass_id=pass_id,
                               config=lake.table_config(cfg.lake.checkpoint_every, cfg.lake.log_retention_days,
                                                        cfg.lake.vacuum_hours),
-                              log=log, before_commit=lambda: renew.tick(force=True))
+                              log=log, before_commit=lambda: renew.tick(force=True), refuse_forged=True)
         except lake.Fenced:
             raise
         except lake.TableError as exc:  # outage or damage: nothing half-visible, bronze kept, next pass retries

@@ -467,7 +467,7 @@ def table_config(checkpoint_every: int, log_retention_days: int, vacuum_hours: i
 
 
 def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | None = None,
-           log=lambda *a, **k: None, before_commit=lambda: None) -> dict:
+           log=lambda *a, **k: None, before_commit=lambda: None, refuse_forged: bool = False) -> dict:
     """One maintenance commit: MERGE ``rows`` (a ``pyarrow.Table`` from :func:`table_rows`)
     into the fleet's table on :data:`EVENT_KEY` — matched rows whose ``envelope_json`` changed
     are updated, new keys inserted, nothing deleted — or create the table with them.
@@ -475,7 +475,10 @@ def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | 
     The commit carries ``txn(appId=ctxlake-maint, version=epoch)`` and ``commitInfo``
     ``ctxlake.pass_id`` / ``ctxlake.maint_epoch``. Before every attempt the table is re-read:
     a recorded txn version equal to ``epoch`` means this pass already committed (a retry after
-    an outage ate the answer) and nothing is written again; a higher one raises :class:`Fenced`.
+    an outage ate the answer) and nothing is written again; a higher one raises :class:`Fenced`
+    — unless ``refuse_forged`` and ``before_commit`` (the lease renewal) still succeeds: the
+    caller holds the maintenance lease at ``epoch``, so no lease ever issued the higher version,
+    which is logged (``lake_txn_epoch_refused``) and replaced by this commit, never obeyed.
     delta-rs refuses a commit racing one that carries the same app id, so a fenced-out pass
     cannot slip in between the check and the write either. Lost races and store errors are
     retried :data:`COMMIT_RETRIES` times. ``before_commit`` runs before each attempt (maint
@@ -504,7 +507,13 @@ def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | 
         dt = open_table(store, fleet)
         done = dt.transaction_version(APP_ID) if dt is not None else None
         if done is not None and done > epoch:
-            raise Fenced(f"the table at {uri} has a maintenance commit of epoch {done} > ours ({epoch})")
+            before_commit()  # raises when our lease was lost or taken: then that epoch is real and we are fenced
+            if refuse_forged:  # still ours: epochs only grow by acquiring this lease, so none ever issued `done`
+                log("lake_txn_epoch_refused", recorded=done, epoch=epoch, detail="no maintenance lease issued it; "
+                    "committing with ours replaces it")
+                done = None
+            else:
+                raise Fenced(f"the table at {uri} has a maintenance commit of epoch {done} > ours ({epoch})")
         if done == epoch:
             log("lake_commit_already_done", version=dt.version(), epoch=epoch, pass_id=pass_id)
             return {"version": dt.version(), "committed": False, "inserted": 0, "updated": 0, "attempts": attempt}

@@ -87,7 +87,7 @@ def test_a_handoff_reaches_another_agent_on_another_host(tmp_path):
     alice_mcp = dict(alice, CTXLAKE_SESSION_ID=SESSION)
     handoff, proposal = anyio.run(_calls, alice_mcp, repo_a, [
         ("fleet_handoff", {"summary": SUMMARY, "status": "in_progress", "next": NEXT}),
-        ("memory_propose", {"claim": "the lexer is table-driven since the scanner rewrite", "type": "outcome",
+        ("memory_propose", {"claim": "the table-driven lexer lives in src/parser/lexer.py", "type": "preference",
                             "subject": "parser", "evidence": [{"session_id": SESSION, "message_id": "toolu_01LEX"}]})])
     assert handoff["queued"] is True and proposal["queued"] is True
     _hook(alice, repo_a, _payload("SessionEnd", repo_a, reason="exit"))
@@ -111,7 +111,8 @@ def test_a_handoff_reaches_another_agent_on_another_host(tmp_path):
     assert note["agent_id"] == "alice" and note["summary"] == SUMMARY and note["next"] == NEXT
     assert note["repo"] == REPO_ID and note["session_id"] == SESSION
 
-    # the claim is found under the id memory_propose answered
+    # the claim is found under the id memory_propose answered (a preference: a person approves it, since
+    # an agent citing only its own session cannot promote a claim, docs/memory.md)
     cid = proposal["claim_id"]
     listed = _run(bob, os.path.join(ROOT, "ctxlake.py"), "claims", "--explain").stdout.decode()
     assert cid in listed

@@ -143,7 +143,7 @@ def test_a_reshipped_event_updates_its_row_and_never_duplicates(home, monkeypatc
     fresh = dict(envs[i], event_id=envs[i]["event_id"][:-4] + "ZZZZ", content="an event the first import missed")
     import pyarrow as pa  # envs[j] re-sent byte for byte (its spool line as envelope_json)
 
-    store.put(lake.segment_key(prefix, 1), lake.encode(pa.concat_tables([lake.to_table([changed, fresh]), first.slice(j, 1)])))
+    store.put(lake.segment_key(prefix, 1), lake.encode(pa.concat_tables([lake.to_table([changed, fresh]), first.slice(j, 1)], promote_options="permissive")))
     log = Log()
     out = maint.run_once(cfg, store, log)
     assert out["compacted"] == 1 and out["rows_out"] == 3

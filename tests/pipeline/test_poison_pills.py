@@ -30,8 +30,7 @@ def test_poison_pills_are_made_holdable_and_the_rest_of_the_session_ships(home):
     assert {r.get("content") for r in rows} >= {"before the poison", "after the poison", "cut emoji \ufffd\ufffd\ufffd"}
     tool = next(r for r in rows if r["event_type"] == "tool_call")["tool"]
     assert tool["duration_ms"] == 1e30 and tool["exit_code"] == 99999999999  # the original, in the envelope JSON
-    part = lake.read_table(store.get(lake.current_parts(store, lakeutil.FLEET)[0]).data,
-                           columns=["event_type", "exit_code", "duration_ms", "output_tokens"]).to_pylist()
+    part = lake.query(store, lakeutil.FLEET, "SELECT event_type, exit_code, duration_ms, output_tokens FROM events").to_pylist()
     typed = next(r for r in part if r["event_type"] == "tool_call")
     assert typed["exit_code"] is None and typed["duration_ms"] is None
     assert next(r for r in part if r["event_type"] == "assistant")["output_tokens"] is None

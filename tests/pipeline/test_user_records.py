@@ -197,10 +197,8 @@ def test_kinds_failure_reasons_titles_and_compaction_reach_typed_lake_columns(ho
     for name in ("spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl", "claude-code-viewer__fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"):
         import_path(os.path.join(T, name), paths, fleet_id=lakeutil.FLEET, agent_id=lakeutil.AGENT)
     lakeutil.ship_and_maint(paths, store, cfg)
-    rows = []
-    for key in lake.current_parts(store, lakeutil.FLEET):
-        rows += lake.read_table(store.get(key).data, columns=["event_type", "user_kind", "failure_reason", "title",
-                                                             "compact_trigger", "pre_tokens", "runtime_version"]).to_pylist()
+    rows = lake.query(store, lakeutil.FLEET, "SELECT event_type, user_kind, failure_reason, title, compact_trigger, "
+                                            "pre_tokens, runtime_version FROM events").to_pylist()
     assert {"task_notification", "interrupt", "compaction_summary"} <= {r["user_kind"] for r in rows}
     assert {"exit_code", "cancelled_sibling"} & {r["failure_reason"] for r in rows}
     assert any(r["compact_trigger"] == "auto" and r["pre_tokens"] == 167094 for r in rows)
