@@ -3,8 +3,10 @@ server, driven by a scripted model.
 
 Two sessions of one agent on one host. Session 1 runs a shell command, reads, edits and writes
 files, calls ``mcp__ctxlake__fleet_status``, runs a failing command and proposes a claim through
-``mcp__ctxlake__memory_propose`` citing its own first command. Then ``syncd --once``,
-``maint --once``, ``syncd --once`` turn it into a sealed, digested session and a briefing.
+``mcp__ctxlake__memory_propose`` citing its own first command. Then ``syncd --once`` and
+``maint --once`` turn it into a sealed, digested session; the claim is a preference, which a
+person approves (``ctxlake claims --approve``: an agent citing only its own session cannot promote
+a claim, docs/memory.md), and ``maint --once``, ``syncd --once`` render the briefing.
 Session 2 starts, gets that briefing at SessionStart, and asks ``memory_search``.
 
 Everything is proved from the outside: the recorder hook's payloads against the spool, the
@@ -35,7 +37,7 @@ def _session_one(project: str) -> list:
         sid = request["headers"].get("x-claude-code-session-id")
         assert sid, "Claude Code sends its session id with every request"
         return [tool("mcp__ctxlake__memory_propose", {
-            "claim": CLAIM, "type": "environment", "subject": "demo out.txt",
+            "claim": CLAIM, "type": "preference", "subject": "demo out.txt",
             "evidence": [{"session_id": sid, "message_id": "toolu_e2e_s1_t0_0"}]})]
 
     return [
@@ -63,7 +65,13 @@ def run(claude_bin, model, tmp_path_factory, scenario_timer):
         spool_first = fleet.spool("claude_code", first["session_id"])
         with open(os.path.join(fleet.home, "spool", "claude_code", first["session_id"] + ".done")) as fh:
             done_first = json.load(fh)
+        mcp_first = fleet.mcp_records()  # syncd drains and reclaims the MCP spool
         fleet.syncd_once()
+        fleet.maint_once()
+        from lib import claims
+
+        approved = fleet.ctxlake("claims", "--approve", claims.claim_id("preference", CLAIM))
+        assert approved.returncode == 0, approved.stdout + approved.stderr
         fleet.maint_once()
         fleet.syncd_once()
         briefing = fleet.cache_file("briefing.json")
@@ -72,7 +80,7 @@ def run(claude_bin, model, tmp_path_factory, scenario_timer):
         second = agent.run(model, "s2", "What does the fleet know about this repository?")
         out = {"fleet": fleet, "agent": agent, "installed": installed, "model_url": model.url, "first": first, "second": second,
                "recorded_first": recorded_first, "recorded": agent.recorded(), "spool_first": spool_first,
-               "done_first": done_first,
+               "done_first": done_first, "mcp_first": mcp_first,
                "briefing": briefing, "s1": model.bodies("s1"), "s2": model.bodies("s2")}
     if capture.capturing():
         _save_capture(out)
@@ -145,7 +153,7 @@ def test_the_mcp_call_went_through_our_server_and_its_result_reached_the_model(r
     assert "advisory" in answer
     queued = json.loads(result_text(tool_result(bodies, "toolu_e2e_s1_t6_0")))
     assert queued["queued"] is True and queued["kind"] == "proposed"
-    (rec,) = [r for r in run["fleet"].mcp_records() if r.get("kind") == "proposed"] or [None]
+    (rec,) = [r for r in run["mcp_first"] if r.get("kind") == "proposed"] or [None]
     assert rec is not None and rec["observed_by"] == AGENT and rec["claim"] == CLAIM
     assert rec["evidence"] == [{"session_id": run["first"]["session_id"], "message_id": "toolu_e2e_s1_t0_0"}]
 
