@@ -82,7 +82,6 @@ def _coerce(v, kind):
 
 
 INDEX_COLUMNS = {"embedder": str, "dim": int, "n": int, "ids": str, "subjects": str, "types": str, "matrix": bytes}
-SERVED = ("promoted", "contested")
 
 
 def vector_index_rows(claims: list[dict]) -> list[dict]:
@@ -97,11 +96,13 @@ def vector_index_rows(claims: list[dict]) -> list[dict]:
         import numpy as np
     except ImportError:
         return []
+    from lib.memory_index import SERVED_STATUSES
+
     groups: dict[str, list[dict]] = {}
     for c in sorted(claims, key=lambda x: x["claim_id"]):
         blob, eid = c.get("embedding"), c.get("embedder")
         if (isinstance(blob, (bytes, bytearray)) and blob and len(blob) % 4 == 0 and isinstance(eid, str)
-                and c.get("visible_to_agents") == 1 and c.get("status") in SERVED):
+                and c.get("visible_to_agents") == 1 and c.get("status") in SERVED_STATUSES):
             groups.setdefault(eid, []).append(c)
     out = []
     for eid in sorted(groups):
