@@ -158,7 +158,7 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
 def _ship_file(store, fh, path, runtime, wm, *, batch_rows, log, stats, should_stop, observe) -> bool:
     """Ship the new lines of one open spool file; True when ``should_stop()`` asked to stop."""
     st = os.fstat(fh.fileno())
-    ident = f"{st.st_dev}:{st.st_ino}"
+    ident = spool.identity(st)
     while True:
         if should_stop is not None and should_stop():
             return True
@@ -231,7 +231,7 @@ def _maybe_seal(store, paths, runtime, group, wm, stats, log) -> None:
             return  # rotated since the listing: not this pass
         with fh:
             st = os.fstat(fh.fileno())
-            ident, size = f"{st.st_dev}:{st.st_ino}", st.st_size
+            ident, size = spool.identity(st), st.st_size
             if wm.files.get(ident, 0) >= size:
                 continue
             _, end = spool.read_complete_lines(fh, wm.files.get(ident, 0))

@@ -228,7 +228,7 @@ def unlink_if_consumed(path: str, offsets: dict) -> str | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         st = os.fstat(fd)
-        ident = f"{st.st_dev}:{st.st_ino}"
+        ident = identity(st)
         try:
             cur = os.stat(path)
         except FileNotFoundError:
@@ -270,12 +270,9 @@ def session_files(directory: str) -> dict[str, dict]:
     return groups
 
 
-def file_identity(path: str) -> str | None:
-    """``"<dev>:<inode>"`` of ``path``, or ``None`` if it vanished."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
+def identity(st: os.stat_result) -> str:
+    """A spool file's identity ``"<dev>:<inode>"`` from its ``stat`` (of an open descriptor,
+    so a rotation between a stat by name and an open by name cannot swap two files)."""
     return f"{st.st_dev}:{st.st_ino}"
 
 
@@ -451,7 +448,7 @@ def backlog(spool_dir: str, state_dir: str | None = None) -> dict:
                 st = os.stat(os.path.join(root, name))
             except OSError:
                 continue
-            pending = st.st_size - int(offsets.get(f"{st.st_dev}:{st.st_ino}", 0))
+            pending = st.st_size - int(offsets.get(identity(st), 0))
             if pending <= 0:
                 continue
             total += pending
@@ -500,10 +497,14 @@ def consume_records(base_path: str, state_path: str, *, max_records: int = 10000
     files = _spool_files(base_path)
     records, new_offsets = [], dict(offsets)
     for path in files:
-        ident = file_identity(path)
-        if ident is None:
-            continue
-        lines, end = read_complete_lines(path, offsets.get(ident, 0), max_lines=max_records - len(records))
+        try:  # identity and bytes from one descriptor: a rotation between a stat by name and an
+            fh = open(path, "rb")  # open by name would apply one file's offset to another file
+        except FileNotFoundError:
+            continue  # rotated or reclaimed since the listing: read under its new name next pass
+        with fh:
+            st = os.fstat(fh.fileno())
+            ident = identity(st)
+            lines, end = read_complete_lines(fh, offsets.get(ident, 0), max_lines=max_records - len(records))
         recs, _ = decode_lines(lines)
         records.extend(recs)
         new_offsets[ident] = end
@@ -566,7 +567,7 @@ def reclaim_consumed(base_path: str, state_paths: list[str], lock_path: str) -> 
                 st = os.stat(path)
             except FileNotFoundError:
                 continue
-            ident = f"{st.st_dev}:{st.st_ino}"
+            ident = identity(st)
             if all(o.get(ident, -1) >= st.st_size for o in offsets):
                 done.append((path, ident, st.st_size))
         if not done:

@@ -62,13 +62,7 @@ def test_resumed_session_ships_lines_of_a_file_that_reuses_an_inode(home, monkey
     """Every spool file of the session gets the same identity, as on ext4 when the freed inode
     is handed out again (made deterministic here: whether ext4 reuses it depends on what else
     was created in between)."""
-    real = spool.file_identity
-
-    def reused_identity(path):
-        ident = real(path)
-        return None if ident is None else ident.split(":")[0] + ":4242"
-
-    monkeypatch.setattr(spool, "file_identity", reused_identity)
+    monkeypatch.setattr(spool, "identity", lambda st: f"{st.st_dev}:4242")
     ids, shipped = _resume_cycle(home)
     assert sorted(shipped) == sorted(ids), f"{len(set(ids) - set(shipped))} line(s) never shipped"
 
