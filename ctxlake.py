@@ -26,9 +26,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, ROOT)
 
-from lib.failures import Failure  # noqa: E402 - after the path insert (standard library only)
+from lib.failures import Failure
 
 
 def _epoch(value) -> float | None:
