@@ -4,7 +4,6 @@
 The command line lives in :mod:`lib.code.cli`; this entry script stays small because Python
 compiles a script on every run but caches a module's bytecode.
 """
-import os
 import sys
 
 from lib.code.cli import KIND_CHOICES, VERSION, build_parser, dispatch, fast_args, main

@@ -25,9 +25,9 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.abspath(__file__))
-
 from lib.failures import Failure
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 def _epoch(value) -> float | None:
