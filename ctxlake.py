@@ -30,29 +30,15 @@ from lib.failures import Failure
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
-def _epoch(value) -> float | None:
-    """Epoch seconds from a number or an ISO-8601 string; ``None`` for anything else."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str) and value:
-        from lib.envelope import parse_time
-
-        try:
-            return parse_time(value)
-        except ValueError:
-            return None
-    return None
-
-
 def _secs(secs: float) -> str:
     secs = max(0.0, secs)
     return f"{secs:.0f}s" if secs < 120 else f"{secs / 60:.0f}m" if secs < 7200 else f"{secs / 3600:.1f}h"
 
 
 def _age(ts) -> str:
-    t = _epoch(ts)
+    from lib.clock import parse_time
+
+    t = parse_time(ts)
     return "never" if t is None else _secs(time.time() - t) + " ago"
 
 
@@ -69,14 +55,14 @@ def _roster_agents(roster, now: float | None = None) -> list[dict]:
         agents = [dict(v, agent_id=v.get("agent_id") or k) for k, v in agents.items() if isinstance(v, dict)]
     if not isinstance(agents, list):
         return []
-    now = time.time() if now is None else now
-    st, rt = _epoch(roster.get("store_time")), _epoch(roster.get("refreshed_at"))
-    store_now = now + (st - rt if st is not None and rt is not None else 0.0)
+    from lib.clock import parse_time, view_now
+
+    store_now = view_now(roster, now)
     out = []
     for a in agents:
         if not isinstance(a, dict) or not a.get("agent_id"):
             continue
-        updated = _epoch(a.get("updated_at"))
+        updated = parse_time(a.get("updated_at"))
         out.append({"agent_id": str(a["agent_id"]), "runtime": str(a.get("runtime") or "?"),
                     "task": str(a["task"]) if a.get("task") else "", "repo": a.get("repo"), "branch": a.get("branch"),
                     "age_secs": None if updated is None else max(0.0, store_now - updated)})
@@ -99,8 +85,7 @@ def cmd_init(args, cfg, out) -> int:
     config with another fleet or store is replaced only with ``--force``.
     Example: ``ctxlake init --store file://~/.ctxlake/lake --fleet team-a``
     """
-    from lib import config
-    from lib.paths import safe_segment
+    from lib import config, keys
     from lib.store import CREATE, PreconditionFailed, StoreError, open_store
 
     try:
@@ -121,7 +106,7 @@ def cmd_init(args, cfg, out) -> int:
                                  "pass --force to replace it, then run `ctxlake install` again so the hooks speak "
                                  "the new fleet")
     try:
-        key = f"_meta/fleets/{safe_segment(args.fleet)}.json"
+        key = keys.fleet_marker_key(args.fleet)
         body = json.dumps({"fleet_id": args.fleet, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode()
         try:
             store.put(key, body, CREATE)
@@ -520,7 +505,7 @@ def cmd_query(args, cfg, out) -> int:
 
     store = open_store(cfg.store, live=cfg.live_store)
     try:
-        con = lake.duckdb_connect(store, cfg.fleet_id, os.path.join(cfg.paths.fleet_cache(cfg.fleet_id), "lake"))
+        con = lake.duckdb_connect(store, cfg.fleet_id, cfg.paths.lake_cache(cfg.fleet_id))
     except lake.TableError as exc:
         raise Failure("store", f"query: {exc}") from None
     import duckdb
@@ -559,10 +544,13 @@ def cmd_demo(args, cfg, out) -> int:
     import shutil
     import tempfile
 
+    from lib.paths import Paths
+
     fixtures = args.fixtures or os.path.join(ROOT, "tests", "fixtures")
     home = tempfile.mkdtemp(prefix="ctxlake-demo-")
+    paths = Paths.from_env({"CTXLAKE_HOME": home})
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
-    env.update(CTXLAKE_HOME=home, CTXLAKE_CONFIG=os.path.join(home, "ctxlake.toml"), CTXLAKE_FLEET_ID="demo-fleet")
+    env.update(CTXLAKE_HOME=home, CTXLAKE_CONFIG=paths.home_config, CTXLAKE_FLEET_ID="demo-fleet")
     py = sys.executable
 
     def step(title):
@@ -592,7 +580,7 @@ def cmd_demo(args, cfg, out) -> int:
             counts[agent] = counts.get(agent, 0) + 1
     from lib.spool import wait_for_hooks
 
-    wait_for_hooks(os.path.join(home, "spool", ".state"))
+    wait_for_hooks(paths.state_dir)
     out.write(", ".join(f"{a}: {n} payloads" for a, n in sorted(counts.items())) + "\n")
     step("3. syncd --once (spool → Parquet segments → seal → cache)")
     run([py, "syncd.py", "--once"])
@@ -610,7 +598,7 @@ def cmd_demo(args, cfg, out) -> int:
     step("DuckDB over the lake: events per type per session")
     run([py, "ctxlake.py", "query",
          "SELECT session_id, event_type, count(*) AS n FROM events GROUP BY ALL ORDER BY session_id, n DESC"])
-    wait_for_hooks(os.path.join(home, "spool", ".state"))
+    wait_for_hooks(paths.state_dir)
     if not args.keep:
         shutil.rmtree(home, ignore_errors=True)
     else:
@@ -682,8 +670,7 @@ def cmd_claims(args, cfg, out) -> int:
     write a human ClaimEvent the next maintenance pass folds in.
     Example: ``ctxlake claims --status candidate --explain``
     """
-    from lib import claims
-    from lib.paths import safe_segment
+    from lib import claims, keys
     from lib.store import open_store
 
     store = open_store(cfg.store, live=cfg.live_store)
@@ -701,7 +688,7 @@ def cmd_claims(args, cfg, out) -> int:
         out.write(f"{kind} {matches[0]}; takes effect at the next `ctxlake maint --once`\n")
         return 0
     rows = []
-    for entry in store.list(f"claims/fleet/{safe_segment(cfg.fleet_id)}/"):
+    for entry in store.list(keys.claim_folds_prefix(cfg.fleet_id)):
         try:
             c = json.loads(store.get(entry.key).data)
         except ValueError:

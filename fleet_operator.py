@@ -146,7 +146,7 @@ def fleet_status(spec, name, memo, patch, logger, **_):
     """Refresh ``status`` of a CtxlakeFleet from the store; a store outage is reported in
     ``status.error`` (the last good numbers stay) and retried on the next tick."""
     from lib import fleet
-    from lib.envelope import format_time
+    from lib.clock import format_time
 
     fleet_id = (spec or {}).get("fleetId") or memo.cfg.fleet_id
     try:

@@ -74,12 +74,13 @@ def _session_key(prefix: str) -> tuple:
 def _quarantine_bad(store, fleet: str, bad: list, now) -> None:
     """Record each unreadable object once under ``quarantine/maint/fleet=<f>/`` (create-only;
     the object itself is left where it is, for an operator to inspect)."""
-    from lib import lake
-    from lib.envelope import format_time, sha256_hex
+    from lib import keys
+    from lib.clock import format_time
+    from lib.envelope import sha256_hex
     from lib.store import CREATE, PreconditionFailed
 
     for item in bad:
-        key = f"quarantine/maint/fleet={lake.safe_segment(fleet)}/{sha256_hex(item['key'])[7:39]}.json"
+        key = keys.maint_quarantine_key(fleet, sha256_hex(item['key'])[7:39])
         try:
             store.put(key, json.dumps({**item, "recorded_at": format_time(now())}, sort_keys=True).encode(), CREATE)
         except PreconditionFailed:
@@ -298,7 +299,7 @@ def _retention(cfg, store, lake_state: dict, log, now, summary: dict) -> dict:
 def run_once(cfg, store, log, now=time.time) -> dict:
     """One maintenance pass; returns a summary dict (see module docstring)."""
     from lib import lake, live, retention, snapshot
-    from lib.envelope import format_time
+    from lib.clock import format_time
 
     holder = f"maint@{socket.gethostname()}:{os.getpid()}"
     key = live.lease_key(cfg.fleet_id, live.MAINTENANCE)

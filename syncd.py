@@ -54,7 +54,7 @@ def render_briefing(cfg, log, *, have_snapshot: bool = True) -> dict:
     import sqlite3
 
     from lib import briefing, cache_view, snapshot
-    from lib.envelope import format_time
+    from lib.clock import format_time
     from lib.spool import atomic_write
 
     paths = cfg.paths
@@ -89,7 +89,7 @@ def ingest_proposals(cfg, store, log) -> dict:
 
     records, commit = spool.consume_records(cfg.paths.mcp_spool(cfg.fleet_id), cfg.paths.mcp_consumer_state(cfg.fleet_id, "claims"))
     proposals = [r for r in records if r.get("kind") == "proposed"]
-    tally = os.path.join(cfg.paths.state_dir, "consumers", f"claims-{cfg.fleet_id}-tally.json")
+    tally = cfg.paths.claims_tally(cfg.fleet_id)
     out = claims.ingest(store, proposals, cfg.fleet_id, log=log, tally_path=tally) if proposals else {"proposed": 0, "rejected": 0}
     commit()
     return out
@@ -159,7 +159,7 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     roster, lease requests and renewals) before the cache refresh renders the briefing.
     """
     from lib import livesync, ship, spool
-    from lib.envelope import format_time
+    from lib.clock import format_time
     from lib.spool import atomic_write
 
     plane = plane or livesync.LivePlane(cfg, log)

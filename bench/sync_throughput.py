@@ -59,7 +59,8 @@ def templates(session: str) -> list[dict]:
 def write_spool(paths, n: int, sessions: int) -> tuple[list[str], list[dict]]:
     """Spool ``n`` envelopes over ``sessions`` sessions (one write per file); return the spool
     lines and one envelope per shape (for the bare writer's schema)."""
-    from lib.envelope import format_time, sha256_hex
+    from lib.clock import format_time
+    from lib.envelope import sha256_hex
     from lib.ulid import new_ulid
 
     lines_all, shapes = [], []

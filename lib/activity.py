@@ -90,7 +90,7 @@ class Activity:
         ignored). Called by the shipper with each batch it wrote to the store."""
         if runtime not in LIVE_RUNTIMES:
             return
-        from lib.envelope import parse_time
+        from lib.clock import parse_time
 
         locate = _Locator()
         writes = _write_tools(runtime)
@@ -100,9 +100,8 @@ class Activity:
             key = session_key(env.get("runtime") or runtime, env["session_id"])
             s = self.sessions.setdefault(key, {"agent_id": env["agent_id"], "runtime": env.get("runtime") or runtime,
                                                "session_id": env["session_id"], "touched": {}, "last_at": 0.0})
-            try:
-                at = parse_time(env["emitted_at"])
-            except (KeyError, TypeError, ValueError):
+            at = parse_time(env.get("emitted_at"))
+            if at is None:
                 at = s["last_at"]
             s["last_at"] = max(s["last_at"], at)
             for f in ("host_id", "repo", "branch", "cwd"):
@@ -246,7 +245,7 @@ def _tool_name_bytes(raw: bytes) -> bytes:
 def _spool_agent(paths, runtime: str, stem: str, files: list[str]) -> tuple[str | None, str | None]:
     """``(agent_id, fleet_id)`` of a spooled session not observed yet: from its upload
     watermark, else from its first line."""
-    wm = os.path.join(paths.state_dir, runtime, stem + ".json")
+    wm = paths.watermark(runtime, stem)
     try:
         w = spool.Watermark.load(wm)
         if w.agent_id:

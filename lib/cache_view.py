@@ -25,9 +25,8 @@ Standard library only.
 from __future__ import annotations
 
 import os
-import time
 
-from lib.live import TIME_MAX, TIME_MIN  # one range for every lease and cache time
+from lib.clock import format_time, parse_time, view_offset
 from lib.sanitize import clean_deep
 
 MAX_CACHE_BYTES = 16 << 20
@@ -38,49 +37,6 @@ SPOOL_TAIL_BYTES = 4 << 20
 """How much of the end of this fleet's MCP spool file is scanned for our own pending requests."""
 
 MISSING, UNREADABLE, OK = "missing", "unreadable", "ok"
-
-
-def format_time(epoch_secs: float) -> str:
-    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` (UTC) for ``epoch_secs``, clamped to
-    [:data:`TIME_MIN`, :data:`TIME_MAX`] (NaN reads as :data:`TIME_MIN`). Never raises."""
-    v = float(epoch_secs)
-    v = TIME_MIN if v != v else min(TIME_MAX, max(TIME_MIN, v))
-    ms = int(round(v * 1000))
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + ".%03dZ" % (ms % 1000)
-
-
-def parse_time(value) -> float | None:
-    """Epoch seconds from a number (seconds; values above 1e12 are read as milliseconds) or an
-    ISO-8601 string (``Z``/offset, or date only = midnight UTC). ``None`` when unparseable or
-    outside [:data:`TIME_MIN`, :data:`TIME_MAX`]; never raises."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        try:
-            v = float(value)
-        except OverflowError:  # an int beyond float range
-            return None
-        if v > 1e12:
-            v /= 1000.0
-        return v if TIME_MIN <= v <= TIME_MAX else None
-    if not isinstance(value, str) or not value.strip():
-        return None
-    from datetime import datetime, timezone
-
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        dt = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    try:
-        v = dt.timestamp()
-    except (OverflowError, ValueError):
-        return None
-    return v if TIME_MIN <= v <= TIME_MAX else None
 
 
 def _reject_constant(name):
@@ -141,12 +97,6 @@ def file_age(path: str, data, now: float) -> dict:
     return {"refreshed_at": format_time(stamp), "age_secs": max(0, int(now - stamp))}
 
 
-def store_offset(view: dict) -> float:
-    """Seconds to add to this host's clock to get the store's (0 when the view does not say)."""
-    st, rt = parse_time(view.get("store_time")), parse_time(view.get("refreshed_at"))
-    return st - rt if st is not None and rt is not None else 0.0
-
-
 def sync_status(path: str, now: float) -> dict:
     """When syncd last ran on this host: ``{"last_run_at": iso|None, "age_secs": int|None,
     "status": ok|missing|unreadable}`` from ``sync.json``'s ``last_run_at``."""
@@ -181,7 +131,7 @@ def roster(path: str, now: float, presence_ttl: float) -> dict:
         out.update(status=UNREADABLE, detail="no agents list")
         return out
     view = data if isinstance(data, dict) else {}
-    store_now = now + store_offset(view)
+    store_now = now + view_offset(view)
     for a in entries:
         if not isinstance(a, dict) or not isinstance(a.get("agent_id"), str) or not a["agent_id"]:
             continue

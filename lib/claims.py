@@ -21,7 +21,7 @@ import json
 import time
 import unicodedata
 
-from lib.paths import safe_segment
+from lib.keys import claim_event_key, claim_events_prefix, is_segment
 
 CLAIM_TYPES = ("environment", "outcome", "convention", "preference", "hypothesis")
 THRESHOLDS = {"environment": 1, "outcome": 1, "convention": 2}
@@ -45,17 +45,6 @@ def normalize(text: str) -> str:
 def claim_id(claim_type: str, text: str) -> str:
     """Content identity of a claim (24 hex chars)."""
     return hashlib.sha256(f"{claim_type}\0{normalize(text)}".encode()).hexdigest()[:24]
-
-
-def event_key(fleet: str, dt: str, agent: str, ulid: str) -> str:
-    """``claims/events/fleet=<f>/dt=<d>/agent=<a>/<ulid>.json``."""
-    s = safe_segment
-    return f"claims/events/fleet={s(fleet)}/dt={s(dt)}/agent={s(agent)}/{s(ulid)}.json"
-
-
-def fold_key(fleet: str, cid: str) -> str:
-    """``claims/fleet/<f>/<claim_id>.json``: the gate's folded state of one claim."""
-    return f"claims/fleet/{safe_segment(fleet)}/{safe_segment(cid)}.json"
 
 
 def confidence(n: int) -> float:
@@ -121,7 +110,7 @@ def fold(events: list[dict]) -> dict[str, dict]:
 def load_events(store, fleet: str) -> list[dict]:
     """Every ClaimEvent of ``fleet`` from the store (unparseable objects skipped)."""
     out = []
-    for entry in store.list(f"claims/events/fleet={safe_segment(fleet)}/"):
+    for entry in store.list(claim_events_prefix(fleet)):
         try:
             ev = json.loads(store.get(entry.key).data)
         except ValueError:
@@ -140,7 +129,7 @@ def write_event(store, fleet: str, agent: str, event: dict) -> str:
     if not event.get("event_id"):
         event["event_id"] = new_ulid()
     event.setdefault("recorded_at", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    key = event_key(fleet, event["recorded_at"][:10], agent, event["event_id"])
+    key = claim_event_key(fleet, event["recorded_at"][:10], agent, event["event_id"])
     try:
         store.put(key, json.dumps(event, sort_keys=True).encode(), CREATE)
     except PreconditionFailed:
@@ -167,7 +156,7 @@ class LakeIndex:
 
         self._prefixes = {}
         for entry in self.store.list(lake.fleet_sessions_prefix(self.fleet)):
-            if entry.key.rsplit("/", 1)[-1].startswith("seg-"):
+            if is_segment(entry.key):
                 info = lake.parse_session_prefix(entry.key)
                 self._prefixes.setdefault(info["session"], []).append(entry.key)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 
-from lib.paths import Paths
+from lib.paths import Paths, config_file_path
 
 
 class ConfigError(ValueError):
@@ -160,15 +160,6 @@ class Config:
     """Backend for the live plane (``live/`` keys: heartbeats, roster, leases), e.g.
     ``redis://host:6379/0``; ``None`` keeps it on ``store``. The documented path past ~50
     concurrently active agents (docs/design.md §8)."""
-
-
-def config_file_path(environ=None) -> str:
-    """Where the config file is looked for (it may not exist)."""
-    env = os.environ if environ is None else environ
-    if env.get("CTXLAKE_CONFIG"):
-        return os.path.expanduser(env["CTXLAKE_CONFIG"])
-    base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "ctxlake", "ctxlake.toml")
 
 
 def default_agent_id() -> str:

@@ -74,9 +74,9 @@ def _command(tool: dict) -> str:
 
 
 def _ms(ts: str) -> int:
-    from lib.envelope import parse_time
+    from lib.clock import parse_time_strict
 
-    return int(parse_time(ts) * 1000)
+    return int(parse_time_strict(ts) * 1000)
 
 
 def digest(envs: list[dict]) -> dict:

@@ -26,10 +26,9 @@ import secrets
 import time
 import urllib.parse
 
-from lib.paths import safe_segment
+from lib.keys import probe_prefix
 from lib.store import CREATE, NotFound, PreconditionFailed, open_store, update
 
-PROBE_ROOT = "_meta/probe/"
 REPEAT_ROUNDS = 5
 """Extra rounds of :func:`lib.live.probe_round` (a store that drops conditions only sometimes)."""
 LEASE_CHECKS = ("create_only", "cas_update", "cas_stale", "cas_repeat")
@@ -112,7 +111,7 @@ def probe(store, caller: str, now=time.time) -> dict:
         resolution), ``None`` when the clock could not be read.
     :raises: nothing from the store — every failure becomes a failed row.
     """
-    caller_prefix = PROBE_ROOT + safe_segment(caller) + "/"
+    caller_prefix = probe_prefix(caller)
     run = caller_prefix + f"{int(now())}-{secrets.token_hex(4)}/"
     keys = {"plain": run + "plain.json", "create": run + "create.json", "gone": run + "gone.json"}
     written: set[str] = set()

@@ -13,9 +13,8 @@ import hashlib
 import json
 import os
 import socket
-import time
-
 from lib import redact
+from lib.clock import format_time
 from lib.sanitize import strip_ansi
 from lib.ulid import new_ulid
 
@@ -46,27 +45,6 @@ def sha256_hex(data: bytes | str) -> str:
 def multi_hash(*fields: str) -> str:
     """Hash of several fields joined with NUL, so ("ab","c") != ("a","bc") (docs/design.md §5)."""
     return sha256_hex("\0".join(fields))
-
-
-def format_time(epoch_secs: float | None = None) -> str:
-    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` in UTC for ``epoch_secs`` (default now)."""
-    t = time.time() if epoch_secs is None else epoch_secs
-    ms = int(round(t * 1000))
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + ".%03dZ" % (ms % 1000)
-
-
-def parse_time(text: str) -> float:
-    """Epoch seconds from an ISO-8601 UTC timestamp (``Z`` or ``+00:00``; any fraction).
-
-    :raises ValueError: not a timestamp.
-    """
-    from datetime import datetime, timezone
-
-    s = text.strip().replace("Z", "+00:00")
-    dt = datetime.fromisoformat(s)
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
 
 
 _HOST_ID = None

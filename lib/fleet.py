@@ -129,7 +129,7 @@ def summarize(heartbeats: list[tuple[str, float | None]], leases: list[dict], po
         "snapshot_built_at": str|None, "snapshot_age_s": int|None}``.
     """
     from lib import live
-    from lib.envelope import parse_time
+    from lib.clock import parse_time_strict
 
     agents = sorted({a for a, t in heartbeats if t is not None and now - t <= presence_ttl})
     by_agent: dict[str, int] = {}
@@ -145,7 +145,7 @@ def summarize(heartbeats: list[tuple[str, float | None]], leases: list[dict], po
     if pointer:
         t = pointer_modified
         try:
-            t = parse_time(pointer["built_at"])
+            t = parse_time_strict(pointer["built_at"])
             built_at = pointer["built_at"]
         except (KeyError, TypeError, AttributeError, ValueError):
             pass  # no usable built_at: the pointer object's own store time stands in

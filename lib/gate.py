@@ -31,6 +31,7 @@ Confidence = min(0.5 + 0.15·n, 0.95). Nothing is deleted; retirement is a human
 from __future__ import annotations
 
 from lib import claims as claimsmod
+from lib import keys
 
 from lib.envelope import sha256_hex  # noqa: E402
 
@@ -234,7 +235,7 @@ def run(store, fleet: str, digests: list[dict], *, mode: str = "agent", embedder
     rows = []
     for cid, c in sorted(folded.items()):
         c["explain"] = explain.get(cid)
-        store.put(claimsmod.fold_key(fleet, cid), json.dumps(c, sort_keys=True, default=str).encode())
+        store.put(keys.fold_key(fleet, cid), json.dumps(c, sort_keys=True, default=str).encode())
         visible = int(mode == "agent" and c["status"] in ("promoted", "contested"))
         row = {"claim_id": cid, "claim": c["claim"], "claim_type": c["claim_type"], "subject": c.get("subject"),
                "status": c["status"], "confidence": c.get("confidence") or 0.0,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import time
 
-from lib.paths import safe_segment
+from lib.keys import handoff_key, handoffs_prefix
 
 KEEP_DAYS = 14
 """Handoffs older than this many days (by their date partition) leave the snapshot."""
@@ -33,16 +33,6 @@ STATUSES = ("done", "in_progress", "blocked", "abandoned")
 FIELDS = {"record_id": 64, "fleet_id": 200, "agent_id": 200, "session_id": 200, "repo": 512, "branch": 256,
           "status": 20, "summary": 8000, "next": 4000, "requested_at": 40}
 """The fields a note keeps, each with its cap in characters."""
-
-
-def prefix(fleet: str) -> str:
-    """``handoffs/fleet=<f>/``."""
-    return f"handoffs/fleet={safe_segment(fleet)}/"
-
-
-def key(fleet: str, dt: str, record_id: str) -> str:
-    """``handoffs/fleet=<f>/dt=<YYYY-MM-DD>/<record_id>.json``."""
-    return f"{prefix(fleet)}dt={safe_segment(dt)}/{safe_segment(record_id)}.json"
 
 
 def note(rec: dict) -> dict | None:
@@ -81,7 +71,7 @@ def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None) 
             log("handoff_dropped", record_id=str(rec.get("record_id"))[:64], detail="malformed record or another fleet")
             continue
         try:
-            store.put(key(fleet, n["requested_at"][:10], n["record_id"]), json.dumps(n, sort_keys=True).encode(), CREATE)
+            store.put(handoff_key(fleet, n["requested_at"][:10], n["record_id"]), json.dumps(n, sort_keys=True).encode(), CREATE)
             out["handoffs"] += 1
             log("handoff_shipped", record_id=n["record_id"], agent=n.get("agent_id"), repo=n.get("repo"))
         except PreconditionFailed:
@@ -98,7 +88,7 @@ def load_recent(store, fleet: str, *, now: float | None = None, days: int = KEEP
     dates = {time.strftime("%Y-%m-%d", time.gmtime(now - 86400 * i)) for i in range(days + 1)}
     out = []
     for dt in sorted(dates):
-        for entry in store.list(f"{prefix(fleet)}dt={dt}/"):
+        for entry in store.list(handoffs_prefix(fleet, dt)):
             try:
                 data = json.loads(store.get(entry.key).data.decode("utf-8"))
             except (NotFound, ValueError, UnicodeDecodeError, RecursionError):

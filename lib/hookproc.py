@@ -111,9 +111,7 @@ def _partial_payload(raw: bytes, why: str, tail: bytes = b"") -> dict:
 
 
 def _log_unmapped_once(paths, runtime: str, event: str) -> None:
-    from lib.paths import safe_segment
-
-    marker = os.path.join(paths.state_dir, "unmapped", safe_segment(f"{runtime}-{event}"))
+    marker = paths.unmapped_marker(runtime, event)
     try:
         os.makedirs(os.path.dirname(marker), exist_ok=True)
         os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
@@ -229,7 +227,7 @@ def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
             _log_error(paths, runtime, event, "spool", f"dropped 1 event ({env_['event_type']}): {exc}")
     for rec in builder.quarantine:
         try:
-            spool.append(os.path.join(paths.quarantine_spool, f"{ctx.fleet_id}.ndjson"), jsonfast.dumps(rec) + "\n")
+            spool.append(paths.quarantine_spool_file(ctx.fleet_id), jsonfast.dumps(rec) + "\n")
         except spool.SpoolFull as exc:
             _log_error(paths, runtime, event, "quarantine", exc)
     done = adapter.done_marker(event, payload)
@@ -252,7 +250,7 @@ def _detach_capture(runtime, event, payload, ctx, paths) -> bool:
         return False
     import fcntl
 
-    lock_path = os.path.join(paths.state_dir, "hooks.lock")
+    lock_path = paths.hooks_lock
     os.makedirs(paths.state_dir, exist_ok=True)
     lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(lock_fd, fcntl.LOCK_SH)  # inherited by the child; syncd's LOCK_EX waits for it
@@ -291,7 +289,7 @@ def _capture_locked(runtime, event, payload, ctx, paths) -> None:
     import fcntl
 
     os.makedirs(paths.state_dir, exist_ok=True)
-    lock_fd = os.open(os.path.join(paths.state_dir, "hooks.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    lock_fd = os.open(paths.hooks_lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_SH)
         capture(runtime, event, payload, ctx, paths)

@@ -1,4 +1,4 @@
-"""The Parquet lake: typed schema, segment encoding, and every lake key (docs/design.md §4, §5).
+"""The Parquet lake: typed schema, segment encoding and the Delta table (docs/design.md §4, §5; keys in lib/keys.py).
 
 One row per envelope, typed columns so any engine (DuckDB, Spark, Trino, Athena) can query
 without parsing JSON, plus ``envelope_json`` — the whole envelope, for forward compatibility and
@@ -11,7 +11,23 @@ from __future__ import annotations
 import io
 import json
 
-from lib.paths import safe_segment
+from lib.keys import (  # noqa: F401 - lake's keys, used here and by callers as lake.<name>
+    delta_log_prefix,
+    digest_key,
+    fleet_sessions_prefix,
+    ledger_key,
+    legacy_root,
+    manifest_key,
+    parse_session_prefix,
+    quarantine_key,
+    sealed_key,
+    segment_key,
+    session_prefix,
+    snapshot_blob_key,
+    snapshot_pointer_key,
+    table_root,
+    table_state_prefix,
+)
 
 _SCHEMA = None
 
@@ -258,64 +274,6 @@ def read_table(data: bytes, columns=None):
     return pq.read_table(io.BytesIO(data), columns=columns)
 
 
-# -- keys (docs/design.md §4) ---------------------------------------------------------------------
-
-def session_prefix(fleet: str, dt: str, runtime: str, agent: str, session: str) -> str:
-    """``sessions/fleet=<f>/dt=<d>/runtime=<rt>/agent=<a>/session=<sid>/``."""
-    s = safe_segment
-    return f"sessions/fleet={s(fleet)}/dt={s(dt)}/runtime={s(runtime)}/agent={s(agent)}/session={s(session)}/"
-
-
-def segment_key(prefix: str, n: int) -> str:
-    """``<session prefix>seg-<NNNNNN>.parquet``."""
-    return f"{prefix}seg-{n:06d}.parquet"
-
-
-def sealed_key(prefix: str) -> str:
-    return prefix + "_SEALED"
-
-
-def digest_key(prefix: str) -> str:
-    return prefix + "digest.json"
-
-
-def fleet_sessions_prefix(fleet: str, dt: str | None = None) -> str:
-    """``sessions/fleet=<f>/`` or ``sessions/fleet=<f>/dt=<d>/``."""
-    base = f"sessions/fleet={safe_segment(fleet)}/"
-    return base + (f"dt={safe_segment(dt)}/" if dt else "")
-
-
-def compacted_prefix(fleet: str, dt: str) -> str:
-    return f"compacted/fleet={safe_segment(fleet)}/dt={safe_segment(dt)}/"
-
-
-def parse_session_prefix(key: str) -> dict:
-    """``{fleet, dt, runtime, agent, session, prefix}`` from any key under a session folder."""
-    from urllib.parse import unquote
-
-    parts = key.split("/")
-    out = {}
-    for p in parts[1:6]:
-        name, _, value = p.partition("=")
-        out[name] = unquote(value)
-    out["prefix"] = "/".join(parts[:6]) + "/"
-    return out
-
-
-def quarantine_key(fleet: str, agent: str, dt: str, ulid: str) -> str:
-    s = safe_segment
-    return f"quarantine/fleet={s(fleet)}/agent={s(agent)}/dt={s(dt)}/{s(ulid)}.json"
-
-
-def snapshot_blob_key(fleet: str, sha: str) -> str:
-    return f"snapshot/{safe_segment(fleet)}/{sha}.sqlite"
-
-
-def snapshot_pointer_key(fleet: str) -> str:
-    return f"snapshot/{safe_segment(fleet)}/current.json"
-
-
-
 # -- the compacted lake: one Delta Lake table per fleet (docs/lake.md) -----------------------
 
 EVENT_KEY = ("session_id", "event_id")
@@ -356,24 +314,6 @@ def merge_predicate(dts=()) -> str:
     if dts:
         cond += f" AND t.dt IN ({_sql_list(dts)})"
     return cond
-
-
-def table_root(fleet: str) -> str:
-    """``compacted/<f>/``: the root of the fleet's Delta table (``_delta_log/`` inside). No
-    ``name=value`` folder above the table: engines that infer Hive partitions from the whole path
-    (Polars) would otherwise invent a ``fleet`` column the table does not have."""
-    return f"compacted/{safe_segment(fleet)}/"
-
-
-def legacy_root(fleet: str) -> str:
-    """``compacted/fleet=<f>/``: where the layout before the Delta table lived."""
-    return f"compacted/fleet={safe_segment(fleet)}/"
-
-
-def state_prefix(fleet: str) -> str:
-    """``compacted/<f>/_ctxlake/``: maint's own bookkeeping next to the table (a leading
-    underscore: Delta, Spark, Trino and DuckDB skip it when they list the table)."""
-    return table_root(fleet) + "_ctxlake/"
 
 
 def table_schema():
@@ -653,12 +593,6 @@ def legacy_keys(store, fleet: str) -> list[str]:
 
 # -- what the table already holds: pass manifests and the ledger -----------------------------
 
-def manifest_key(fleet: str, pass_id: str) -> str:
-    """``compacted/<f>/_ctxlake/passes/<pass_id>.json``: the bronze segments one pass
-    merges, written create-only before its commit (the commit names it in ``commitInfo``)."""
-    return f"{state_prefix(fleet)}passes/{safe_segment(pass_id)}.json"
-
-
 class Ledger:
     """Which bronze segments the fleet's table holds, as of table version ``version``.
 
@@ -672,7 +606,7 @@ class Ledger:
 
     def __init__(self, store, fleet: str):
         self.store, self.fleet = store, fleet
-        self.key = state_prefix(fleet) + "ledger.json"
+        self.key = ledger_key(fleet)
         self.version = -1
         self.segments: dict[str, float] = {}
         self.quarantined: dict[str, str] = {}
@@ -755,7 +689,7 @@ def commit_safety(store, fleet: str) -> str | None:
     if not base.url.startswith(("file://", "s3://")):
         return f"{base.url} cannot hold a Delta table (use file:// or s3://)"
     try:
-        live.require_conditional(base, state_prefix(fleet) + "commit")
+        live.require_conditional(base, table_state_prefix(fleet) + "commit")
     except live.Unsafe as exc:
         return (f"{base.url} does not honour conditional writes ({exc}): two Delta commits could both claim one "
                 "version; maint refuses to commit the lake there — use a store or gateway that honours "
@@ -841,7 +775,7 @@ def repair_checkpoints(store, fleet: str, log=lambda *a, **k: None) -> list[str]
     from lib.store import NotFound
 
     base = getattr(store, "lake", store)
-    logp = table_root(fleet) + "_delta_log/"
+    logp = delta_log_prefix(fleet)
     names = {e.key[len(logp):] for e in base.list(logp)}
     commits = {int(n[:20]) for n in names if n.endswith(".json") and n[:20].isdigit()}
     bad, good = [], []

@@ -30,6 +30,9 @@ from __future__ import annotations
 
 import time
 
+from lib.clock import parse_time, view_now
+from lib.keys import lease_key, leases_prefix
+
 ADVISORY_NOTE = "Leases are advisory: ctxlake cannot stop a write; git decides what lands."
 MAINTENANCE = "_maintenance"
 DEFAULT_TTL = 300
@@ -42,41 +45,11 @@ def resource_key(repo_id: str | None, path: str) -> str:
     return hashlib.sha256(f"{repo_id or ''}\0{path}".encode("utf-8")).hexdigest()
 
 
-def leases_prefix(fleet_id: str) -> str:
-    """Store prefix of a fleet's leases: ``live/<fleet>/leases/``."""
-    from lib.paths import safe_segment
-
-    return f"live/{safe_segment(fleet_id)}/leases/"
-
-
-def lease_key(fleet_id: str, resource: str) -> str:
-    """Store key of a lease: ``live/<fleet>/leases/<resource>.json``."""
-    from lib.paths import safe_segment
-
-    return f"{leases_prefix(fleet_id)}{safe_segment(resource)}.json"
-
-
-TIME_MIN, TIME_MAX = 0.0, 253402300799.999
-"""The epoch seconds a lease or cache time may hold: 1970-01-01 to 9999-12-31T23:59:59.999Z.
-Anything outside (1e308, a negative age, an overflowed counter) is not a time and reads as
-unknown, so no arithmetic on it can overflow (:mod:`lib.cache_view` uses the same range)."""
-
-
 def epoch_secs(value) -> float | None:
-    """Epoch seconds from a number or an ISO-8601 string (:func:`lib.cache_view.parse_time`,
-    imported only for strings: the hook's path reads numbers); ``None`` when unparseable,
-    non-finite or outside [:data:`TIME_MIN`, :data:`TIME_MAX`]."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        try:
-            v = float(value)
-        except OverflowError:
-            return None
-        return v if TIME_MIN <= v <= TIME_MAX else None
-    from lib.cache_view import parse_time
-
-    return parse_time(value)
+    """Epoch seconds of a time in a record ctxlake writes in seconds (a lease's ``expires_at``,
+    a request's ``requested_at``): :func:`lib.clock.parse_time` without the milliseconds
+    reading. ``None`` when it holds no time."""
+    return parse_time(value, millis=False)
 
 
 def is_live(record: dict | None, now: float) -> bool:
@@ -601,14 +574,6 @@ def read_view(path: str) -> dict:
 
     data = jsonfast.read_object(path)
     return data if isinstance(data.get("leases", []), list) else {}
-
-
-def view_now(view: dict, local_now: float | None = None) -> float:
-    """Store time now, estimated from a cache file's ``store_time``/``refreshed_at`` pair (the
-    store clock's offset from this host's clock at refresh) and this host's clock."""
-    local_now = time.time() if local_now is None else local_now
-    st, rt = epoch_secs(view.get("store_time")), epoch_secs(view.get("refreshed_at"))
-    return local_now + st - rt if st is not None and rt is not None else local_now
 
 
 def locate(paths: list[str], cwd: str | None) -> list[tuple[str, str, str]]:

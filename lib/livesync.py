@@ -30,7 +30,7 @@ import os
 import random
 import time
 
-from lib import activity, live, roster
+from lib import activity, clock, live, roster
 from lib.sanitize import clean
 
 REQUESTS_KEPT = 500
@@ -112,7 +112,7 @@ class LivePlane:
             open_keys, ended = activity.scan_spool(cfg.paths, self.fleet, self.activity,
                                                    idle_secs=cfg.sync.session_idle_secs, local_now=local)
             now = store.clock()
-            offset = now - local
+            offset = clock.offset(now, local)
             live.require_conditional(store, live.leases_prefix(self.fleet), log=self.log)
             self._requests(store, now, open_keys, summary)
             self._renewals(store, now, open_keys, ended, summary)
@@ -122,7 +122,7 @@ class LivePlane:
             self.lease_view, self.lease_view_time = leases, lnow
             held = sorted((r for r in leases if live.is_live(r, lnow)), key=lambda r: (str(r.get("repo")), str(r.get("path"))))
             summary["leases"] = len(held)
-            self._write_caches(current, removals, held, lnow - self.clock())
+            self._write_caches(current, removals, held, clock.offset(lnow, self.clock()))
             activity.forget(self.activity, ended)
             if self.state.get("stale_since"):
                 self.log("live_view_recovered", stale_secs=round(self.clock() - self.state["stale_since"], 1))

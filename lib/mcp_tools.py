@@ -93,7 +93,7 @@ class Context:
         return self._snapshot
 
     def now_iso(self) -> str:
-        from lib.cache_view import format_time
+        from lib.clock import format_time
 
         return format_time(self.clock())
 
@@ -202,19 +202,19 @@ def parse_since(text: str | None, now: float) -> str | None:
     Accepts ISO-8601 (date only = midnight UTC) or an age ``<n>[smhdw]`` before ``now``.
     :raises InvalidParams: anything else.
     """
-    from lib import cache_view
+    from lib import clock
 
     if text is None or not text.strip():
         return None
     t = text.strip()
     number, unit = t[:-1].strip(), t[-1:]
     if unit in _UNIT and number.isdigit() and number.isascii() and len(number) <= 6:
-        return cache_view.format_time(now - int(number) * _UNIT[unit])
-    ts = cache_view.parse_time(t)
+        return clock.format_time(now - int(number) * _UNIT[unit])
+    ts = clock.parse_time(t)
     if ts is None:
         raise InvalidParams(f"argument `since` must be an ISO-8601 time (2026-09-10, 2026-09-10T08:00:00Z) "
                             f"or an age like 90m, 12h, 7d; got {t[:64]!r}")
-    return cache_view.format_time(ts)
+    return clock.format_time(ts)
 
 
 def render_claim(row: dict) -> str:
@@ -618,14 +618,13 @@ class Tools:
         """
         from lib import spool
         from lib.live import RETRY_SECS
-        from lib.paths import safe_segment
 
         ctx = self.ctx
         key = fields.get("request_key") or request_key(kind, ctx.fleet_id, ctx.agent_id, ctx.session_id, fields)
         last_path = ctx.paths.mcp_last_write(ctx.fleet_id, ctx.agent_id, ctx.session_id)
         prior = _last_write(last_path)
         if prior is not None and prior.get("request_key") == key and prior.get("kind") == kind:
-            from lib.cache_view import parse_time
+            from lib.clock import parse_time
 
             at = parse_time(prior.get("requested_at"))
             if at is not None and 0 <= ctx.clock() - at <= RETRY_SECS:
@@ -656,7 +655,7 @@ class Tools:
             spool.atomic_write(last_path, json.dumps(rec, separators=(",", ":")).encode(), fsync=False)
         except OSError as exc:  # only retry recognition is lost; the record is queued
             ctx.log("mcp_last_write_failed", error=str(exc))
-        qpath = os.path.join(ctx.paths.quarantine_spool, safe_segment(ctx.fleet_id) + ".ndjson")
+        qpath = ctx.paths.quarantine_spool_file(ctx.fleet_id)
         for q in quarantine:
             try:
                 spool.append(qpath, json.dumps(q, ensure_ascii=True, separators=(",", ":")) + "\n", sync=True)

@@ -47,6 +47,22 @@ def safe_segment(value: str) -> str:
     return "".join(out)
 
 
+def hooks_lock_path(state_dir: str) -> str:
+    """``<state_dir>/hooks.lock``: the lock every detached hook capture holds shared while it
+    appends, and ``lib.spool.wait_for_hooks`` takes exclusively to wait for them."""
+    return os.path.join(state_dir, "hooks.lock")
+
+
+def config_file_path(environ=None) -> str:
+    """Where the config file is looked for (it may not exist): ``$CTXLAKE_CONFIG``, else
+    ``$XDG_CONFIG_HOME/ctxlake/ctxlake.toml``, else ``~/.config/ctxlake/ctxlake.toml``."""
+    env = os.environ if environ is None else environ
+    if env.get("CTXLAKE_CONFIG"):
+        return os.path.expanduser(env["CTXLAKE_CONFIG"])
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "ctxlake", "ctxlake.toml")
+
+
 class HomeError(ValueError):
     """No directory to put ``~/.ctxlake`` in: ``HOME`` is empty or relative and the password
     database gives none either (or gives ``/``)."""
@@ -140,6 +156,11 @@ class Paths:
         fleet's MCP spool files, keyed by file identity (:func:`lib.spool.consume_records`)."""
         return os.path.join(self.state_dir, "consumers", f"{safe_segment(consumer)}-{safe_segment(fleet_id)}.json")
 
+    def claims_tally(self, fleet_id: str) -> str:
+        """``spool/.state/consumers/claims-<fleet_id>-tally.json``: the proposal consumer's
+        per-day tally (:func:`lib.claims.ingest`)."""
+        return os.path.join(self.state_dir, "consumers", f"claims-{safe_segment(fleet_id)}-tally.json")
+
     def mcp_last_write(self, fleet_id: str, agent_id: str, session_id: str | None) -> str:
         """``spool/.state/mcp-last/<fleet_id>/<agent_id>/<session_id or ->.json``: the last record
         this agent session queued through the MCP server (how a retried call is recognised)."""
@@ -151,6 +172,21 @@ class Paths:
         """``spool/.state/``: upload watermarks."""
         return os.path.join(self.spool_dir, ".state")
 
+    def watermark(self, runtime: str, stem: str) -> str:
+        """``spool/.state/<runtime>/<stem>.json``: the upload watermark of one spooled session
+        (``stem``: the spool file name without ``.ndjson``, already a safe segment)."""
+        return os.path.join(self.state_dir, safe_segment(runtime), stem + ".json")
+
+    def unmapped_marker(self, runtime: str, event: str) -> str:
+        """``spool/.state/unmapped/<runtime>-<event>``: an event the adapter does not map was
+        logged once (the hook does not log it again)."""
+        return os.path.join(self.state_dir, "unmapped", safe_segment(f"{runtime}-{event}"))
+
+    @property
+    def hooks_lock(self) -> str:
+        """``spool/.state/hooks.lock``: held shared by every detached hook capture (:func:`hooks_lock_path`)."""
+        return hooks_lock_path(self.state_dir)
+
     def live_state(self, fleet_id: str) -> str:
         """``spool/.state/live/<fleet_id>.json``: syncd's live-plane memory (sessions seen,
         heartbeats written, leases it renews for its agents, lease request outcomes)."""
@@ -160,6 +196,11 @@ class Paths:
     def quarantine_spool(self) -> str:
         """``spool/quarantine/``: quarantine records waiting for syncd (never values)."""
         return os.path.join(self.spool_dir, "quarantine")
+
+    def quarantine_spool_file(self, fleet_id: str) -> str:
+        """``spool/quarantine/<fleet_id>.ndjson``: where the hook, the MCP server and the importers
+        append one fleet's quarantine records."""
+        return os.path.join(self.quarantine_spool, safe_segment(fleet_id) + ".ndjson")
 
     # -- cache ---------------------------------------------------------------
     def fleet_cache(self, fleet_id: str) -> str:
@@ -178,6 +219,10 @@ class Paths:
     def briefing(self, fleet_id: str) -> str:
         return os.path.join(self.fleet_cache(fleet_id), "briefing.json")
 
+    def lake_cache(self, fleet_id: str) -> str:
+        """``cache/<fleet_id>/lake/``: ``ctxlake query``'s local copy of the table's files."""
+        return os.path.join(self.fleet_cache(fleet_id), "lake")
+
     def sync_status(self, fleet_id: str) -> str:
         """``cache/<fleet_id>/sync.json``: when syncd last ran and what it did."""
         return os.path.join(self.fleet_cache(fleet_id), "sync.json")
@@ -186,6 +231,12 @@ class Paths:
     def hook_errors(self) -> str:
         """``hook-errors.log``: one line per hook failure (stdout belongs to the runtime)."""
         return os.path.join(self.home, "hook-errors.log")
+
+    @property
+    def home_config(self) -> str:
+        """``ctxlake.toml`` inside ``CTXLAKE_HOME``: the config of a self-contained home
+        (``ctxlake demo``'s temporary one); a user's config lives at :func:`config_file_path`."""
+        return os.path.join(self.home, "ctxlake.toml")
 
     @property
     def default_store_url(self) -> str:

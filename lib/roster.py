@@ -27,31 +27,12 @@ the hook imports :func:`recent_touches` on a write tool's answer path.
 """
 from __future__ import annotations
 
+from lib.keys import agents_prefix, heartbeat_key, roster_key  # noqa: F401 - callers use roster.<key>
+
 MAX_PATHS = 10
 """Paths shown per agent (``paths[]``)."""
 MAX_TOUCHED = 20
 """Touched-file entries kept per agent (``touched[]``), newest first."""
-
-
-def agents_prefix(fleet_id: str) -> str:
-    """``live/<fleet>/agents/``."""
-    from lib.paths import safe_segment
-
-    return f"live/{safe_segment(fleet_id)}/agents/"
-
-
-def heartbeat_key(fleet_id: str, agent_id: str) -> str:
-    """``live/<fleet>/agents/<agent_id>.json``."""
-    from lib.paths import safe_segment
-
-    return f"{agents_prefix(fleet_id)}{safe_segment(agent_id)}.json"
-
-
-def roster_key(fleet_id: str) -> str:
-    """``live/<fleet>/roster.json``."""
-    from lib.paths import safe_segment
-
-    return f"live/{safe_segment(fleet_id)}/roster.json"
 
 
 # -- decisions (pure) -----------------------------------------------------------------------

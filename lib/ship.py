@@ -26,7 +26,6 @@ import time
 
 from lib import lake, spool
 from lib.envelope import sha256_hex
-from lib.paths import safe_segment
 from lib.store import CREATE, PreconditionFailed, retrying
 
 SHIP_RUNTIMES = ("claude_code", "cursor", "hermes", "import")
@@ -61,13 +60,14 @@ def _no_surrogates(value):
 
 
 def _validate(records: list[dict], fleet_hint: str | None) -> tuple[list[dict], list[int], int]:
-    from lib.envelope import check, parse_time
+    from lib.clock import parse_time_strict
+    from lib.envelope import check
 
     good, idx, bad = [], [], 0
     for i, r in enumerate(records):
         try:
             check(r)
-            parse_time(r["emitted_at"])  # the partition key: a line without a real time cannot be placed
+            parse_time_strict(r["emitted_at"])  # the partition key: a line without a real time cannot be placed
         except (ValueError, OverflowError):
             bad += 1
             continue
@@ -140,7 +140,7 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
     on a later pass (syncd's graceful SIGTERM). ``observe(runtime, lines)`` sees each batch's raw
     spool lines once the store confirmed its segment.
     """
-    state = os.path.join(paths.state_dir, safe_segment(runtime), stem + ".json")
+    state = paths.watermark(runtime, stem)
     wm = spool.Watermark.load(state)
     for path in group["files"]:
         try:

@@ -465,7 +465,9 @@ def wait_for_hooks(state_dir: str, timeout: float = 10.0) -> bool:
     """
     import fcntl
 
-    path = os.path.join(state_dir, "hooks.lock")
+    from lib.paths import hooks_lock_path
+
+    path = hooks_lock_path(state_dir)
     if not os.path.exists(path):
         return True
     fd = os.open(path, os.O_RDWR)

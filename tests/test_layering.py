@@ -37,3 +37,7 @@ def test_tests_never_import_bench():
     bad = {rel: sorted(m for m in imports_of(full) if m == "bench" or m.startswith("bench."))
            for rel, full in python_files("tests")}
     assert not {k: v for k, v in bad.items() if v}, bad
+
+
+ROLE_SCRIPTS = ("ctxlake", "syncd", "maint", "hook", "mcp_server", "ctxctl", "fleet_operator")
+"""The processes' entry points at the top of the checkout (docs/architecture.md)."""

@@ -207,7 +207,7 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
     ``tool_use`` record is."""
     import time
 
-    from lib.envelope import format_time
+    from lib.clock import format_time
 
     etype = EVENTS.get(event)
     if etype is None:

@@ -143,7 +143,7 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
     import time
 
     from lib import identity
-    from lib.envelope import format_time
+    from lib.clock import format_time
 
     sid = builder.session_id
     if etype == "session_start":

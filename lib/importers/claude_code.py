@@ -42,7 +42,8 @@ import os
 
 from lib import identity
 from lib.adapters.claude_code import failure_exit_code, failure_reason, user_kind
-from lib.envelope import Builder, format_time, parse_time
+from lib.clock import format_time, parse_time_strict
+from lib.envelope import Builder
 from lib.importers import ImportResult
 
 _DECODER = json.JSONDecoder()
@@ -95,7 +96,7 @@ def _ts(rec: dict, fallback: str | None) -> str:
     raw = rec.get("timestamp")
     try:
         if isinstance(raw, str):
-            return format_time(parse_time(raw))
+            return format_time(parse_time_strict(raw))
     except (ValueError, OverflowError):
         pass
     return fallback or format_time(0)
@@ -422,7 +423,7 @@ def import_path(path: str, paths, *, fleet_id: str, agent_id: str, log=lambda *a
         for sid in res.sessions:
             spool.atomic_write(paths.session_done("import", sid), json.dumps({"event": "import", "source": os.path.basename(f)}).encode())
         for rec in quarantine:
-            spool.append(os.path.join(paths.quarantine_spool, f"{fleet_id}.ndjson"), json.dumps(rec) + "\n")
+            spool.append(paths.quarantine_spool_file(fleet_id), json.dumps(rec) + "\n")
         log("transcript_imported", file=os.path.basename(f), sessions=len(res.sessions), envelopes=res.envelopes,
             skipped_lines=res.skipped_lines, repaired_lines=res.repaired_lines)
         results.append(res)

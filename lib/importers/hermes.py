@@ -35,7 +35,8 @@ import os
 import sqlite3
 from urllib.parse import quote
 
-from lib.envelope import Builder, format_time
+from lib.clock import format_time
+from lib.envelope import Builder
 from lib import identity
 from lib.importers import ImportResult
 
@@ -278,6 +279,6 @@ def import_db(path: str, paths, *, fleet_id: str, agent_id: str, log=lambda *a, 
             spool.append(target, dumps(e))
         spool.atomic_write(paths.session_done("import", sid), json.dumps({"event": "import", "source": "hermes state.db"}).encode())
     for rec in quarantine:
-        spool.append(os.path.join(paths.quarantine_spool, f"{fleet_id}.ndjson"), json.dumps(rec) + "\n")
+        spool.append(paths.quarantine_spool_file(fleet_id), json.dumps(rec) + "\n")
     log("hermes_imported", sessions=len(res.sessions), envelopes=res.envelopes)
     return res

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from lib.keys import LIVE_PREFIX
+
 from lib.store import OVERWRITE, ListEntry, Obj
 
-LIVE_PREFIX = "live/"
 
 
 class RoutedStore:

@@ -66,6 +66,8 @@ import os
 import urllib.parse
 from typing import Iterator
 
+from lib.keys import CLOCK_KEY
+
 from lib.store import (CREATE, OVERWRITE, Conflict, ListEntry, NotFound, Obj, PreconditionFailed,
                        StoreError, Unavailable, count, key_prefix, log_event)
 
@@ -81,7 +83,6 @@ _TRANSIENT_CODES = frozenset({
     "PriorRequestNotComplete", "EC2ThrottledException", "TransactionInProgressException",
 })
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "NotFound", "404"})
-_CLOCK_KEY = "_meta/clock"
 _OUTCOME = {NotFound: "not_found", PreconditionFailed: "precondition_failed", Conflict: "conflict",
             Unavailable: "unavailable"}
 # Log event per outcome. A lost race is normal, so its name avoids the ``_failed``/``_error``
@@ -426,14 +427,14 @@ class S3Store:
         """
         from botocore.exceptions import ClientError
 
-        with self._errors("clock", _CLOCK_KEY):
+        with self._errors("clock", CLOCK_KEY):
             try:
-                headers = _headers(self._client.head_object(Bucket=self.bucket, Key=self._full(_CLOCK_KEY)))
+                headers = _headers(self._client.head_object(Bucket=self.bucket, Key=self._full(CLOCK_KEY)))
             except ClientError as exc:
                 if _status(exc) != 404:
                     raise
                 headers = _headers(exc.response)
         now = self._seen(headers)
         if now is None:
-            raise StoreError(f"clock s3://{self.bucket}: the store sent no Date header", _CLOCK_KEY)
+            raise StoreError(f"clock s3://{self.bucket}: the store sent no Date header", CLOCK_KEY)
         return now

@@ -78,7 +78,7 @@ def test_scan_spool_finds_open_idle_and_ended_sessions(home, git_repo):
 def test_shipped_lines_are_folded_parsing_only_what_presence_needs(git_repo, monkeypatch):
     import json
 
-    from lib.envelope import parse_time
+    from lib.clock import parse_time
 
     lines = [json.dumps(e, separators=(",", ":")).encode() for e in [
         env("s1", "session_start", at="2026-05-01T10:00:00.000Z", cwd=git_repo, repo=REPO_ID),

@@ -50,7 +50,7 @@ def digests(store, fleet: str = FLEET) -> dict[str, dict]:
 def transcript_times(path: str) -> dict:
     """Times (epoch s) of a transcript's records, by what a hook payload names: ``prompt`` by
     promptId, ``tool_use``/``tool_result`` by tool-use id, ``first``/``last``."""
-    from lib.envelope import parse_time
+    from lib.clock import parse_time_strict as parse_time
 
     out = {"prompt": {}, "tool_use": {}, "tool_result": {}, "first": None, "last": None}
     with open(path, "rb") as fh:
