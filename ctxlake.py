@@ -69,14 +69,6 @@ def _roster_agents(roster, now: float | None = None) -> list[dict]:
     return out
 
 
-def _read_json(path: str):
-    try:
-        with open(path, "rb") as fh:
-            return json.loads(fh.read())
-    except (OSError, ValueError):
-        return None
-
-
 def cmd_init(args, cfg, out) -> int:
     """Write ctxlake.toml (no secrets) and prove the store with a real write and read back.
 
@@ -179,13 +171,12 @@ def _hook_log(path: str) -> dict:
 
 def _status(cfg) -> dict:
     """Everything ``ctxlake status`` shows, as one JSON-able dict (see :func:`cmd_status`)."""
-    from lib import config, spool
+    from lib import cache_view, config, spool
 
     p = cfg.paths
-    sync = _read_json(p.sync_status(cfg.fleet_id))
-    sync = sync if isinstance(sync, dict) else {}
-    roster = _read_json(p.roster(cfg.fleet_id)) or {}
-    leases = _read_json(p.leases(cfg.fleet_id)) or {}
+    sync = cache_view.read_raw(p.sync_status(cfg.fleet_id)) or {}
+    roster = cache_view.read_raw(p.roster(cfg.fleet_id)) or {}
+    leases = cache_view.read_raw(p.leases(cfg.fleet_id)) or {}
     backlog = spool.backlog(p.spool_dir, p.state_dir)
     snap = None
     if os.path.exists(p.snapshot(cfg.fleet_id)):
@@ -201,7 +192,7 @@ def _status(cfg) -> dict:
             conn.close()
         except Exception as exc:  # corrupt cache file: say so, never crash
             snap = {"error": f"unreadable snapshot: {exc}"}
-    brief = _read_json(p.briefing(cfg.fleet_id))
+    brief = cache_view.read_raw(p.briefing(cfg.fleet_id))
     hooks = [{"file": f, "fleet_id": fl, "agent_id": ag, "agrees": fl == cfg.fleet_id}
              for f, (fl, ag) in sorted(_installed_identities().items())]
     st = {"fleet_id": cfg.fleet_id, "agent_id": cfg.agent_id, "store": cfg.store, "config": cfg.source,

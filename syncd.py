@@ -55,7 +55,6 @@ def render_briefing(cfg, log, *, have_snapshot: bool = True) -> dict:
 
     from lib import briefing, cache_view, snapshot
     from lib.clock import format_time
-    from lib.spool import atomic_write
 
     paths = cfg.paths
     sessions, claims, handoffs = [], [], []
@@ -77,18 +76,17 @@ def render_briefing(cfg, log, *, have_snapshot: bool = True) -> dict:
     if view["status"] == cache_view.UNREADABLE:
         log("briefing_input_unreadable", file="roster.json", error=str(view.get("detail"))[:200])
     text, ids = briefing.render(view["agents"], sessions, claims, handoffs=handoffs)
-    atomic_write(paths.briefing(cfg.fleet_id), json.dumps({"text": text, "claim_ids": ids,
-                                                           "rendered_at": format_time()}).encode(), mode=0o644)
+    cache_view.write(paths.briefing(cfg.fleet_id), {"text": text, "claim_ids": ids, "rendered_at": format_time()})
     return {"briefing_chars": len(text)}
 
 
 def ingest_proposals(cfg, store, log) -> dict:
     """MCP ``proposed`` records → ClaimEvents in the store (:func:`lib.claims.ingest`); the
     consumer's offsets advance only after the events were written."""
-    from lib import claims, spool
+    from lib import claims, mcp_records, spool
 
     records, commit = spool.consume_records(cfg.paths.mcp_spool(cfg.fleet_id), cfg.paths.mcp_consumer_state(cfg.fleet_id, "claims"))
-    proposals = [r for r in records if r.get("kind") == "proposed"]
+    proposals = mcp_records.select(records, (mcp_records.PROPOSED,))
     tally = cfg.paths.claims_tally(cfg.fleet_id)
     out = claims.ingest(store, proposals, cfg.fleet_id, log=log, tally_path=tally) if proposals else {"proposed": 0, "rejected": 0}
     commit()
@@ -106,13 +104,9 @@ def _carry_over(summary: dict, status_path: str) -> None:
     cause = next((c for c in causes if c), None)
     summary["last_error"] = " ".join(str(cause).split())[:300] if cause else (
         f"{summary['errors']} error(s), see syncd's log" if summary["errors"] else None)
-    try:
-        with open(status_path, "rb") as fh:
-            previous = json.loads(fh.read())
-    except (OSError, ValueError):
-        previous = {}
-    if not isinstance(previous, dict):
-        previous = {}
+    from lib import cache_view
+
+    previous = cache_view.read_raw(status_path) or {}
     if previous.get("store") not in (None, summary.get("store")):
         previous = {}  # another store's passes say nothing about this one
     summary["last_ok_at"] = summary["last_run_at"] if not summary["errors"] else previous.get("last_ok_at")
@@ -158,9 +152,8 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     for ``--once``): it sees every shipped envelope, then runs the live plane (heartbeats,
     roster, lease requests and renewals) before the cache refresh renders the briefing.
     """
-    from lib import livesync, ship, spool
+    from lib import cache_view, livesync, ship, spool
     from lib.clock import format_time
-    from lib.spool import atomic_write
 
     plane = plane or livesync.LivePlane(cfg, log)
     disk = spool.disk_free(cfg.paths.spool_dir)
@@ -205,7 +198,7 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     status_path = cfg.paths.sync_status(cfg.fleet_id)
     _carry_over(summary, status_path)
     try:
-        atomic_write(status_path, json.dumps(summary, sort_keys=True).encode(), mode=0o644)
+        cache_view.write(status_path, summary)
     except OSError as exc:
         log("status_write_failed", error=str(exc))
     return summary

@@ -12,7 +12,7 @@ bug 12.2 #31) or the fence (issue #17). Standard library only (the hook imports 
 """
 from __future__ import annotations
 
-from lib import jsonfast
+from lib import cache_view
 from lib.sanitize import FENCE_NAME, clean
 
 MAX_BYTES = 8 * 1024
@@ -120,7 +120,7 @@ def read_for_hook(path: str) -> tuple[str | None, list[str]]:
     strings) instead of jsonschema (invariant 9; the hook is standard library only). A missing,
     unreadable or malformed file yields ``(None, [])`` — the hook fails open.
     """
-    data = jsonfast.read_object(path, 1 << 20)
+    data = cache_view.read_for_hook(path, 1 << 20)
     text = data.get("text")
     if not isinstance(text, str) or not text.strip():
         return None, []

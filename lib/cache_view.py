@@ -1,7 +1,19 @@
-"""Read-only views of the local cache for agent-facing tools (docs/design.md §3, invariants 9, 12).
+"""The local cache files, ``cache/<fleet>/*``: their one writer and every reader (docs/design.md §3, invariants 9, 12).
 
-Where it sits: syncd writes ``cache/<fleet>/{roster,leases,sync}.json`` (store → cache leg);
-``mcp_server.py`` reads them through this module and never touches the store. Every file is
+Where it sits: syncd writes ``cache/<fleet>/{roster,leases,briefing,sync}.json``, ``snapshot.bin``
+and its ``.pointer.json`` (store → cache leg) through :func:`write`, :func:`write_blob` and
+:func:`write_pointer_side` — atomic (temp, fsync, rename). Readers come in three kinds:
+
+- the hook's, :func:`read_for_hook`: standard library C codec only (no ``json``/``re``), fail
+  open, ``{}`` for anything but an object (the hook, ``lib.roster``, ``lib.live``, ``lib.briefing``);
+- the strict one, :func:`read_json`: size-capped, sanitized, a status instead of an
+  exception (``mcp_server.py``, ``/metrics``, the briefing's roster); :func:`read_raw` for
+  syncd amending its own views and ``ctxlake status``;
+- the status views (:func:`roster`, :func:`leases`, :func:`sync_status`, :func:`file_age`).
+
+``snapshot.bin`` is a SQLite file: :func:`write_blob` puts it there, ``lib.snapshot`` and
+``lib.memory_index`` open it as a database, read-only. ``mcp_server.py`` reads the cache through
+this module and never touches the store. Every file is
 untrusted input written by other agents' sessions via a daemon: it is size-capped, parsed
 strictly (no NaN), shape-checked by hand for the fields used, depth-limited, and every string
 in it — keys and values at any depth — goes through :func:`lib.sanitize.clean_deep` before
@@ -37,6 +49,75 @@ SPOOL_TAIL_BYTES = 4 << 20
 """How much of the end of this fleet's MCP spool file is scanned for our own pending requests."""
 
 MISSING, UNREADABLE, OK = "missing", "unreadable", "ok"
+
+
+def write(path: str, data: dict) -> None:
+    """Replace the cache file ``path`` with ``data`` as JSON (sorted keys, UTF-8), atomically
+    (temp file, fsync, rename; mode 0644: the hook and the MCP server may run as other users).
+    :raises OSError: the file could not be written (the old one stays)."""
+    import json
+
+    from lib.spool import atomic_write
+
+    atomic_write(path, json.dumps(data, sort_keys=True, ensure_ascii=False).encode(), mode=0o644)
+
+
+def write_blob(path: str, data: bytes) -> None:
+    """Replace the cached snapshot ``path`` with ``data``, atomically (as :func:`write`)."""
+    from lib.spool import atomic_write
+
+    atomic_write(path, data, mode=0o644)
+
+
+def read_blob(path: str) -> bytes | None:
+    """The bytes of the cached snapshot ``path``; ``None`` when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def read_for_hook(path: str, max_bytes: int = 8 << 20) -> dict:
+    """The JSON object in the cache file ``path`` on the hook's terms: CPython's C codec only
+    (:func:`lib.jsonfast.read_object`, no ``json``/``re``), at most ``max_bytes`` read, and ``{}``
+    when it is missing, unreadable, not JSON or not an object (fail open, invariant 12).
+    Not sanitized: callers check the fields they use by hand."""
+    from lib import jsonfast
+
+    return jsonfast.read_object(path, max_bytes)
+
+
+def read_raw(path: str) -> dict | None:
+    """The object in a cache file as written, not sanitized: for syncd amending a view it wrote
+    itself (marking it stale, carrying a figure over) and for ``ctxlake status``, which shows
+    figures, not text. ``None`` when missing or not a JSON object."""
+    import json
+
+    try:
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_pointer_side(path: str) -> dict:
+    """The pointer record syncd keeps beside the cached snapshot (``<snapshot>.pointer.json``:
+    ``{"etag", "pointer", "file": [size, mtime_ns, inode]}``); ``{}`` when missing or garbage."""
+    import json
+
+    try:
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_pointer_side(path: str, side: dict) -> None:
+    """Replace ``<snapshot>.pointer.json`` with ``side``, atomically (:func:`write`)."""
+    write(path, side)
 
 
 def _reject_constant(name):
@@ -195,17 +276,8 @@ def spooled_records(path: str, agent_id: str, kinds: tuple, max_bytes: int = SPO
     lines = raw.split(b"\n")
     if start > 0:
         lines = lines[1:]  # the first line is probably cut
-    out = []
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            import json
+    from lib import mcp_records
 
-            rec = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(rec, dict) and rec.get("agent_id") == agent_id and rec.get("kind") in kinds \
-                and not _too_deep(rec, MAX_DEPTH):
-            out.append(clean_deep(rec))
-    return out
+    records = [mcp_records.decode(line) for line in lines if line.strip()]
+    return [clean_deep(rec) for rec in mcp_records.select(records, kinds)
+            if rec.get("agent_id") == agent_id and not _too_deep(rec, MAX_DEPTH)]

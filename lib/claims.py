@@ -22,6 +22,7 @@ import time
 import unicodedata
 
 from lib.keys import claim_event_key, claim_events_prefix, is_segment
+from lib.mcp_records import PROPOSED
 
 CLAIM_TYPES = ("environment", "outcome", "convention", "preference", "hypothesis")
 THRESHOLDS = {"environment": 1, "outcome": 1, "convention": 2}
@@ -294,7 +295,7 @@ def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, 
     counts = counts if counts is not None else load_tally(tally_path)
     out = {"proposed": 0, "rejected": 0}
     for rec in records:
-        if rec.get("kind") != "proposed" or rec.get("fleet_id") not in (None, fleet):
+        if rec.get("kind") != PROPOSED or rec.get("fleet_id") not in (None, fleet):
             continue
         agent = str(rec.get("agent_id") or "unknown")
         text = str(rec.get("claim") or "")

@@ -23,7 +23,9 @@ from __future__ import annotations
 import json
 import time
 
+from lib import mcp_records
 from lib.keys import handoff_key, handoffs_prefix
+from lib.mcp_records import HANDOFF
 
 KEEP_DAYS = 14
 """Handoffs older than this many days (by their date partition) leave the snapshot."""
@@ -39,7 +41,7 @@ def note(rec: dict) -> dict | None:
     """The note kept for a spooled ``handoff`` record, or ``None`` when the record has no
     ``record_id``, no summary, an unknown status or no ISO ``requested_at`` (logged by the
     caller, never raised)."""
-    if rec.get("kind") != "handoff":
+    if rec.get("kind") != HANDOFF:
         return None
     out = {}
     for name, cap in FIELDS.items():
@@ -62,9 +64,7 @@ def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None) 
     from lib.store import CREATE, PreconditionFailed
 
     out = {"handoffs": 0, "replayed": 0, "dropped": 0}
-    for rec in records:
-        if rec.get("kind") != "handoff":
-            continue
+    for rec in mcp_records.select(records, (HANDOFF,)):
         n = note(rec)
         if n is None or rec.get("fleet_id") not in (None, fleet):
             out["dropped"] += 1
@@ -93,7 +93,7 @@ def load_recent(store, fleet: str, *, now: float | None = None, days: int = KEEP
                 data = json.loads(store.get(entry.key).data.decode("utf-8"))
             except (NotFound, ValueError, UnicodeDecodeError, RecursionError):
                 continue
-            n = note(dict(data, kind="handoff")) if isinstance(data, dict) else None
+            n = note(dict(data, kind=HANDOFF)) if isinstance(data, dict) else None
             if n is not None:
                 out.append(n)
     out.sort(key=lambda n: (n["requested_at"], n["record_id"]), reverse=True)

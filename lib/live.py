@@ -570,9 +570,9 @@ def refusal_message(records: list[dict], now: float | None = None) -> str:
 
 def read_view(path: str) -> dict:
     """``cache/<fleet>/leases.json`` as a dict; ``{}`` when missing or malformed (fail open)."""
-    from lib import jsonfast
+    from lib.cache_view import read_for_hook
 
-    data = jsonfast.read_object(path)
+    data = read_for_hook(path)
     return data if isinstance(data.get("leases", []), list) else {}
 
 

@@ -30,7 +30,7 @@ import os
 import random
 import time
 
-from lib import activity, clock, live, roster
+from lib import activity, cache_view, clock, live, mcp_records, roster
 from lib.sanitize import clean
 
 REQUESTS_KEPT = 500
@@ -42,8 +42,6 @@ TOUCH_WINDOW_SECS = 1800
 """A touched file stays in an agent's heartbeat for this long (store clock)."""
 MIN_TTL, MAX_TTL = 30, 86400
 """Bounds on a requested lease TTL in seconds (``ttl_secs`` outside them is clamped)."""
-LEASE_KINDS = ("lease_request", "lease_release")
-"""MCP spool record kinds this consumer applies (the MCP server's ``fleet_claim``/``fleet_release``)."""
 
 
 class LivePlane:
@@ -150,7 +148,6 @@ class LivePlane:
         ``refused`` = the reason, so the hook warns about nothing and ``ctxlake status`` says why.
         Logged once per pass (``live_plane_refused``)."""
         from lib import spool
-        from lib.spool import atomic_write
 
         summary["live_refused"] = reason
         self.log("live_plane_refused", reason=reason, detail=str(live.Unsafe(reason)))
@@ -159,7 +156,7 @@ class LivePlane:
         now = self.clock()
         for rec in records:
             rid, agent = rec.get("record_id"), rec.get("agent_id")
-            if rec.get("kind") in LEASE_KINDS and isinstance(rid, str) and rid and isinstance(agent, str) and agent:
+            if rec.get("kind") in mcp_records.LEASE_KINDS and isinstance(rid, str) and rid and isinstance(agent, str) and agent:
                 self.state["requests"][rid] = {"kind": rec.get("kind"), "agent_id": agent, "applied_at": now,
                                                "outcome": "refused", "error": str(live.Unsafe(reason))}
                 summary["lease_requests"] += 1
@@ -172,7 +169,7 @@ class LivePlane:
                                                           lost=self.state["lost"], policy=self.cfg.leases.policy)))
         for path, data in views:
             try:
-                atomic_write(path, json.dumps(data, sort_keys=True, ensure_ascii=False).encode(), mode=0o644)
+                cache_view.write(path, data)
             except OSError as exc:
                 self.log("live_cache_write_failed", path=os.path.basename(path), error=str(exc)[:200])
 
@@ -192,7 +189,7 @@ class LivePlane:
 
         records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet),
                                                 self.cfg.paths.mcp_consumer_state(self.fleet, "leases"))
-        mine = [r for r in records if r.get("kind") in LEASE_KINDS]
+        mine = mcp_records.select(records, mcp_records.LEASE_KINDS)
         if mine and self.lease_view_time is None:  # first pass of this process: a view for the directory check
             self.lease_view, self.lease_view_time = live.list_leases(store, self.fleet, cache=self.lease_cache, log=self.log)
         for rec in mine:
@@ -285,7 +282,7 @@ class LivePlane:
             base["paths"] = paths
         if rec.get("fleet_id") not in (None, self.fleet):
             return dict(base, outcome="error", error=f"record for fleet {clean(str(rec.get('fleet_id')), 100, True)}")
-        if kind == "lease_request":
+        if kind == mcp_records.LEASE_REQUEST:
             return self._claim(store, rec, base, now, open_keys)
         return self._release(store, rec, base)
 
@@ -456,7 +453,6 @@ class LivePlane:
 
     # -- cache ------------------------------------------------------------------------------------
     def _write_caches(self, current: dict | None, removals: list, held: list, offset: float) -> None:
-        from lib.spool import atomic_write
 
         paths, ttl = self.cfg.paths, self.cfg.sync.presence_ttl_secs
         refreshed = self.clock()
@@ -471,28 +467,23 @@ class LivePlane:
         leases = {"store_time": store_time, "refreshed_at": refreshed, "leases": held,
                   "requests": self.state["requests"], "lost": self.state["lost"], "stale_since": None,
                   "policy": self.cfg.leases.policy}
-        atomic_write(paths.roster(self.fleet), json.dumps(rost, sort_keys=True, ensure_ascii=False).encode(), mode=0o644)
-        atomic_write(paths.leases(self.fleet), json.dumps(leases, sort_keys=True, ensure_ascii=False).encode(), mode=0o644)
+        cache_view.write(paths.roster(self.fleet), rost)
+        cache_view.write(paths.leases(self.fleet), leases)
 
     def _write_stale(self, error: str) -> None:
         """Keep the last roster and lease views, marked ``stale_since`` (local epoch s of the
         first failed refresh) with the ``error``; request outcomes applied before the failure
         are added. ``refreshed_at`` keeps naming the last good refresh."""
-        from lib.spool import atomic_write
 
         paths = self.cfg.paths
         for path, empty in ((paths.roster(self.fleet), {"agents": []}), (paths.leases(self.fleet), {"leases": []})):
-            try:
-                with open(path, "rb") as fh:
-                    data = json.loads(fh.read())
-                if not isinstance(data, dict):
-                    raise ValueError("not an object")
-            except (OSError, ValueError, RecursionError):
+            data = cache_view.read_raw(path)
+            if data is None:
                 data = dict(empty, refreshed_at=None, store_time=None)
             data.update(stale_since=self.state["stale_since"], error=error)
             if "leases" in empty:
                 data.update(requests=self.state["requests"], lost=self.state["lost"])
             try:
-                atomic_write(path, json.dumps(data, sort_keys=True, ensure_ascii=False).encode(), mode=0o644)
+                cache_view.write(path, data)
             except OSError as exc:
                 self.log("live_cache_write_failed", path=os.path.basename(path), error=str(exc)[:200])

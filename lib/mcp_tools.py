@@ -18,14 +18,7 @@ results; a read with no cache answers ``enabled: false`` with a note, never an e
 (invariant 12). There is no ``memory_write``: ``memory_propose`` spools a ``proposed`` event
 whose scope is the constant ``"agent"``; only the gate inside ``maint.py`` promotes (invariant 8).
 
-Spool records (one JSON object per line)::
-
-    common      {kind, record_id (ULID), fleet_id, agent_id, session_id?, requested_at}
-    lease_request   + paths[], resources[{path, repo, rel}], reason, ttl_secs, cwd
-    lease_release   + paths[] and resources[], or all: true
-    handoff         + summary, status, next?, cwd, repo?, branch?
-    proposed        + claim_id, claim, claim_type, subject, scope: "agent", observed_by,
-                      observed_at, evidence[{session_id, message_id}]
+Spool records: :mod:`lib.mcp_records` (their format, built here with :func:`lib.mcp_records.build`).
 """
 from __future__ import annotations
 
@@ -33,6 +26,7 @@ import json
 import os
 import time
 
+from lib import mcp_records
 from lib.jsonrpc import InvalidParams, Tool, ToolError
 
 # Everything else is imported where a tool first needs it: ``initialize`` and ``tools/list``
@@ -58,7 +52,6 @@ INSTRUCTIONS = ("ctxlake: shared memory and coordination for this agent fleet. R
                 "that ctxlake sync refreshes (it may be minutes old; each result says how old). Write tools queue a "
                 "record for ctxlake sync and never report success at the fleet. Leases are advisory: git decides "
                 "what lands.")
-LEASE_KINDS = ("lease_request", "lease_release")
 VOLATILE_FIELDS = ("observed_at",)
 """Record fields that differ between a call and its retry by construction (the clock)."""
 
@@ -470,7 +463,7 @@ class Tools:
         from lib import cache_view
 
         ctx = self.ctx
-        spooled = cache_view.spooled_records(ctx.paths.mcp_spool(ctx.fleet_id), ctx.agent_id, LEASE_KINDS)
+        spooled = cache_view.spooled_records(ctx.paths.mcp_spool(ctx.fleet_id), ctx.agent_id, mcp_records.LEASE_KINDS)
         by_id = {o["record_id"]: o for o in outcomes if isinstance(o.get("record_id"), str)}
         out, seen = [], set()
         for rec in spooled:
@@ -632,13 +625,9 @@ class Tools:
                         detail="identical to this session's last write; not queued again")
                 self._queued = prior
                 return prior
-        rec = {"kind": kind, "record_id": record_id, "fleet_id": ctx.fleet_id, "agent_id": ctx.agent_id}
-        if ctx.session_id:
-            rec["session_id"] = ctx.session_id
-        rec["requested_at"] = ctx.now_iso()
-        rec.update(fields)
-        rec["request_key"] = key
-        line = json.dumps(rec, ensure_ascii=True, separators=(",", ":")) + "\n"
+        rec = mcp_records.build(kind, record_id=record_id, fleet_id=ctx.fleet_id, agent_id=ctx.agent_id,
+                                session_id=ctx.session_id, requested_at=ctx.now_iso(), fields=fields, request_key=key)
+        line = mcp_records.encode(rec)
         try:
             spool.append(ctx.paths.mcp_spool(ctx.fleet_id), line, sync=True, lock_path=ctx.paths.mcp_spool_lock(ctx.fleet_id))
         except spool.NotDurable as exc:
@@ -683,9 +672,9 @@ class Tools:
             raise ToolError("Not queued: reason is blank. Say why you need these paths — other agents read it.")
         ttl = int(a.get("ttl_secs") or self.ctx.cfg.leases.ttl_secs)
         resources = _resources(paths, self.ctx.cwd)
-        key = live.request_key("lease_request", self.ctx.agent_id, self.ctx.session_id, resources, reason=reason, ttl=ttl)
+        key = live.request_key(mcp_records.LEASE_REQUEST, self.ctx.agent_id, self.ctx.session_id, resources, reason=reason, ttl=ttl)
         rec = self._queue(
-            "lease_request", {"paths": paths, "resources": resources, "reason": reason, "ttl_secs": ttl,
+            mcp_records.LEASE_REQUEST, {"paths": paths, "resources": resources, "reason": reason, "ttl_secs": ttl,
                               "cwd": self.ctx.cwd, "request_key": key}, rid, quarantine)
         view = cache_view.leases(self.ctx.paths.leases(self.ctx.fleet_id), self.ctx.clock())["view"]
         holders = live.conflicts_for_paths(view, self.ctx.agent_id, paths, self.ctx.cwd) if view else []
@@ -709,7 +698,7 @@ class Tools:
             fields = {"all": True}
         fields["request_key"] = live.request_key("lease_release", self.ctx.agent_id, self.ctx.session_id,
                                                  fields.get("resources"), everything=bool(fields.get("all")))
-        rec = self._queue("lease_release", fields, rid, quarantine)
+        rec = self._queue(mcp_records.LEASE_RELEASE, fields, rid, quarantine)
         return self._queued_answer(rec, paths=rec.get("paths", "all you hold"), note=(
             "Queued: ctxlake sync releases these leases at the store; until it runs, other agents still see them held."))
 
@@ -731,7 +720,7 @@ class Tools:
             fields["repo"] = info["repo_id"]
         if info.get("branch"):
             fields["branch"] = info["branch"]
-        rec = self._queue("handoff", fields, rid, quarantine)
+        rec = self._queue(mcp_records.HANDOFF, fields, rid, quarantine)
         return self._queued_answer(rec, note=(
             "Queued: ctxlake sync ships the note to the lake on its next pass; after the next ctxlake maint it shows in "
             "this fleet's briefings and in fleet_history (handoffs)."))
@@ -767,7 +756,7 @@ class Tools:
         fields = {"claim_id": claim_id, "claim": a["claim"].strip(), "claim_type": a["type"],
                   "subject": a["subject"].strip(), "scope": "agent", "observed_by": self.ctx.agent_id,
                   "observed_at": self.ctx.now_iso(), "evidence": citations}
-        rec = self._queue("proposed", fields, rid, quarantine)
+        rec = self._queue(mcp_records.PROPOSED, fields, rid, quarantine)
         return self._queued_answer(rec, claim_id=rec["claim_id"], scope="agent", note=(
             "Queued as a candidate. The gate in ctxlake maint checks each citation against the captured sessions and "
             "decides what the fleet sees; this call cannot make it fleet knowledge."))

@@ -212,12 +212,9 @@ class _ScrapeTimeCollector:
 
 def _cached_lease_count(path: str, now: float) -> int:
     """Unexpired leases in the cached view at ``path`` at local time ``now`` (:func:`lib.live.view_leases`)."""
-    try:
-        with open(path, "rb") as fh:
-            data = json.loads(fh.read())
-    except (OSError, ValueError):
-        return 0
-    from lib import live
+    from lib import cache_view, live
+
+    data = cache_view.read_raw(path)
 
     return len(live.view_leases(data, now)) if isinstance(data, dict) else 0
 

@@ -53,6 +53,11 @@ def hooks_lock_path(state_dir: str) -> str:
     return os.path.join(state_dir, "hooks.lock")
 
 
+def snapshot_pointer_path(snapshot_path: str) -> str:
+    """``<snapshot>.pointer.json``: the pointer record kept beside a cached snapshot."""
+    return snapshot_path + ".pointer.json"
+
+
 def config_file_path(environ=None) -> str:
     """Where the config file is looked for (it may not exist): ``$CTXLAKE_CONFIG``, else
     ``$XDG_CONFIG_HOME/ctxlake/ctxlake.toml``, else ``~/.config/ctxlake/ctxlake.toml``."""
@@ -215,6 +220,10 @@ class Paths:
 
     def snapshot(self, fleet_id: str) -> str:
         return os.path.join(self.fleet_cache(fleet_id), "snapshot.bin")
+
+    def snapshot_pointer(self, fleet_id: str) -> str:
+        """``cache/<fleet_id>/snapshot.bin.pointer.json`` (:func:`snapshot_pointer_path`)."""
+        return snapshot_pointer_path(self.snapshot(fleet_id))
 
     def briefing(self, fleet_id: str) -> str:
         return os.path.join(self.fleet_cache(fleet_id), "briefing.json")

@@ -300,9 +300,9 @@ def edit(store, fleet_id: str, *, upserts=(), removals=(), ttl: float, attempts:
 
 def read_view(path: str) -> dict:
     """``cache/<fleet>/roster.json`` as a dict; ``{}`` when missing or malformed (fail open)."""
-    from lib import jsonfast
+    from lib.cache_view import read_for_hook
 
-    data = jsonfast.read_object(path)
+    data = read_for_hook(path)
     return data if isinstance(data.get("agents", []), list) else {}
 
 

@@ -281,18 +281,20 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
     """
     import os
 
-    from lib import lake
-    from lib.spool import atomic_write
+    from lib import cache_view, lake
+    from lib.paths import snapshot_pointer_path
     from lib.store import NotFound
 
-    side_path = cache_path + ".pointer.json"
+    side_path = snapshot_pointer_path(cache_path)
+    side = cache_view.read_pointer_side(side_path)
     try:
-        with open(side_path, "rb") as fh:
-            side = json.loads(fh.read())
         st = os.stat(cache_path)
-        trusted = side.get("file") == [st.st_size, st.st_mtime_ns, st.st_ino] and isinstance(side.get("pointer"), dict)
-    except (OSError, ValueError, AttributeError, RecursionError):  # missing or garbage: verify from scratch
-        side, trusted = {}, False
+        trusted = bool(side) and side.get("file") == [st.st_size, st.st_mtime_ns, st.st_ino] and isinstance(
+            side.get("pointer"), dict)
+    except OSError:  # missing: verify from scratch
+        trusted = False
+    if not trusted:
+        side = {}
     key = lake.snapshot_pointer_key(fleet_id)
     try:
         obj = store.get(key, if_none_match=side.get("etag") if trusted else None)
@@ -307,23 +309,20 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
 
     def remember():
         st = os.stat(cache_path)
-        atomic_write(side_path, json.dumps({"etag": obj.etag, "pointer": pointer,
-                                            "file": [st.st_size, st.st_mtime_ns, st.st_ino]}).encode(), mode=0o644)
+        cache_view.write_pointer_side(side_path, {"etag": obj.etag, "pointer": pointer,
+                                                  "file": [st.st_size, st.st_mtime_ns, st.st_ino]})
 
     current = side.get("pointer", {}).get("sha256") if trusted else None
     if current is None:
-        try:
-            with open(cache_path, "rb") as fh:
-                current = sha256(fh.read())
-        except OSError:
-            current = None
+        blob = cache_view.read_blob(cache_path)
+        current = sha256(blob) if blob is not None else None
     if current == sha:
         remember()
         return {"changed": False, "sha256": sha, "pointer": pointer}
     data = store.get(lake.snapshot_blob_key(fleet_id, sha)).data
     if sha256(data) != sha:
         raise ValueError(f"snapshot blob {sha} does not match its name")
-    atomic_write(cache_path, data, mode=0o644)
+    cache_view.write_blob(cache_path, data)
     remember()
     return {"changed": True, "sha256": sha, "pointer": pointer}
 
@@ -338,12 +337,13 @@ def cached_lake_figures(cache_path: str) -> dict:
     the pointer syncd mirrored beside the cached snapshot (``<cache_path>.pointer.json``) —
     ``{name: int}`` for the :data:`LAKE_FIGURES` present (non-integers dropped: this is cache
     content), plus ``built_at``; ``{}`` when nothing is cached. Never touches the store."""
-    try:
-        with open(cache_path + ".pointer.json", "rb") as fh:
-            pointer = json.loads(fh.read()).get("pointer") or {}
-        lake = pointer.get("lake") or {}
-    except (OSError, ValueError, AttributeError):
+    from lib import cache_view
+    from lib.paths import snapshot_pointer_path
+
+    pointer = cache_view.read_pointer_side(snapshot_pointer_path(cache_path)).get("pointer") or {}
+    if not isinstance(pointer, dict):
         return {}
+    lake = pointer.get("lake") or {}
     if not isinstance(lake, dict):
         return {}
     out = {k: lake[k] for k in LAKE_FIGURES if isinstance(lake.get(k), int) and not isinstance(lake.get(k), bool)}

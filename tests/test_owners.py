@@ -81,6 +81,40 @@ def home_joins(path: str) -> list[tuple[int, str]]:
     return hits
 
 
+CACHE_FILES = ("roster", "leases", "briefing", "sync_status", "snapshot", "snapshot_pointer")
+"""``Paths`` accessors of the files under ``cache/<fleet>/``."""
+FILE_IO = ("open", "atomic_write", "read_object", "load", "loads", "write_bytes", "read_bytes", "stat", "remove", "unlink",
+           "replace", "rename")
+"""Calls that open, write, move or inspect a file (``json.load(s)`` reads one)."""
+
+
+def cache_file_io(path: str) -> list[tuple[int, str]]:
+    """``(line, function)`` of every function in ``path`` that names a cache file
+    (``<...>paths.roster(...)`` and its siblings) and itself does file I/O."""
+    hits = []
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        calls = [c for c in ast.walk(node) if isinstance(c, ast.Call)]
+        names_cache = any(isinstance(c.func, ast.Attribute) and c.func.attr in CACHE_FILES
+                          and ast.unparse(c.func.value).endswith("paths") for c in calls)
+        does_io = any((isinstance(c.func, ast.Name) and c.func.id in FILE_IO)
+                      or (isinstance(c.func, ast.Attribute) and c.func.attr in FILE_IO
+                          and ast.unparse(c.func.value) in ("os", "json", "jsonfast", "spool", "fh", "Path"))
+                      for c in calls)
+        if names_cache and does_io:
+            hits.append((node.lineno, node.name))
+    return hits
+
+
+def test_cache_files_are_read_and_written_by_lib_cache_view_only():
+    """``cache/<fleet>/*`` has one owner (issue 20): a function elsewhere may name a cache file
+    and hand it to ``lib.cache_view`` (or to ``lib.snapshot``'s SQLite reader), never open it."""
+    owners = {os.path.join("lib", "cache_view.py"), os.path.join("lib", "paths.py")}
+    bad = {rel: cache_file_io(full) for rel, full in _sources() if rel not in owners}
+    assert not {k: v for k, v in bad.items() if v}, bad
+
+
 def test_store_keys_are_built_by_lib_keys_only():
     bad = {rel: key_literals(full) for rel, full in _sources() if rel != os.path.join("lib", "keys.py")}
     assert not {k: v for k, v in bad.items() if v}, bad
@@ -101,3 +135,7 @@ def test_the_checks_find_what_they_look_for(tmp_path):
                      '    os.path.join(base, "hooks.lock")\n    os.path.join(cwd, "src")\n')
     assert [t for _, t in key_literals(str(probe))] == ["live/", "claims/events/"]
     assert len(home_joins(str(probe))) == 3
+    probe.write_text("import json\ndef a(cfg):\n    with open(cfg.paths.roster(f)) as fh:\n        return json.load(fh)\n"
+                     "def b(paths):\n    p = paths.leases(f)\n    os.stat(p)\n"
+                     "def c(cfg):\n    return cache_view.read_json(cfg.paths.briefing(f))\n")
+    assert [name for _, name in cache_file_io(str(probe))] == ["a", "b"]
