@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """ctxlake: the operator CLI (docs/design.md §1, §13).
 
-Every verb is one short function over ``lib/``; ``sync``, ``maint`` and ``hook`` dispatch to the
-role scripts' ``main``. Output is for humans; ``--json`` where a script would want it.
+Every verb is one short function over ``lib/``; ``sync``, ``maint`` and ``mcp`` become the role
+script's process (``syncd.py``, ``maint.py``, ``mcp_server.py``: no role script imports another),
+``hook`` runs :mod:`lib.hookproc`. Output is for humans; ``--json`` where a script would want it.
 
     ctxlake init --store URL --fleet F [--agent-id A]
     ctxlake status [--json]
@@ -699,9 +700,19 @@ def cmd_claims(args, cfg, out) -> int:
     return 0
 
 
-def _dispatch(module: str, argv: list[str], prog: str) -> int:
-    mod = __import__(module)
-    return mod.main(argv, prog=prog)
+def _exec_role(script: str, argv: list[str], prog: str | None = None) -> int:
+    """Become ``python <script> <argv>`` (``os.execv``: same process, so signals, stdin, stdout
+    and the exit code are the role's own). Role scripts are processes, not libraries: none
+    imports another. ``prog`` is the name the role's one-line errors give the command
+    (``lib.failures.PROG_ENV``); ``--debug`` reaches it as ``CTXLAKE_DEBUG``."""
+    from lib.failures import PROG_ENV
+
+    if prog:
+        os.environ[PROG_ENV] = prog
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, os.path.join(ROOT, script), *argv])
+    return 70  # not reached: execv replaces this process or raises OSError
 
 
 def _help(fn) -> str:
@@ -727,9 +738,9 @@ def main(argv=None, stdout=None, stderr=None) -> int:
 
 def _main(argv: list[str], out, err) -> int:
     if argv and argv[0] in ("sync", "maint"):
-        return _dispatch({"sync": "syncd", "maint": "maint"}[argv[0]], argv[1:], f"ctxlake {argv[0]}")
+        return _exec_role({"sync": "syncd.py", "maint": "maint.py"}[argv[0]], argv[1:], f"ctxlake {argv[0]}")
     if argv and argv[0] == "mcp":
-        return __import__("mcp_server").main(argv[1:])
+        return _exec_role("mcp_server.py", argv[1:])
     if argv and argv[0] == "doctor":
         from lib import doctor
 

@@ -366,6 +366,7 @@ def main(argv=None, stdout=None, prog: str = "maint.py") -> int:
     from lib import failures
 
     argv = sys.argv[1:] if argv is None else argv
+    prog = failures.prog_name(prog)
     return failures.run(prog, lambda a: _main(a, stdout or sys.stdout, prog), argv)
 
 

@@ -204,12 +204,33 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     return summary
 
 
+def run_maint_process(log) -> dict | None:
+    """One maintenance pass as its own process, ``maint.py --once --json`` beside this script, with
+    this process's environment (so its config and store): role scripts run each other, they never
+    import each other. Its JSON log lines share this stderr; returns its summary, or ``None`` (and
+    logs ``maint_failed``) when it printed none — it crashed or could not start."""
+    import subprocess
+
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "maint.py")
+    try:
+        r = subprocess.run([sys.executable, script, "--once", "--json"], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        log("maint_failed", error=f"cannot start {script}: {exc}"[:300])
+        return None
+    try:
+        return json.loads(r.stdout.decode("utf-8").strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        log("maint_failed", error=f"maint.py --once exited {r.returncode} without a summary (its error is logged above)")
+        return None
+
+
 def main(argv=None, stdout=None, prog: str = "syncd.py") -> int:
     """``syncd.py [--once] [--json] [--foreground]``; see the module docstring. A failure to start
     (bad config, bad store URL) is one line on stderr and its exit code (lib/failures.py)."""
     from lib import failures
 
     argv = sys.argv[1:] if argv is None else argv
+    prog = failures.prog_name(prog)
     return failures.run(prog, lambda a: _main(a, stdout or sys.stdout, prog), argv)
 
 
@@ -279,12 +300,7 @@ def _loop(cfg, store, log, args, out, stopping, metrics) -> int:
             return 0
         if (not stopping["flag"] and cfg.sync.maint_every_secs
                 and time.monotonic() - last_maint >= cfg.sync.maint_every_secs):
-            import maint
-
-            try:
-                maint.run_once(cfg, store, log)
-            except Exception as exc:
-                log("maint_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+            run_maint_process(log)
             last_maint = time.monotonic()
         deadline = time.monotonic() + cfg.sync.poll_secs
         while not stopping["flag"] and time.monotonic() < deadline:

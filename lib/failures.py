@@ -82,6 +82,18 @@ def debug_requested(argv: list[str], environ=None) -> tuple[bool, list[str]]:
     return len(rest) != len(argv) or env.get("CTXLAKE_DEBUG") == "1", rest
 
 
+PROG_ENV = "CTXLAKE_PROG"
+"""Set by ``ctxlake`` when it hands a verb to a role script's process (``ctxlake sync`` runs
+``syncd.py``): the name that script's one-line errors give the command."""
+
+
+def prog_name(default: str, environ=None) -> str:
+    """The command name for errors: :data:`PROG_ENV` (removed, so the role's own children do not
+    inherit it), else ``default``."""
+    env = os.environ if environ is None else environ
+    return env.pop(PROG_ENV, None) or default
+
+
 def run(prog: str, fn, argv: list[str], stderr=None) -> int:
     """Run ``fn(argv) -> int`` and turn any escaping exception into one line on ``stderr``
     (default ``sys.stderr``) and its exit code; with ``--debug`` the traceback follows.
