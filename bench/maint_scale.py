@@ -132,8 +132,7 @@ def main() -> int:
                CTXLAKE_CONFIG=os.path.join(home, "none.toml"))
     server = None
     if args.store == "seaweedfs":
-        sys.path.insert(0, os.path.join(ROOT, "tests"))
-        from s3server import start_seaweed
+        from tests.support.s3server import start_seaweed
 
         server = start_seaweed()
         env.update(server.env(), CTXLAKE_STORE=server.url("bench"))
