@@ -68,7 +68,7 @@ def zipf(n: int) -> list[float]:
     return [1.0 / (i + 10) for i in range(n)]
 
 
-EMBED_SAMPLE = 2_000
+EMBED_SAMPLE = 500
 """With MiniLM (~25 ms of CPU a claim), only this many claims are embedded for real; the rest reuse
 those vectors in turn. A dense search costs the same whatever the vectors hold (one matrix-vector
 product over every row), so latency and memory are measured exactly; ranking quality is
