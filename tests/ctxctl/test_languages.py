@@ -493,3 +493,79 @@ def test_core_loads_without_re_or_enum_and_both_still_work_after():
             "assert re.compile('a+').fullmatch('aa') and issubclass(enum.IntEnum, int)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+# The masking rules as first written with ``re`` (the reference the scanner must equal).
+_SAL_RX = rb"\b_(?:In|Out|Inout|Ret|Deref|Pre|Post|Outptr|Must|Check|Success|Printf|Null|Notnull|Maybenull" \
+          rb"|Reserved|Field|Frees|Use|When|At|Struct|Acquires|Releases|Requires|Analysis|Always|Kernel" \
+          rb"|Interlocked|Readable|Writable|Result|Return|Opt)\w*_(?=\W)"
+_LONE_RX = rb"(?m)^[ \t]*(?!(?:if|while|for|switch|return|sizeof|case|do|else)\b)[A-Za-z_]\w*[ \t]*\([^;{}\n]*\)[ \t]*$"
+_CAPS_RX = rb"(?m)^([ \t]*)([A-Z][A-Z0-9_]{2,})(?=[ \t]+[A-Za-z_][\w*&]*[ \t*&]+[A-Za-z_~])"
+
+
+def _mask_by_regex(data: bytes) -> bytes:
+    import re
+
+    out = re.sub(_SAL_RX, lambda m: b" " * (m.end() - m.start()), data, flags=re.IGNORECASE)
+    out = re.sub(_LONE_RX, lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), out)
+    return re.sub(_CAPS_RX, lambda m: m.group(1) + b" " * len(m.group(2)), out)
+
+
+def _real_c_sources(limit: int = 400) -> list:
+    """Real C/C++ sources on this machine: the committed fixtures, the interpreter's own headers
+    and, where present, the system's (a deterministic sample)."""
+    import glob
+    import sysconfig
+
+    paths = sorted(glob.glob(os.path.join(FIXTURES, "**", "*.[ch]*"), recursive=True))
+    paths += sorted(glob.glob(os.path.join(sysconfig.get_paths()["include"], "**", "*.h"), recursive=True))
+    system = sorted(glob.glob("/usr/include/**/*.h", recursive=True))
+    paths += system[::max(1, len(system) // limit)]
+    return [p for p in paths if os.path.isfile(p) and p.endswith((".c", ".h", ".cc", ".cpp", ".hpp"))]
+
+
+def test_annotation_mask_scanner_equals_the_regex_rules_on_real_sources():
+    sources = _real_c_sources()
+    assert len(sources) >= 50
+    for path in sources:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        assert languages.mask_annotations(data) == _mask_by_regex(data), path
+
+
+def test_annotation_mask_scanner_equals_the_regex_rules_on_generated_lines():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    words = st.sampled_from(["_In_", "_out_writes_", "_Ret_z_", "__in", "x_In_", "SECUREC_INLINE", "WINAPI", "AB",
+                             "int", "char", "if", "do", "do_it", "FOO", "Foo", "_", "~W", "(", ")", "*", "&", ";",
+                             "{", "}", " ", "\t", "\n", "\r\n", "é", "1", "x"])
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(st.lists(words, max_size=24))
+    def check(parts):
+        data = "".join(parts).encode()
+        assert languages.mask_annotations(data) == _mask_by_regex(data)
+
+    check()
+
+
+def test_masked_reparse_is_incremental_and_equals_a_fresh_parse():
+    """The masked tree is re-parsed from the original tree (each mask an edit of the same
+    length) and is the tree a fresh parse of the masked bytes gives."""
+    checked = 0
+    for path in _real_c_sources(limit=40):
+        with open(path, "rb") as fh:
+            data = fh.read()
+        grammar = "cpp" if path.endswith((".cc", ".cpp", ".hpp")) else "c"
+        tree, errors, _ = languages._parse(grammar, data)
+        spans = languages.mask_spans(data)
+        if not errors or not spans:
+            continue
+        masked = languages.mask_annotations(data, spans)
+        incremental = languages._reparse_masked(grammar, tree, data, masked, spans)
+        fresh = languages._parse(grammar, masked)
+        assert str(incremental[0].root_node) == str(fresh[0].root_node), path
+        assert incremental[1:] == fresh[1:], path
+        checked += 1
+    assert checked >= 3
