@@ -569,3 +569,58 @@ def test_masked_reparse_is_incremental_and_equals_a_fresh_parse():
         assert incremental[1:] == fresh[1:], path
         checked += 1
     assert checked >= 3
+
+
+# -- symbols ctags lists that the outline missed (bench/ctxctl_speed.py --agreement) -------------
+
+def _extract_file(path: str) -> list:
+    with open(path, "rb") as fh:
+        return symbols.extract(languages.parse(path, fh.read()))
+
+
+def test_python_module_level_assignments_are_vars():
+    import importlib.util
+
+    src = ("X = 1\nY: int = 2\nA = B = 3\na, b = f()\nself.x = 1\nif X:\n    Z = 2\ndef f():\n    Q = 1\n"
+           "class C:\n    x: int\n    def m(self):\n        z = 1\n")
+    got = [(s.name, s.kind, s.signature) for s in outline("m.py", src)[1]]
+    assert got == [("X", "var", "X = 1"), ("Y", "var", "Y: int = 2"), ("A", "var", "A = B = 3"),
+                   ("B", "var", "A = B = 3"), ("a", "var", "a, b = f()"), ("b", "var", "a, b = f()"),
+                   ("f", "function", "def f()"), ("C", "class", "class C"), ("x", "var", "x: int"),
+                   ("m", "function", "def m(self)")]
+    folder = list(importlib.util.find_spec("botocore").submodule_search_locations)[0]
+    real = {s.name: s for s in _extract_file(os.path.join(folder, "utils.py"))}
+    assert real["DEFAULT_METADATA_SERVICE_TIMEOUT"].kind == "var"
+    assert real["DEFAULT_METADATA_SERVICE_TIMEOUT"].signature == "DEFAULT_METADATA_SERVICE_TIMEOUT = 1"
+    assert real["CACHE_DIR"].kind == "var" and real["IMDSFetcher"].kind == "class"
+
+
+def test_ruby_constants_are_consts():
+    syms = _extract_file(os.path.join(FIXTURES, "real", "rack_lint.rb"))
+    consts = [s.name for s in syms if s.kind == "const"]
+    assert consts[:3] == ["ALLOWED_SCHEMES", "REQUEST_PATH_ORIGIN_FORM", "REQUEST_PATH_ABSOLUTE_FORM"]
+    assert {"BODY_METHODS", "REQUIRED_METHODS", "HTTP_HOST_PATTERN"} <= set(consts)
+    first = next(s for s in syms if s.name == "ALLOWED_SCHEMES")
+    assert (first.start_line, first.signature) == (21, "ALLOWED_SCHEMES = %w(https http wss ws).freeze")
+
+
+def test_html_headings_are_listed_by_their_text():
+    syms = _extract_file(os.path.join(FIXTURES, "real", "normalize_test.html"))
+    heads = [(s.name, s.start_line) for s in syms if s.kind == "heading"]
+    assert heads[:3] == [("Normalize.css: UI tests", 86), ("html", 88), ("should have a line height of 1.15", 89)]
+    assert ("audio, canvas, progress, video", 127) in heads
+    assert len(heads) == 74
+    src = '<h2 id="intro">Intro <em>now</em></h2>\n<div id="app"></div>\n'
+    assert [(s.name, s.kind) for s in outline("p.html", src)[1]] == [
+        ("intro", "element"), ("Intro now", "heading"), ("app", "element")]
+
+
+def test_cpp_conversion_operators_are_listed():
+    """(``using X = …`` stays unlisted: the contract's C++ name list leaves it out.)"""
+    src = ("struct S { explicit operator bool() const noexcept { return 1; } operator int() const; };\n"
+           "using rw = int;\nnamespace { using m = int; }\nvoid f() { using q = int; }\n")
+    assert [(s.name, s.kind, s.signature) for s in outline("a.cc", src)[1]] == [
+        ("S", "struct", "struct S"), ("operator bool", "function", "explicit operator bool() const noexcept"),
+        ("f", "function", "void f()")]
+    names = [s.name for s in _extract_file(os.path.join(FIXTURES, "real", "fmt_os.cc"))]
+    assert {"operator bool", "operator fmt::basic_string_view<wchar_t>"} <= set(names)
