@@ -28,7 +28,11 @@ parameter and local-variable kinds left out: ctxctl lists imports under ``deps``
 (the way an MCP client runs it): each file's first call (its grammar and query not yet loaded)
 and the median of the following rounds, per verb.
 
-Usage: ``.venv/bin/python bench/ctxctl_speed.py [--rounds N] [--agreement] [--mcp] [--json]``.
+``--baseline DIR`` adds another checkout's ``ctxctl.py`` (say ``git archive <commit> ctxctl.py lib``
+unpacked in DIR) to the same interleaved sequence, so a before/after comparison shares one
+machine state: its wall and CPU ratios to the bare interpreter print beside this tree's.
+
+Usage: ``.venv/bin/python bench/ctxctl_speed.py [--rounds N] [--agreement] [--mcp] [--baseline DIR] [--json]``.
 Nothing here asserts; the numbers are for docs/ctxctl.md and for regressions.
 """
 from __future__ import annotations
@@ -262,6 +266,7 @@ def main(argv=None) -> int:
     ap.add_argument("--agreement", action="store_true", help="also compare outlines with ctags")
     ap.add_argument("--agreement-only", action="store_true", help="only the ctags comparison (no timing)")
     ap.add_argument("--mcp", action="store_true", help="per-call latency of one ctxctl mcp process instead")
+    ap.add_argument("--baseline", metavar="DIR", help="another checkout whose ctxctl.py runs interleaved too")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     py = sys.executable
@@ -269,6 +274,10 @@ def main(argv=None) -> int:
     import compileall
 
     compileall.compile_dir(os.path.join(ROOT, "lib"), quiet=1)
+    baseline = None
+    if args.baseline:
+        baseline = os.path.join(os.path.abspath(args.baseline), "ctxctl.py")
+        compileall.compile_dir(os.path.join(os.path.dirname(baseline), "lib"), quiet=1)
     files = corpus()
     if args.agreement_only:
         per = agreement(ctags, files)
@@ -300,6 +309,8 @@ def main(argv=None) -> int:
     for _ in range(args.rounds):  # one interleaved sequence: ctxctl, bare, ctags, next job …
         for language, path, verb, cmd in jobs:
             samples[(path, verb)].append(timed(cmd))
+            if args.baseline:
+                samples[("baseline", path, verb)].append(timed([py, baseline] + cmd[2:]))
             samples[("bare", path, verb)].append(timed([py, "-c", "pass"]))
             if ctags and verb == "outline":
                 samples[("ctags", path)].append(timed([ctags, "-x", f"--languages={CTAGS_LANG[language]}", path]))
@@ -311,6 +322,11 @@ def main(argv=None) -> int:
                "wall_ms": round(med(ours, 0), 1), "cpu_ms": round(med(ours, 1), 1),
                "bare_wall_ms": round(med(bare, 0), 1), "bare_cpu_ms": round(med(bare, 1), 1)}
         row["wall_vs_bare"] = round(row["wall_ms"] / row["bare_wall_ms"], 2)
+        row["cpu_vs_bare"] = round(row["cpu_ms"] / max(row["bare_cpu_ms"], 0.1), 2)
+        if args.baseline:
+            base = samples[("baseline", path, verb)]
+            row["baseline_wall_vs_bare"] = round(med(base, 0) / row["bare_wall_ms"], 2)
+            row["baseline_cpu_vs_bare"] = round(med(base, 1) / max(row["bare_cpu_ms"], 0.1), 2)
         if ctags:
             ct = samples[("ctags", path)]
             row["ctags_wall_ms"], row["ctags_cpu_ms"] = round(med(ct, 0), 1), round(med(ct, 1), 1)
@@ -330,15 +346,22 @@ def main(argv=None) -> int:
         print(json.dumps(report, indent=2))
         return 0
     print(f"ctxctl cold calls, median of {args.rounds} interleaved rounds (budget: wall <= {WALL_BUDGET}x bare)")
-    print(f"{'language':<10} {'file':<34} {'lines':>5} {'verb':<7} {'wall':>7} {'cpu':>6} {'bare':>6} "
-          f"{'x bare':>6} {'ctags':>6}")
+    print("(CPU x bare: the same ratio of user+system time, which a loaded machine's waiting does not inflate)")
+    print(f"{'language':<10} {'file':<34} {'lines':>5} {'verb':<7} {'wall':>7} {'bare':>6} {'x bare':>6} "
+          f"{'cpu':>6} {'bare':>5} {'x bare':>6} {'ctags':>6}" + ("  baseline: wall x, cpu x" if args.baseline else ""))
     for r in rows:
         print(f"{r['language']:<10} {r['file'][:34]:<34} {r['lines']:>5} {r['verb']:<7} {r['wall_ms']:>6.1f}m "
-              f"{r['cpu_ms']:>5.1f}m {r['bare_wall_ms']:>5.1f}m {r['wall_vs_bare']:>5.2f}{'!' if r['wall_vs_bare'] > WALL_BUDGET else ' '}"
-              f" {r.get('ctags_wall_ms', float('nan')):>5.1f}m")
-    over = [r for r in rows if r["wall_vs_bare"] > WALL_BUDGET]
-    print(f"  {len(rows) - len(over)}/{len(rows)} calls within the wall budget"
-          f" (median ratio {statistics.median(r['wall_vs_bare'] for r in rows):.2f})")
+              f"{r['bare_wall_ms']:>5.1f}m {r['wall_vs_bare']:>5.2f}{'!' if r['wall_vs_bare'] > WALL_BUDGET else ' '}"
+              f" {r['cpu_ms']:>5.1f}m {r['bare_cpu_ms']:>4.1f}m {r['cpu_vs_bare']:>5.2f}"
+              f"{'!' if r['cpu_vs_bare'] > WALL_BUDGET else ' '} {r.get('ctags_wall_ms', float('nan')):>5.1f}m"
+              + (f"  {r['baseline_wall_vs_bare']:>5.2f} {r['baseline_cpu_vs_bare']:>5.2f}" if args.baseline else ""))
+    keys = [("wall_vs_bare", "wall"), ("cpu_vs_bare", "CPU")]
+    if args.baseline:
+        keys += [("baseline_wall_vs_bare", "wall (baseline)"), ("baseline_cpu_vs_bare", "CPU (baseline)")]
+    for key, what in keys:
+        over = [r for r in rows if r[key] > WALL_BUDGET]
+        print(f"  {len(rows) - len(over)}/{len(rows)} calls within {WALL_BUDGET}x the bare interpreter's {what}"
+              f" (median ratio {statistics.median(r[key] for r in rows):.2f})")
     print("\nparse CPU per 1,000 lines (ctxctl parse+extract in-process vs ctags' marginal pass; budget <= 1x)")
     for p in parse:
         print(f"  {p['language']:<10} {p['file'][:34]:<34} {p['lines']:>5}  ctxctl {p['ctxctl_parse_cpu_ms_per_kline']:>6.2f} ms"
