@@ -409,7 +409,6 @@ _FOUND_MARKERS = [
     (b"glc_", "grafana_token", _Lazy(rb"glc_[A-Za-z0-9+/]{32,400}")),
     (b"ops_eyJ", "onepassword_token", _Lazy(rb"ops_eyJ[A-Za-z0-9+/=_-]{30,}")),
     (b"sntrys_eyJ", "sentry_token", _Lazy(rb"sntrys_eyJ[A-Za-z0-9+/=_-]{30,}")),
-    (b"sha256~", "openshift_token", _Lazy(rb"sha256~[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")),
     (b"whsec_", "stripe_webhook_secret", _Lazy(rb"whsec_[A-Za-z0-9+/]{24,}")),
     (b"tfp_", "typeform_token", _Lazy(rb"tfp_[A-Za-z0-9_.=-]{59}")),
     (b"pscale_", "planetscale_token", _Lazy(rb"pscale_(?:pw|oauth|tkn)_[A-Za-z0-9_=.-]{32,64}")),
@@ -420,6 +419,7 @@ _K8S_SECRET = _Lazy(rb"kind:[ \t]*[\"']?secret(?![a-z0-9_-])")
 _K8S_DATA_VALUE = _Lazy(rb"[\w.-]+:(?:[ \t]*[|>][-+]?)?[\s]*[\"']?([A-Za-z0-9+/]{10,}={0,3})(?![A-Za-z0-9+/=])")
 """``kind: Secret`` and, within 300 bytes, ``data:``: each ``name: <base64>`` after it (4 KiB) is
 a secret's value (gitleaks ``kubernetes-secret-yaml``)."""
+_OPENSHIFT = _Lazy(rb"sha256~[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")
 _FACEBOOK_APP_TOKEN = _Lazy(rb"(?<![0-9])[0-9]{15,16}(?:\||%7[Cc]|%)([0-9a-zA-Z_-]{27,40})(?![0-9a-zA-Z_-])")
 """A Facebook app access token, ``<app id>|<app secret>`` (15–16 digit id; gitleaks
 ``facebook-access-token``); ``%``/``%7C`` when URL-encoded."""
@@ -533,6 +533,9 @@ _KEYWORD_REST = {b"pass": _Lazy(rb"(?:word|wd|phrase)?"), b"cred": _Lazy(rb"(?:e
 """The rest of the word a keyword stem begins (``pass`` → ``password``): the ≤ 20 characters of
 name that may follow a keyword are counted after it, as gitleaks counts them after
 ``password``/``credential`` (``administrator_login_password_prod = ...``)."""
+_XML_VALUE = _Lazy(rb"[A-Za-z0-9_.-]{0,20}\\?\"[ \t]*value[ \t]*=[ \t]*\\?\"([^\"\\\n]{1,256})\\?\"")
+"""An XML setting whose ``key`` attribute names the secret and whose ``value`` holds it
+(gitleaks ``nuget-config-password``)."""
 _QUOTE_NEAR = _Lazy(rb"[\"'`]")
 _NAME_CH = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
 _NAME_CH_SP = _NAME_CH | frozenset(b" \t")
@@ -607,6 +610,12 @@ def _keyed_at(sc: "_Scan", ks: int, ke: int, kind: bytes) -> int:
     done = _KEYWORD_REST.get(kind)
     if done is not None:
         ke = done.match(low, ke).end()  # "password", "credentials": the name window starts after the word
+    x = _XML_VALUE.match(b, ke)
+    if x is not None:  # <add key="ClearTextPassword" value="..."/> (NuGet.config, app.config)
+        v = x.group(1)
+        if _keyed_name_ok(low, ks, ke) and _keyed_value(v, kind in (b"pass", b"pwd"), kind == b"provider"):
+            sc.span(x.start(1), x.end(1), _P, "password_assignment" if kind in (b"pass", b"pwd") else "keyed_secret")
+        return x.end()
     m = _KEYED_TAIL.match(b, ke)
     if m is None:
         return ke
@@ -650,7 +659,12 @@ def _scan_keyed(sc: "_Scan") -> None:
     """Keyword-anchored assignments, every keyword occurrence of the whole field."""
     low = sc.lower()
     for kw in _KEYWORDS:
-        for i in _finds(low, kw):
+        at = list(_finds(low, kw))
+        if kw == b"auth":
+            sc.auth_at = at
+        elif kw == b"secret":
+            sc.secret_at = at
+        for i in at:
             _keyed_at(sc, i, i + len(kw), kw)
 
 
@@ -824,7 +838,7 @@ def _runs(cls: bytes, min_len: int, start: int = 0, stop: int | None = None):
 class _Scan:
     """Mutable state of one scrub: the UTF-8 bytes, the spans to replace, the rules fired."""
 
-    __slots__ = ("b", "low", "spans", "marks", "inplace", "blocks")
+    __slots__ = ("b", "low", "spans", "marks", "inplace", "blocks", "auth_at", "secret_at")
 
     def __init__(self, b: bytes):
         self.b = b
@@ -833,6 +847,8 @@ class _Scan:
         self.spans: list = []
         self.marks: set = set()
         self.inplace: set = set()
+        self.auth_at: list = []
+        self.secret_at: list = []
 
     def lower(self) -> bytes:
         if self.low is None:
@@ -870,6 +886,9 @@ def _marker_at(sc: _Scan, s: int, rows) -> None:
 _KEYED_MIN_RUN = 14
 """Shortest value the provider-name rule looks at (the shortest prefix-less provider keys:
 LinkedIn client ids, 14 characters; Dropbox keys, 15; Asana client ids, 16 digits)."""
+_OPERATOR_NEAR = re.compile(rb"[=:>,|]").search
+"""An assignment operator within the 17 bytes before a value (operator, blanks, quotes and
+their JSON escapes: :data:`_KEYED_TAIL`); without one no name can be assigned the value."""
 _VALUE_OPENERS = frozenset(b"=:>,'\"` \t|")
 
 
@@ -923,6 +942,7 @@ def _scan_tokens(sc: _Scan) -> None:
     tokens, ``:`` for Telegram bot tokens)."""
     b = sc.b
     by2 = _START_BY_2
+    op_near = _OPERATOR_NEAR
     cls = b.translate(_TOKEN_CLS)
     find = cls.find
     needle = b"a" * _KEYED_MIN_RUN
@@ -947,7 +967,7 @@ def _scan_tokens(sc: _Scan) -> None:
                     sgr = _SGR.match(b, k)  # ANSI colour: ESC[32mghp_...
                     if sgr:
                         s = sgr.end()
-            if b[s - 1] in _VALUE_OPENERS or (b[s - 1] == 116 and b[s - 2] == 92):  # or "\t"
+            if (b[s - 1] in _VALUE_OPENERS or (b[s - 1] == 116 and b[s - 2] == 92)) and op_near(b, max(0, s - 17), s):
                 _provider_keyed(sc, s)  # "HEROKU_API = <uuid>": a provider name before the value
         if j - k >= 24:
             _inner_markers(sc, by2, k, j)  # "key-AKIA...", "prod_AKIA...", "token_ghp_..."
@@ -998,15 +1018,18 @@ def _finds(hay: bytes, needle: bytes, start: int = 0):
         i = hay.find(needle, i + 1)
 
 
-def _tildes(b: bytes):
-    """Positions of "~" that follow a "Q": memchr while "~" is rare, then "Q~" finds."""
+def _tildes(b: bytes, sha256: bool = False):
+    """Positions of "~": memchr while "~" is rare, then only those after "Q" (and after
+    "sha256" when ``sha256``), by finds of "Q~" / "sha256~"."""
     i = b.find(b"~")
     seen = 0
     while i >= 0:
         seen += 1
         if seen > 64:
-            for q in _finds(b, b"Q~", max(0, i - 1)):
-                yield q + 1
+            hits = [q + 1 for q in _finds(b, b"Q~", max(0, i - 1))]
+            if sha256:
+                hits += [q + 6 for q in _finds(b, b"sha256~", max(0, i - 6))]
+            yield from sorted(hits)
             return
         yield i
         i = b.find(b"~", i + 1)
@@ -1018,8 +1041,8 @@ def _scan_keywords(sc: _Scan) -> None:
     b = sc.b
     low = sc.lower()
     _scan_keyed(sc)
-    for i in _finds(low, b"authorization"):
-        m = _AUTH_HEADER.match(low, i)
+    for i in sc.auth_at:  # "auth" hits of _scan_keyed (one pass fewer)
+        m = low.startswith(b"authorization", i) and _AUTH_HEADER.match(low, i)
         if m:
             v = b[m.start(1):m.end(1)]
             if _mixed(v) and (_secretish(v) or (v.isalpha() and not _wordy(v))):
@@ -1037,8 +1060,9 @@ def _scan_keywords(sc: _Scan) -> None:
             if m and _mixed(m.group(0)[len(anchor):]) and (i == 0 or b[i - 1] not in _WORD_BYTES or anchor[-1] in b".~"):
                 sc.marks.add(rule)
                 break
-    for i in _finds(low, b"kind:"):  # a Kubernetes Secret manifest: every data value is a secret
-        if _K8S_SECRET.match(low, i):
+    for s in sc.secret_at:  # a Kubernetes Secret manifest ("kind: Secret"): every data value is a secret
+        i = low.rfind(b"kind:", max(0, s - 16), s)
+        if i >= 0 and _K8S_SECRET.match(low, i):
             d = low.find(b"data:", i, i + 300)
             for dm in _K8S_DATA_VALUE.finditer(b, d + 5, min(len(b), d + 4096)) if d >= 0 else ():
                 sc.span(dm.start(1), dm.end(1), _P, "kubernetes_secret")
@@ -1052,8 +1076,10 @@ def _scan_keywords(sc: _Scan) -> None:
             break
     # Azure AD client secrets: 3 chars, a digit, "Q~", 31-34 chars (dots allowed). "~" is rare,
     # so walk it with memchr; if it is not rare here, look for "Q~" instead.
-    for i in _tildes(b):
-        if i >= 5 and b[i - 1] == 81 and 48 <= b[i - 2] <= 57 \
+    for i in _tildes(b, sha256=True):
+        if i >= 6 and b[i - 1] == 54 and b.endswith(b"sha256", i - 6, i) and _OPENSHIFT.match(b, i - 6):
+            sc.marks.add("openshift_token")  # sha256~<43>: OpenShift OAuth tokens (gitleaks openshift-user-token)
+        elif i >= 5 and b[i - 1] == 81 and 48 <= b[i - 2] <= 57 \
                 and _AZURE_AD_SECRET.match(b, i - 5, min(len(b), i + 40)):
             sc.marks.add("azure_ad_client_secret")
             break
@@ -1332,6 +1358,40 @@ def _apply(b: bytes, spans: list) -> bytes:
     return b"".join(out)
 
 
+_CONFUSABLE_LEADS = bytes(c for c in range(256) if not (0xCE <= c <= 0xD4 or c == 0xEF))
+"""Delete table: what survives ``translate(None, _CONFUSABLE_LEADS)`` are the UTF-8 lead bytes of
+Greek and Cyrillic (U+0380–U+053F) and of the fullwidth forms (U+FF00–U+FFEF)."""
+_FULLWIDTH = re.compile(rb"\xef[\xbc\xbd]")
+_ZERO_WIDTH = re.compile(rb"\xe2\x80[\x8b-\x8d]|\xc2\xad")
+_CONFUSABLES = {ord(k): v for k, v in zip(
+    "аеорсухкіјѕԁһԛԝвмнтАВЕКМНОРСТУХІЈЅαοινκρτυχεΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxkijsdhqwbmhtABEKMHOPCTYXIJSaoivkptuxeABEZHIKMNOPTYX")}
+_CONFUSABLES.update({0x200B: None, 0x200C: None, 0x200D: None, 0x00AD: None})
+"""Latin lookalikes of Cyrillic and Greek letters (the single-letter ``MA`` entries of Unicode's
+confusables.txt, UTS #39, that map to ASCII) and the invisible characters that can split a
+keyword (zero-width space / non-joiner / joiner, soft hyphen), dropped."""
+
+
+def _needs_fold(b: bytes) -> bool:
+    """Whether the UTF-8 text holds a Greek, Cyrillic, fullwidth or invisible character that
+    could disguise a keyword (two C-speed passes when it does not: one translate, one search)."""
+    if b.isascii():
+        return False
+    leads = b.translate(None, _CONFUSABLE_LEADS)
+    if leads.strip(b"\xef") or (leads and _FULLWIDTH.search(b)):
+        return True
+    return _ZERO_WIDTH.search(b) is not None
+
+
+def fold_confusables(text: str) -> str:
+    """``text`` as the keyword rules should read it: NFKC-normalized (fullwidth ``ｐａｓｓ`` →
+    ``pass``, mathematical letters → ASCII), Cyrillic/Greek lookalikes mapped to Latin
+    (:data:`_CONFUSABLES`), zero-width characters and soft hyphens removed."""
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", text).translate(_CONFUSABLES)
+
+
 def scrub(text: str, is_tool_output: bool = False) -> tuple[str, Outcome]:
     """Scrub one text value. Returns ``(text_to_store, Outcome)``; never raises on any ``str``.
 
@@ -1348,6 +1408,24 @@ def scrub(text: str, is_tool_output: bool = False) -> tuple[str, Outcome]:
     if not text:
         return text, CLEAN
     b = text.encode("utf-8", "surrogatepass")
+    if _needs_fold(b):
+        # Lookalike evasion ("pаssword" with a Cyrillic "а", "ｔｏｋｅｎ", "pass\u200bword"): the
+        # folded text is scrubbed too; a rule that fires only there withholds the whole value.
+        out, oc = _scrub_bytes(text, b, is_tool_output)
+        try:
+            folded = fold_confusables(text)
+        except ValueError:  # lone surrogates: unicodedata refuses them
+            return out, oc
+        if folded != text:
+            extra = set(_scrub_bytes(folded, folded.encode("utf-8", "surrogatepass"), is_tool_output)[1].rules) - set(oc.rules)
+            if extra:
+                return withheld(text), Outcome("quarantined", tuple(sorted(set(oc.rules) | extra | {"confusable_text"})))
+        return out, oc
+    return _scrub_bytes(text, b, is_tool_output)
+
+
+def _scrub_bytes(text: str, b: bytes, is_tool_output: bool) -> tuple[str, Outcome]:
+    """:func:`scrub` of ``text`` whose UTF-8 (``surrogatepass``) bytes are ``b``, no folding."""
     sc = _Scan(b)
     _scan_tokens(sc)
     _scan_keywords(sc)
