@@ -237,8 +237,7 @@ def main() -> int:
     env = _env(home)
     server = None
     if args.store == "seaweedfs":
-        sys.path.insert(0, os.path.join(ROOT, "tests"))
-        from s3server import start_seaweed
+        from tests.support.s3server import start_seaweed
 
         server = start_seaweed()
         env.update(server.env(), CTXLAKE_STORE=server.url("bench"))

@@ -37,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.require import missing_server
+from tests.support.require import missing_server
 
 REGION = "us-east-1"
 BUCKET = "ctxlake-test"
