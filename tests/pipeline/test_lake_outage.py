@@ -2,7 +2,7 @@
 commits"): nothing of the interrupted commit is visible to any reader, bronze and the ledger are
 left as they were, and the next pass completes it — every event exactly once.
 
-On the real SeaweedFS server through the fault-injecting proxy (tests/s3server.py
+On the real SeaweedFS server through the fault-injecting proxy (tests/support/s3server.py
 ``StrippingProxy.outage``): the outage starts at the second data file of the commit, at the PUT
 of the commit file itself, or lets the commit file land and eats the answer. On ``file://`` the
 outage is a full disk (``RLIMIT_FSIZE``, the way tests/store/test_full_disk_and_bad_pointer.py
@@ -48,7 +48,7 @@ def _maint(env: dict, disk_full_at: int | None = None) -> tuple[int, dict | None
     return r.returncode, json.loads(lines[-1]) if lines else None, r.stderr
 
 
-LEASE_TTL = 30
+LEASE_TTL = 60
 """The maintenance lease of these passes (s): a pass the outage stopped could not release its
 lease, so the next one starts once it lapsed (:func:`_next_pass`)."""
 
@@ -66,7 +66,7 @@ def _env(home: str, store_url: str, **extra) -> dict:
 def _next_pass(env: dict) -> tuple[int, dict | None, str]:
     """The next maintenance pass, as a CronJob would start it: again until the lease the
     interrupted pass left behind has lapsed (its TTL, plus slack for a loaded machine)."""
-    deadline = time.monotonic() + LEASE_TTL * 6
+    deadline = time.monotonic() + LEASE_TTL * 4
     while True:
         rc, summary, err = _maint(env)
         if (summary or {}).get("ran", True) or time.monotonic() > deadline:
@@ -168,7 +168,7 @@ def proxied(seaweed, monkeypatch, home):
     ``store`` talking to the server directly and ``env`` running maint through the proxy."""
     import uuid
 
-    from tests.s3server import StrippingProxy, use_server_env
+    from tests.support.s3server import StrippingProxy, use_server_env
 
     proxy = StrippingProxy(seaweed, every=0)  # faithful: it only injects outages
     use_server_env(monkeypatch, seaweed)
