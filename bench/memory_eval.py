@@ -214,7 +214,7 @@ def locomo_score(search, qs, wrong_person) -> dict:
 TUNE_CONVERSATIONS = range(0, 5)
 """LoCoMo conversations whose questions tune the fusion weight; the other five are held out and
 reported. The index always pools all ten conversations' observations."""
-ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9)
+ALPHAS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 
 def _memoized(eid: str):
