@@ -32,6 +32,7 @@ collision and never qualifies. Only claims with
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -84,6 +85,7 @@ def _filters(subject: str | None, claim_type: str | None, args: list) -> tuple[l
     return where, args
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """Crude suffix stripping (``configuration``/``configure``/``config`` meet) for the word-overlap
     rule; FTS5's porter stemmer does the ranking, this only decides relevance."""
@@ -577,10 +579,12 @@ class SnapshotReader:
         usable = [e for e in embedders if embed.get(e)]
         cos: list[tuple[str, float]] = []
         ranking = "fts5 bm25 only"
+        qvec = None
         if usable:
             eid = usable[0]
             try:
-                cos, exact = self.vector_index(eid).search(embed.get(eid)(query), pool, subject, claim_type,
+                qvec = embed.get(eid)(query)  # once per search: a MiniLM query costs ~20 ms of CPU
+                cos, exact = self.vector_index(eid).search(qvec, pool, subject, claim_type,
                                                            exact_rows=self.embeddings_by_id, prefer=named)
                 ranking = f"rrf(fts5 bm25, cosine {eid})" if exact else \
                     f"rrf(fts5 bm25, cosine {eid} over the {COSINE_SCAN_CAP} most-contributing postings)"
@@ -621,13 +625,12 @@ class SnapshotReader:
         if semantic:  # FTS-only candidates get their cosine too, for the mixed rule
             missing = [cid for cid in fts_ids if cid not in cos_of]
             if missing:
-                qvec = embed.get(usable[0])(query)
+                import numpy as np  # a semantic embedder's dense index has loaded it already
+
+                q = np.asarray(qvec, dtype="<f4")
                 for cid, blob in self.embeddings_by_id(missing).items():
-                    try:
-                        vec = embed.from_blob(blob, len(qvec))
-                        cos_of[cid] = sum(x * y for x, y in zip(qvec, vec))
-                    except ValueError:
-                        continue
+                    if len(blob) == 4 * len(q):  # a blob of another size is not this embedder's
+                        cos_of[cid] = float(np.frombuffer(blob, dtype="<f4") @ q)
         qstems = {stem(t) for t in terms}
         name_stems = {stem(t) for n in named for t in embed.tokens(n)}
         content = (qstems - name_stems) or qstems  # a name is not evidence of relevance, unless it is all there is
