@@ -361,7 +361,19 @@ def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, 
     return out
 
 
-def _rid(rec: dict, suffix: str) -> str:
-    """Deterministic event id from the spool record id, so a replayed record writes nothing new."""
+def _rid(rec: dict, suffix: str) -> str | None:
+    """Deterministic event id from the spool record, so a replayed record writes nothing new:
+    ULID-shaped (:func:`fold` orders events by id), its 10-character time part the record's
+    ``requested_at`` (ms), then the last 16 characters of its ``record_id`` (a hash,
+    :func:`lib.mcp_tools.record_id`) and ``suffix``. ``None`` without a ``record_id``."""
+    from lib.envelope import parse_time
+    from lib.ulid import ulid_at
+
     rid = str(rec.get("record_id") or "")
-    return (rid + suffix) if rid else None
+    if not rid:
+        return None
+    try:
+        ms = int(parse_time(str(rec.get("requested_at") or "")) * 1000)
+    except (ValueError, OverflowError):
+        ms = 0
+    return ulid_at(ms, rid) + suffix

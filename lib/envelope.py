@@ -190,6 +190,18 @@ class Builder:
             env["imported"] = True
         return env
 
+    def rekey(self, env: dict, event_id: str) -> dict:
+        """Give ``env`` (made by this builder) the id ``event_id``, and its quarantine notes
+        with it; returns ``env``. For an id that derives from the redacted content
+        (``content_hash``), known only once the envelope is made (docs/architecture.md "Event
+        identity": a Hermes turn)."""
+        old = env["event_id"]
+        env["event_id"] = event_id
+        for note in self.quarantine:
+            if note.get("event_id") == old:
+                note["event_id"] = event_id
+        return env
+
     def _tool(self, tool: dict, eid: str, outcomes: list) -> dict:
         name = self._scrub_small(str(tool.get("name") or "unknown"), "tool.name", eid, outcomes, True)
         paths = [str(p) for p in tool.get("paths") or [] if p]
