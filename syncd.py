@@ -26,8 +26,6 @@ import signal
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
 
 def refresh_cache(cfg, store, log) -> dict:
     """Store → cache: snapshot mirror and briefing. Returns ``{snapshot_sha, briefing_chars}``.
@@ -101,8 +99,10 @@ def _carry_over(summary: dict, status_path: str) -> None:
     """Complete a pass ``summary`` for ``ctxlake status``: ``last_error`` (the first cause of this
     pass's errors, one line, or ``None``), ``last_ok_at`` (the last pass without errors) and,
     when this pass did not refresh the cache, the ``snapshot_sha`` the cache still holds (a
-    failed pass leaves the cached snapshot and briefing intact, docs/design.md §9); nothing is carried
-    over from a pass against another store (``ctxlake init --force`` moved the fleet)."""
+    failed pass leaves the cached snapshot and briefing intact, docs/design.md §9),
+    ``quarantined_lines_total`` (spool lines quarantined in every pass so far) and
+    ``last_quarantined`` (``{at, reason}`` of the last pass that quarantined one); nothing is
+    carried over from a pass against another store (``ctxlake init --force`` moved the fleet)."""
     causes = [summary.get("cache_error"), (summary.get("live") or {}).get("live_error")]
     causes += [f"{where}: {why}" for where, why in summary.get("error_detail") or []]
     cause = next((c for c in causes if c), None)
@@ -118,6 +118,13 @@ def _carry_over(summary: dict, status_path: str) -> None:
     if previous.get("store") not in (None, summary.get("store")):
         previous = {}  # another store's passes say nothing about this one
     summary["last_ok_at"] = summary["last_run_at"] if not summary["errors"] else previous.get("last_ok_at")
+    # quarantined spool lines, in all passes against this store: ctxlake status shows them
+    total = previous.get("quarantined_lines_total")
+    summary["quarantined_lines_total"] = (total if isinstance(total, int) else 0) + int(summary.get("dropped_lines") or 0)
+    if summary.get("dropped_lines"):
+        summary["last_quarantined"] = {"at": summary["last_run_at"], "reason": summary.get("last_quarantine_reason")}
+    elif isinstance(previous.get("last_quarantined"), dict):
+        summary["last_quarantined"] = previous["last_quarantined"]
     if not summary.get("snapshot_sha") and previous.get("snapshot_sha"):
         summary["snapshot_sha"] = previous["snapshot_sha"]
 
@@ -174,7 +181,8 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, should_stop=should_stop,
                           observe=plane.observe)
     summary = {"shipped": stats.envelopes, "segments": stats.segments, "sealed": stats.sealed,
-               "dropped_lines": stats.dropped_lines, "quarantine_records": stats.quarantine_records,
+               "dropped_lines": stats.dropped_lines, "last_quarantine_reason": stats.last_quarantine_reason,
+               "quarantine_records": stats.quarantine_records,
                "errors": stats.errors, "error_detail": stats.session_errors[:5], "cache_refreshed": False,
                "spool_disk": disk}
     if should_stop is not None and should_stop():

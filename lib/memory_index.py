@@ -45,11 +45,18 @@ from lib import embed
 RRF_K = 60
 """Reciprocal-rank fusion constant: score = Σ 1 / (RRF_K + rank) (lexical embedders only)."""
 FUSION_ALPHA = 0.7
-"""With a semantic embedder, score = FUSION_ALPHA · cosine + (1 − FUSION_ALPHA) · bm25 / the
-query's best bm25. Measured on pooled LoCoMo (``bench/memory_eval.py``): with WordLlama,
-hit@5 0.697 → 0.704 and MRR@10 0.566 → 0.578 over RRF, because RRF throws away how far apart
-two candidates' scores are; α = 0.7 was the best of 0.3–1.0 in an offline sweep over the same set
-(no held-out split: a tuned figure)."""
+"""With a semantic embedder, score = α · cosine + (1 − α) · bm25 / the query's best bm25, α from
+:data:`FUSION_ALPHAS` or this default. Measured on pooled LoCoMo (``bench/memory_eval.py``): with
+WordLlama, hit@5 0.697 → 0.704 and MRR@10 0.566 → 0.578 over RRF, because RRF throws away how far
+apart two candidates' scores are."""
+FUSION_ALPHAS = {embed.WORDLLAMA_ID: 0.7, embed.MINILM_ID: 0.7}
+"""Per semantic embedder, the fusion weight α: tuned by ``bench/memory_eval.py`` on the questions of
+five LoCoMo conversations and reported on the other five (docs/memory.md)."""
+
+
+def fusion_alpha(embedder_id: str) -> float:
+    """α of :data:`FUSION_ALPHAS` for ``embedder_id``, else :data:`FUSION_ALPHA`."""
+    return FUSION_ALPHAS.get(embedder_id, FUSION_ALPHA)
 
 
 def _unit_scores(scored: list[tuple[str, float]]) -> dict[str, float]:
@@ -243,7 +250,7 @@ class VectorIndex:
             for i in best:
                 blob = blobs.get(self.ids[i])
                 if blob is not None and self.norms[i]:
-                    vec = embed.from_blob(blob)
+                    vec = embed.from_blob(blob, embed.DIM)
                     acc[i] = sum(w * vec[d] for d, w in dims) / self.norms[i]
             best.sort(key=lambda i: (-acc[i], i))
         return [(self.ids[i], min(1.0, acc[i])) for i in best if acc[i] > 0], exact
@@ -279,11 +286,12 @@ class DenseIndex:
         shipped = cls._from_shipped(conn, embedder_id)
         if shipped is not None:
             return shipped
+        dim = embed.DIMS.get(embedder_id) or stored_dim(conn, embedder_id)
         where = f"WHERE {_VISIBLE} AND c.embedder = ? AND length(c.embedding) = ?"
-        args = (embedder_id, embed.BLOB_BYTES)
+        args = (embedder_id, 4 * dim)
         n = conn.execute(f"SELECT count(*) FROM claims c {where}", args).fetchone()[0]
         idx = cls(embedder_id)
-        idx.matrix = np.zeros((n, embed.DIM), dtype=np.float32)
+        idx.matrix = np.zeros((n, dim), dtype=np.float32)
         subjects, types = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32)
         cur = conn.execute("SELECT c.claim_id, lower(coalesce(c.subject, '')), coalesce(c.claim_type, ''), c.embedding "
                            f"FROM claims c {where} ORDER BY c.claim_id", args)
@@ -292,7 +300,7 @@ class DenseIndex:
             rows = cur.fetchmany(chunk)[: n - row]
             if not rows:
                 break
-            block = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(len(rows), embed.DIM)
+            block = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(len(rows), dim)
             norms = np.sqrt(np.einsum("ij,ij->i", block, block))  # no full-size temporaries
             norms[norms == 0] = 1.0
             idx.matrix[row:row + len(rows)] = block / norms[:, None]
@@ -367,6 +375,15 @@ class DenseIndex:
             top.update(i for i in np.argpartition(-mine, k - 1)[:k].tolist() if mine[i] > -np.inf)
         best = sorted(top, key=lambda i: (-float(scores[i]), i))
         return [(self.ids[i], min(1.0, float(scores[i]))) for i in best if scores[i] > 0], True
+
+
+def stored_dim(conn: sqlite3.Connection, embedder_id: str) -> int:
+    """Components of the first agent-visible ``embedder_id`` blob (an embedder this module does
+    not know the size of); :data:`lib.embed.DIM` when there is none or it is not whole float32s."""
+    row = conn.execute(f"SELECT length(c.embedding) FROM claims c WHERE {_VISIBLE} AND c.embedder = ? "
+                       "AND c.embedding IS NOT NULL ORDER BY c.claim_id LIMIT 1", (embedder_id,)).fetchone()
+    n = row[0] if row else None
+    return n // 4 if isinstance(n, int) and n > 0 and n % 4 == 0 else embed.DIM
 
 
 def query_terms(text: str) -> list[str]:
@@ -585,6 +602,7 @@ class SnapshotReader:
             scored = mine + scored
         fts_ids = list(dict.fromkeys(cid for cid, _ in scored))
         semantic = bool(usable) and usable[0] not in embed.LEXICAL
+        alpha = fusion_alpha(usable[0]) if semantic else 0.0
         floor = self.relevance_floor()
         mixed = self.relevance_floor_mixed() if semantic else None
         cos_of = dict(cos)
@@ -596,7 +614,8 @@ class SnapshotReader:
                 qvec = embed.get(usable[0])(query)
                 for cid, blob in self.embeddings_by_id(missing).items():
                     try:
-                        cos_of[cid] = sum(x * y for x, y in zip(qvec, embed.from_blob(blob)))
+                        vec = embed.from_blob(blob, len(qvec))
+                        cos_of[cid] = sum(x * y for x, y in zip(qvec, vec))
                     except ValueError:
                         continue
         qstems = {stem(t) for t in terms}
@@ -620,19 +639,19 @@ class SnapshotReader:
         hits: dict[str, dict] = {}
         for rank, cid in enumerate(fts_ids, 1):
             if cid in qualified:
-                fused[cid] = (1.0 - FUSION_ALPHA) * bm25.get(cid, 0.0) if semantic else 1.0 / (RRF_K + rank)
+                fused[cid] = (1.0 - alpha) * bm25.get(cid, 0.0) if semantic else 1.0 / (RRF_K + rank)
                 hits[cid] = {"claim_id": cid, "matched_by": ["fts5"]}
         in_cos = {cid for cid, _ in cos}
         for rank, (cid, c) in enumerate(cos, 1):
             if cid in qualified and (shared.get(cid) or semantic):
-                fused[cid] = fused.get(cid, 0.0) + (FUSION_ALPHA * c if semantic else 1.0 / (RRF_K + rank))
+                fused[cid] = fused.get(cid, 0.0) + (alpha * c if semantic else 1.0 / (RRF_K + rank))
                 hit = hits.setdefault(cid, {"claim_id": cid, "matched_by": []})
                 hit["matched_by"].append("cosine")
                 hit["cosine"] = round(c, 3)
         if semantic:  # a lexical candidate outside the cosine pool still has its cosine
             for cid in fused:
                 if cid not in in_cos and cid in cos_of:
-                    fused[cid] += FUSION_ALPHA * cos_of[cid]
+                    fused[cid] += alpha * cos_of[cid]
         if candidates and not fused:
             notes.append("Candidates were found but none passed the relevance floor: nothing is better than an unrelated claim.")
         order = sorted(fused, key=lambda c: (-fused[c], c))
@@ -701,7 +720,7 @@ class SnapshotReader:
             part = ids[start:start + 500]
             q = f"SELECT claim_id, embedding FROM claims WHERE claim_id IN ({','.join('?' * len(part))})"
             for cid, blob in self.conn().execute(q, part):
-                if isinstance(blob, bytes) and len(blob) == embed.BLOB_BYTES:
+                if isinstance(blob, bytes) and blob and len(blob) % 4 == 0:
                     out[cid] = blob
         return out
 

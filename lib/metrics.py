@@ -60,7 +60,8 @@ class SyncdMetrics:
         self.envelopes = Counter("ctxlake_envelopes_shipped", "Envelopes shipped from the spool to the lake.", registry=reg)
         self.segments = Counter("ctxlake_segments_shipped", "Parquet segments written to the lake.", registry=reg)
         self.sealed = Counter("ctxlake_sessions_sealed", "Sessions sealed (_SEALED written, spool files removed).", registry=reg)
-        self.dropped = Counter("ctxlake_spool_lines_dropped", "Spool lines dropped as unparseable or invalid.", registry=reg)
+        self.dropped = Counter("ctxlake_spool_lines_dropped", "Spool lines that could not be events (unparseable or "
+                               "invalid), each kept under quarantine/ with its reason.", registry=reg)
         self.passes = Counter("ctxlake_sync_passes", "syncd passes by result (ok, error).", ["result"], registry=reg)
         self.leases = Counter("ctxlake_lease_outcomes", "Lease requests applied by this syncd, by outcome.",
                               ["outcome"], registry=reg)

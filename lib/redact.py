@@ -1108,7 +1108,6 @@ def _scan_keywords(sc: _Scan) -> None:
 def _scan_structural(sc: _Scan) -> None:
     """URL credentials, curl -u, URL signatures, card numbers, SSNs (whole field)."""
     b = sc.b
-    seen = 0
     for i in _finds(b, b"://"):
         m = _URI_CRED.match(b, i) or _URI_CRED_SLASH.match(b, i)
         if m and not (m.re is _URI_CRED_SLASH and (_PORT_PATH.match(m.group(2)) or b"://" in m.group(2))):

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import base64
 import collections
-import hashlib
 import json
 import math
 import os
