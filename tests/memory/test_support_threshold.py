@@ -1,9 +1,10 @@
-"""SUPPORT_MIN is justified by a measurement on real transcripts (bench/claim_support.py,
+"""SUPPORT_MIN is justified by a measurement on real transcripts (tests/memory/support_pairs.py,
+printed by bench/claim_support.py;
 docs/memory.md "Gate rules"): evidence that relates to a claim reaches it far more often than a
 citation of another session's event does."""
 from __future__ import annotations
 
-from bench import claim_support
+from tests.memory import support_pairs as claim_support
 from lib import claims
 
 
