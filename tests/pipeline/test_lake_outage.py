@@ -2,7 +2,7 @@
 commits"): nothing of the interrupted commit is visible to any reader, bronze and the ledger are
 left as they were, and the next pass completes it — every event exactly once.
 
-On the real SeaweedFS server through the fault-injecting proxy (tests/s3server.py
+On the real SeaweedFS server through the fault-injecting proxy (tests/support/s3server.py
 ``StrippingProxy.outage``): the outage starts at the second data file of the commit, at the PUT
 of the commit file itself, or lets the commit file land and eats the answer. On ``file://`` the
 outage is a full disk (``RLIMIT_FSIZE``, the way tests/store/test_full_disk_and_bad_pointer.py
@@ -168,7 +168,7 @@ def proxied(seaweed, monkeypatch, home):
     ``store`` talking to the server directly and ``env`` running maint through the proxy."""
     import uuid
 
-    from tests.s3server import StrippingProxy, use_server_env
+    from tests.support.s3server import StrippingProxy, use_server_env
 
     proxy = StrippingProxy(seaweed, every=0)  # faithful: it only injects outages
     use_server_env(monkeypatch, seaweed)

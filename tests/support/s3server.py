@@ -276,7 +276,7 @@ _STRIPPED = _SIGNING | {"if-match", "if-none-match"}
 
 
 OUTAGE_BODY = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code>'
-               b'<Message>injected outage (tests/s3server.py)</Message></Error>')
+               b'<Message>injected outage (tests/support/s3server.py)</Message></Error>')
 
 
 class StrippingProxy:
