@@ -194,7 +194,7 @@ def _hook_log(path: str) -> dict:
 
 def _status(cfg) -> dict:
     """Everything ``ctxlake status`` shows, as one JSON-able dict (see :func:`cmd_status`)."""
-    from lib import config, spool
+    from lib import config, lost_events, spool
 
     p = cfg.paths
     sync = _read_json(p.sync_status(cfg.fleet_id))
@@ -225,6 +225,7 @@ def _status(cfg) -> dict:
           "last_sync_errors": sync.get("errors"), "last_error": sync.get("last_error"),
           "last_ok_sync": sync.get("last_ok_at"), "snapshot_sha": sync.get("snapshot_sha"), "snapshot": snap,
           "quarantined_lines": sync.get("quarantined_lines_total") or 0, "last_quarantined": sync.get("last_quarantined"),
+          "hook_lost": lost_events.read(p.hook_lost),
           "synced_store": sync.get("store"),
           "briefing": {"chars": len(brief.get("text") or ""), "rendered_at": brief.get("rendered_at")}
           if isinstance(brief, dict) else None,
@@ -338,6 +339,12 @@ def cmd_status(args, cfg, out) -> int:
     w(f"hook errors {hl['errors']}" + (f", last: {str(hl['last'])[:120]}" if hl["errors"] else "")
       + (f" ({hl['uncaptured']} event(s) of kinds ctxlake does not capture)" if hl["uncaptured"] else "")
       + (f"; see {cfg.paths.hook_errors}" if hl["errors"] or hl["uncaptured"] else "") + "\n")
+    lost = st["hook_lost"]
+    if lost["count"]:
+        last = lost["recent"][0] if lost["recent"] else {}
+        w(f"hook LOST  {lost['count']} time(s) a hook could not write its event nor hook-errors.log (a full disk?); "
+          f"last {last.get('ts', '?')} {last.get('runtime', '?')} {last.get('event', '?')}: {str(last.get('error'))[:120]}"
+          f"; free space on the filesystem of {os.path.dirname(cfg.paths.hook_lost)}\n")
     if st["quarantined_lines"]:
         lq = st["last_quarantined"] if isinstance(st["last_quarantined"], dict) else {}
         w(f"quarantine {st['quarantined_lines']} spool line(s) could not be events and were kept with their reason "
