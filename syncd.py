@@ -174,7 +174,7 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, should_stop=should_stop,
                           observe=plane.observe)
     summary = {"shipped": stats.envelopes, "segments": stats.segments, "sealed": stats.sealed,
-               "dropped_lines": stats.dropped_lines, "quarantine_records": stats.quarantine_records,
+               "backstop_filled": stats.backstop_filled, "dropped_lines": stats.dropped_lines, "quarantine_records": stats.quarantine_records,
                "errors": stats.errors, "error_detail": stats.session_errors[:5], "cache_refreshed": False,
                "spool_disk": disk}
     if should_stop is not None and should_stop():
