@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import time
 
 from lib import redact
@@ -72,7 +71,7 @@ _HOST_ID = None
 
 
 def host_id(environ=None) -> str:
-    """``sha256:`` of the host name (``HOSTNAME`` → ``socket.gethostname()`` → ``unknown-host``).
+    """``sha256:`` of the host name (``HOSTNAME`` → the node name, as ``gethostname()`` gives it → ``unknown-host``).
 
     Never the name itself (docs/design.md §5).
     """
@@ -81,8 +80,8 @@ def host_id(environ=None) -> str:
         env = os.environ if environ is None else environ
         name = env.get("HOSTNAME") or ""
         if not name:
-            try:
-                name = socket.gethostname()
+            try:  # gethostname(2) is uname's nodename; importing socket costs the hook ~10 ms
+                name = os.uname().nodename if hasattr(os, "uname") else __import__("socket").gethostname()
             except OSError:
                 name = ""
         value = sha256_hex(name or "unknown-host")
