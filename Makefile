@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test e2e e2e-capture bench bench-redact clean venv image image-test
+.PHONY: demo test lint e2e e2e-capture bench bench-redact clean venv image image-test
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,10 @@ test: $(DEVSTAMP)
 	  echo "make test: redis-server is missing and cannot be installed here (needs root and apt-get):" \
 	       "install it (apt-get install redis-server, brew install redis), then run make test again" >&2; exit 1; }
 	CTXLAKE_TEST_REQUIRE_SERVERS=1 $(BIN)/python -m pytest -q -rs tests
+
+# pyproject.toml [tool.ruff]; tests/test_lint.py runs the same check inside make test.
+lint: $(DEVSTAMP)
+	$(BIN)/ruff check .
 
 # The real agent CLIs (pinned in tests/e2e/runtimes.py) against a scripted model on 127.0.0.1.
 # Installs them into .cache/e2e/ (npm --prefix, a venv; never global), then runs tests/e2e.

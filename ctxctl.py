@@ -4,12 +4,9 @@
 The command line lives in :mod:`lib.code.cli`; this entry script stays small because Python
 compiles a script on every run but caches a module's bytecode.
 """
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from lib.code.cli import KIND_CHOICES, VERSION, build_parser, dispatch, fast_args, main  # noqa: E402
+from lib.code.cli import KIND_CHOICES, VERSION, build_parser, dispatch, fast_args, main
 
 __all__ = ["KIND_CHOICES", "VERSION", "build_parser", "dispatch", "fast_args", "main"]
 

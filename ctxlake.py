@@ -25,10 +25,9 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, ROOT)
+from lib.failures import Failure
 
-from lib.failures import Failure  # noqa: E402 - after the path insert (standard library only)
+ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 def _epoch(value) -> float | None:

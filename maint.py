@@ -22,8 +22,6 @@ import socket
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
 
 class LeaseRenewer:
     """Renews the maintenance lease (:func:`lib.live.renew`) when ``tick()`` is called ``ttl/5``

@@ -16,8 +16,6 @@ protocol in :mod:`lib.jsonrpc`.
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
 SERVER_NAME = "ctxlake"
 SERVER_VERSION = "0.1.0"
 

@@ -26,8 +26,6 @@ import signal
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
 
 def refresh_cache(cfg, store, log) -> dict:
     """Store → cache: snapshot mirror and briefing. Returns ``{snapshot_sha, briefing_chars}``.

@@ -39,7 +39,6 @@ import os
 import random
 import shutil
 import sys
-import tempfile
 import threading
 import time
 import uuid

@@ -298,15 +298,22 @@ def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, 
     :data:`MAX_PROPOSALS_PER_AGENT_DAY` proposals from one agent in one UTC day (by the day the
     MCP server queued it). The tally lives in ``tally_path`` (syncd keeps it in its state folder),
     so the cap holds across sync passes; ``counts`` (a dict) is used instead when given. Returns
-    ``{"proposed": n, "rejected": n}``.
+    ``{"proposed": n, "rejected": n}``. A record whose ``(session_id, record_id)`` came before
+    in ``records`` is the same request spooled twice and is skipped; one re-delivered in a later
+    batch writes nothing new (its event id derives from the record id, create-only).
     """
     index = LakeIndex(store, fleet)
     persist = counts is None and tally_path is not None
     counts = counts if counts is not None else load_tally(tally_path)
     out = {"proposed": 0, "rejected": 0}
+    seen = set()
     for rec in records:
         if rec.get("kind") != "proposed" or rec.get("fleet_id") not in (None, fleet):
             continue
+        rid = (rec.get("session_id"), rec.get("record_id"))
+        if rid[1] and rid in seen:  # the same record spooled twice (docs/architecture.md "Event identity")
+            continue
+        seen.add(rid)
         agent = str(rec.get("agent_id") or "unknown")
         text = str(rec.get("claim") or "")
         ctype = rec.get("claim_type")

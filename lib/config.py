@@ -277,17 +277,19 @@ def load(environ=None, path: str | None = None) -> Config:
 
 
 def render_toml(store: str, fleet_id: str, agent_id: str | None = None) -> str:
-    """Text of a fresh ``ctxlake.toml`` for ``ctxlake init`` (no secrets, ever)."""
-    import json
+    """Text of a fresh ``ctxlake.toml`` for ``ctxlake init`` (no secrets, ever).
 
-    q = json.dumps  # a JSON string is a valid TOML basic string
-    lines = [
-        "# ctxlake configuration (docs/design.md §3). Environment wins: CTXLAKE_STORE, CTXLAKE_FLEET_ID, CTXLAKE_AGENT_ID.",
-        "# Credentials are never stored here: S3 uses boto3's normal chain (env, profile, IRSA).",
-        f"store = {q(store)}",
-        f"fleet_id = {q(fleet_id)}",
-    ]
+    Values are quoted by a TOML serializer (``tomli_w``), so any string — a ``"``, a ``\\``, a
+    control character, a character outside the Basic Multilingual Plane — reads back as itself
+    with ``tomllib`` (``tests/cli/test_config_toml.py``).
+    """
+    import tomli_w
+
+    top = {"store": store, "fleet_id": fleet_id}
     if agent_id:
-        lines.append(f"agent_id = {q(agent_id)}")
-    lines += ["", "[summarize]", 'mode = "agent"', "", "[leases]", 'policy = "warn"', "ttl_secs = 300", ""]
-    return "\n".join(lines)
+        top["agent_id"] = agent_id
+    header = ("# ctxlake configuration (docs/design.md §3). Environment wins: CTXLAKE_STORE, CTXLAKE_FLEET_ID, "
+              "CTXLAKE_AGENT_ID.\n"
+              "# Credentials are never stored here: S3 uses boto3's normal chain (env, profile, IRSA).\n")
+    body = tomli_w.dumps({**top, "summarize": {"mode": "agent"}, "leases": {"policy": "warn", "ttl_secs": 300}})
+    return header + body

@@ -2,9 +2,10 @@
 
 An envelope is a plain ``dict`` with optionals omitted (never ``None``), serialized as one
 JSON line without an embedded newline. :func:`make` builds one, applying redaction to every
-free-text field first (invariant 7) and folding the outcomes into ``redaction``. The JSON
-Schema in ``schemas/envelope.schema.json`` is the same contract for readers that may import
-jsonschema. Standard library only (the hook builds envelopes).
+free-text field first (invariant 7) and folding the outcomes into ``redaction``. The field
+list of docs/design.md §5 is the contract; :func:`check` is the one structural check a reader
+applies (syncd's shipper per line, ``lib.lake`` vectorized). Standard library only (the hook
+builds envelopes).
 """
 from __future__ import annotations
 
@@ -256,8 +257,10 @@ def check(env) -> dict:
     """Minimal structural check of a decoded spool line, standard library only.
 
     Returns ``env``. :raises ValueError: not an object, wrong ``schema_version``, missing
-    ``event_id``/``session_id``/``event_type``. Full validation against
-    ``schemas/envelope.schema.json`` is done by syncd with jsonschema.
+    ``event_id``/``session_id``/``event_type``/``fleet_id``/``agent_id``/``runtime``/
+    ``emitted_at``, or an ``event_type`` outside :data:`EVENT_TYPES`. This is the whole check:
+    no JSON Schema validator runs on envelopes (``lib.ship`` applies it to every spool line,
+    ``lib.lake`` the same rules vectorized).
     """
     if not isinstance(env, dict):
         raise ValueError("envelope is not a JSON object")

@@ -91,7 +91,9 @@ def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None) 
 
 def load_recent(store, fleet: str, *, now: float | None = None, days: int = KEEP_DAYS) -> list[dict]:
     """The notes of the last ``days`` date partitions, newest first, at most
-    :data:`SNAPSHOT_MAX`; objects that are not valid notes are skipped."""
+    :data:`SNAPSHOT_MAX`; objects that are not valid notes are skipped, and a note whose
+    ``(session_id, record_id)`` is stored twice (the same request spooled again on a later
+    day) is kept once, at its first ``requested_at``."""
     from lib.store import NotFound
 
     now = time.time() if now is None else now
@@ -106,5 +108,8 @@ def load_recent(store, fleet: str, *, now: float | None = None, days: int = KEEP
             n = note(dict(data, kind="handoff")) if isinstance(data, dict) else None
             if n is not None:
                 out.append(n)
-    out.sort(key=lambda n: (n["requested_at"], n["record_id"]), reverse=True)
+    first = {}
+    for n in sorted(out, key=lambda n: (n["requested_at"], n["record_id"])):
+        first.setdefault((n.get("session_id"), n["record_id"]), n)
+    out = sorted(first.values(), key=lambda n: (n["requested_at"], n["record_id"]), reverse=True)
     return out[:SNAPSHOT_MAX]

@@ -625,16 +625,14 @@ def _load_yaml(path: str, text: str | None) -> dict:
 
 
 def _strip_hermes(hooks: dict, ident: Identity) -> dict:
-    out, removed_any = {}, False
+    out = {}
     for event, entries in hooks.items():
         if not isinstance(entries, list):
             out[event] = entries
             continue
         kept = [h for h in entries if not (isinstance(h, dict) and is_our_command(h.get("command"), ident, "hermes"))]
-        if len(kept) != len(entries):
-            removed_any = True
-            if not kept:
-                continue
+        if len(kept) != len(entries) and not kept:
+            continue
         out[event] = kept
     return out
 

@@ -293,6 +293,20 @@ def request_key(kind: str, fleet_id: str, agent_id: str, session_id: str | None,
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def record_id(kind: str, fleet_id: str, agent_id: str, session_id: str | None, key: str, prior: str | None) -> str:
+    """The id of an MCP spool record: :func:`lib.identity.event_id` (26 Crockford base32
+    characters) scoped to the agent session (``session_id``, else ``agent:<fleet>/<agent>`` when
+    the runtime gave none), of kind ``mcp_<kind>``, from the request's ``key``
+    (:func:`request_key`, :func:`lib.live.request_key`) and ``prior``, the record id of the
+    session's previous write (``""`` for its first). The same request in the same state of the
+    session is the same record by every try; claim, release, claim again are three records,
+    since each chains on the one before (docs/architecture.md "Event identity")."""
+    from lib import identity
+
+    scope = session_id or f"agent:{fleet_id}/{agent_id}"
+    return identity.event_id(scope, "mcp_" + kind, key, prior or "")
+
+
 def _last_write(path: str) -> dict | None:
     """The record in ``path`` (:meth:`lib.paths.Paths.mcp_last_write`), or ``None``."""
     from lib import jsonfast
@@ -575,10 +589,11 @@ class Tools:
         return out
 
     # -- writes ----------------------------------------------------------------------------
-    def _guard(self, args: dict, record_id: str) -> tuple[dict, list[dict]]:
+    def _guard(self, args: dict) -> tuple[dict, list[dict]]:
         """Scrub every string of every argument at any depth (``redact.scrub_deep``) before
         anything is built from them. Returns ``(clean_args, quarantine_records)``; a withheld
-        argument yields a quarantine record (rules, field, sha256 — never the value)."""
+        argument yields a quarantine record (rules, field, sha256 — never the value), whose
+        ``event_id`` :meth:`_queue` fills with the record's id."""
         import hashlib
 
         from lib import redact
@@ -591,7 +606,7 @@ class Tools:
             rules = sorted({r for o in outcomes if o.status == "quarantined" for r in o.rules})
             if rules:
                 original = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
-                rec = {"fleet_id": ctx.fleet_id, "agent_id": ctx.agent_id, "event_id": record_id,
+                rec = {"fleet_id": ctx.fleet_id, "agent_id": ctx.agent_id, "event_id": None,
                        "field": f"mcp.arguments.{name}", "rules_fired": rules,
                        "sha256": "sha256:" + hashlib.sha256(original.encode("utf-8", "surrogatepass")).hexdigest(),
                        "recorded_at": ctx.now_iso()}
@@ -600,8 +615,14 @@ class Tools:
                 quarantine.append(rec)
         return clean_args, quarantine
 
-    def _queue(self, kind: str, fields: dict, record_id: str, quarantine: list[dict]) -> dict:
+    def _queue(self, kind: str, fields: dict, quarantine: list[dict]) -> dict:
         """Append one record to ``spool/mcp/<fleet>.ndjson``, durably, once; return it.
+
+        The record's identity is ``(session_id, record_id)``, ``record_id`` =
+        :func:`record_id` of the session, the kind, the request and the record id of the
+        session's previous write (docs/architecture.md "Event identity"): a request the runtime
+        sends again after this process wrote it but before it could remember so (a crash, a
+        full disk for ``mcp-last``) gets the same id, and syncd's consumers apply it once.
 
         The record is on disk before this returns (:func:`lib.spool.append` with ``sync``:
         ``fdatasync``, the cheapest durable mechanism measured by ``bench/spool_durability.py``).
@@ -633,7 +654,10 @@ class Tools:
                         detail="identical to this session's last write; not queued again")
                 self._queued = prior
                 return prior
-        rec = {"kind": kind, "record_id": record_id, "fleet_id": ctx.fleet_id, "agent_id": ctx.agent_id}
+        rid = record_id(kind, ctx.fleet_id, ctx.agent_id, ctx.session_id, key, prior.get("record_id") if prior else None)
+        for q in quarantine:
+            q["event_id"] = rid
+        rec = {"kind": kind, "record_id": rid, "fleet_id": ctx.fleet_id, "agent_id": ctx.agent_id}
         if ctx.session_id:
             rec["session_id"] = ctx.session_id
         rec["requested_at"] = ctx.now_iso()
@@ -643,7 +667,7 @@ class Tools:
         try:
             spool.append(ctx.paths.mcp_spool(ctx.fleet_id), line, sync=True, lock_path=ctx.paths.mcp_spool_lock(ctx.fleet_id))
         except spool.NotDurable as exc:
-            ctx.log("mcp_spool_not_durable", kind=kind, record_id=record_id, error=str(exc))
+            ctx.log("mcp_spool_not_durable", kind=kind, record_id=rid, error=str(exc))
         except spool.SpoolFull as exc:
             ctx.log("mcp_spool_full_dropped", kind=kind, error=str(exc))
             raise ToolError(f"Not queued: the local MCP spool is full ({exc}). ctxlake sync has not drained it — check that "
@@ -662,7 +686,7 @@ class Tools:
                 spool.append(qpath, json.dumps(q, ensure_ascii=True, separators=(",", ":")) + "\n", sync=True)
             except OSError as exc:
                 ctx.log("mcp_quarantine_write_failed", error=str(exc))
-        ctx.log("mcp_record_queued", kind=kind, record_id=record_id)
+        ctx.log("mcp_record_queued", kind=kind, record_id=rid)
         return rec
 
     def _queued_answer(self, rec: dict, **extra) -> dict:
@@ -674,10 +698,7 @@ class Tools:
     def fleet_claim(self, args: dict) -> dict:
         """Queue a lease request; report what the cache knows of current holders (advisory)."""
         from lib import cache_view, live
-        from lib.ulid import new_ulid
-
-        rid = new_ulid()
-        a, quarantine = self._guard(args, rid)
+        a, quarantine = self._guard(args)
         paths = _dedupe(a["paths"])
         reason = a["reason"].strip()
         if not reason:
@@ -687,7 +708,7 @@ class Tools:
         key = live.request_key("lease_request", self.ctx.agent_id, self.ctx.session_id, resources, reason=reason, ttl=ttl)
         rec = self._queue(
             "lease_request", {"paths": paths, "resources": resources, "reason": reason, "ttl_secs": ttl,
-                              "cwd": self.ctx.cwd, "request_key": key}, rid, quarantine)
+                              "cwd": self.ctx.cwd, "request_key": key}, quarantine)
         view = cache_view.leases(self.ctx.paths.leases(self.ctx.fleet_id), self.ctx.clock())["view"]
         holders = live.conflicts_for_paths(view, self.ctx.agent_id, paths, self.ctx.cwd) if view else []
         answer = self._queued_answer(rec, paths=rec.get("paths", paths), ttl_secs=ttl, note=(
@@ -699,10 +720,7 @@ class Tools:
     def fleet_release(self, args: dict) -> dict:
         """Queue a release of the given paths, or of every lease this agent holds."""
         from lib import live
-        from lib.ulid import new_ulid
-
-        rid = new_ulid()
-        a, quarantine = self._guard(args, rid)
+        a, quarantine = self._guard(args)
         if "paths" in a:
             paths = _dedupe(a["paths"])
             fields = {"paths": paths, "resources": _resources(paths, self.ctx.cwd), "cwd": self.ctx.cwd}
@@ -710,17 +728,14 @@ class Tools:
             fields = {"all": True}
         fields["request_key"] = live.request_key("lease_release", self.ctx.agent_id, self.ctx.session_id,
                                                  fields.get("resources"), everything=bool(fields.get("all")))
-        rec = self._queue("lease_release", fields, rid, quarantine)
+        rec = self._queue("lease_release", fields, quarantine)
         return self._queued_answer(rec, paths=rec.get("paths", "all you hold"), note=(
             "Queued: ctxlake sync releases these leases at the store; until it runs, other agents still see them held."))
 
     def fleet_handoff(self, args: dict) -> dict:
         """Queue a handoff note for whoever picks the work up next."""
         from lib import repo as repomod
-        from lib.ulid import new_ulid
-
-        rid = new_ulid()
-        a, quarantine = self._guard(args, rid)
+        a, quarantine = self._guard(args)
         if not a["summary"].strip():
             raise ToolError("Not queued: summary is blank. Say what you did and where it stands.")
         fields = {"summary": a["summary"], "status": a["status"]}
@@ -732,15 +747,13 @@ class Tools:
             fields["repo"] = info["repo_id"]
         if info.get("branch"):
             fields["branch"] = info["branch"]
-        rec = self._queue("handoff", fields, rid, quarantine)
+        rec = self._queue("handoff", fields, quarantine)
         return self._queued_answer(rec, note=(
             "Queued: ctxlake sync ships the note to the lake on its next pass; after the next ctxlake maint it shows in "
             "this fleet's briefings and in fleet_history (handoffs)."))
 
     def memory_propose(self, args: dict) -> dict:
         """Queue a ``proposed`` claim event (scope ``agent``, always). Refuses without evidence."""
-        from lib.ulid import new_ulid
-
         evidence = args["evidence"]
         if not evidence:
             raise ToolError("Not queued: no evidence, no claim. Cite at least one captured message as "
@@ -751,8 +764,7 @@ class Tools:
         if bad:
             raise ToolError(f"Not queued: citation(s) {bad} lack a non-empty session_id and message_id. "
                             "Every citation must name the session and the message that shows the claim.")
-        rid = new_ulid()
-        a, quarantine = self._guard(args, rid)
+        a, quarantine = self._guard(args)
         if not a["claim"].strip() or not a["subject"].strip():
             raise ToolError("Not queued: claim and subject must not be blank.")
         from lib.claims import claim_id as content_id
@@ -768,7 +780,7 @@ class Tools:
         fields = {"claim_id": claim_id, "claim": a["claim"].strip(), "claim_type": a["type"],
                   "subject": a["subject"].strip(), "scope": "agent", "observed_by": self.ctx.agent_id,
                   "observed_at": self.ctx.now_iso(), "evidence": citations}
-        rec = self._queue("proposed", fields, rid, quarantine)
+        rec = self._queue("proposed", fields, quarantine)
         return self._queued_answer(rec, claim_id=rec["claim_id"], scope="agent", note=(
             "Queued as a candidate. The gate in ctxlake maint checks each citation against the captured sessions and "
             "decides what the fleet sees; this call cannot make it fleet knowledge."))

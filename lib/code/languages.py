@@ -15,6 +15,7 @@ fewer errors. ``Parsed.language`` names the backend actually used.
 from __future__ import annotations
 
 import os
+import sys
 
 from lib.code.errors import USAGE, ExitError
 from lib.code.record import Record
@@ -97,44 +98,85 @@ CSHARP_PACKAGE = "tree_sitter_c_sharp"
 """The language pack routes ``csharp`` to this separate wheel (one of its dependencies)."""
 
 
+def _machinery():
+    """``importlib.machinery``'s loaders and finders without importing ``importlib`` (its
+    ``__init__`` imports ``warnings``): they live in the bootstrap module the interpreter
+    has already loaded, which ``importlib.machinery`` only re-exports."""
+    import _frozen_importlib_external
+
+    return _frozen_importlib_external
+
+
 def _load_extension(name: str, path: str):
     """Load the compiled extension at ``path`` as module ``name``, without executing the
-    ``__init__`` of the package it belongs to (``importlib.machinery`` only: ``importlib.util``
-    alone costs milliseconds to import)."""
-    import importlib.machinery
+    ``__init__`` of the package it belongs to."""
+    import _frozen_importlib
 
-    loader = importlib.machinery.ExtensionFileLoader(name, path)
-    spec = importlib.machinery.ModuleSpec(name, loader, origin=path)
+    loader = _machinery().ExtensionFileLoader(name, path)
+    spec = _frozen_importlib.ModuleSpec(name, loader, origin=path)
     module = loader.create_module(spec)
     loader.exec_module(module)
     return module
 
 
 def _package_dir(package: str) -> str:
-    import importlib.machinery
-
-    spec = importlib.machinery.PathFinder.find_spec(package)
+    spec = _machinery().PathFinder.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise ImportError(f"{package} is not installed (requirements.txt)")
     return list(spec.submodule_search_locations)[0]
 
 
 def _extension(folder: str, stem: str) -> str:
-    import importlib.machinery
-
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+    for suffix in _machinery().EXTENSION_SUFFIXES:
         candidate = os.path.join(folder, stem + suffix)
         if os.path.isfile(candidate):
             return candidate
     raise ImportError(f"no compiled module {stem} in {folder}")
 
 
+def _int_enum(name: str, members: dict):
+    """Stand-in for ``enum.IntEnum``'s functional call while the core initialises: the one
+    enum it builds (``LogType``, handed only to a ``Parser.logger``, which ctxctl never sets)
+    becomes a plain ``int`` subclass with the same member values."""
+    return type(name, (int,), dict(members))
+
+
+def _re_compile(pattern, flags=0):
+    """Stand-in for ``re.compile`` kept by the core: imports the real ``re`` on first use (a
+    query's ``#match?`` predicate), never at load."""
+    import re
+
+    return re.compile(pattern, flags)
+
+
 def binding():
     """tree-sitter's compiled core (``Language``, ``Parser``, ``Query``…), loaded directly:
-    the ``tree_sitter`` package's ``__init__`` imports ``typing`` for one Protocol class."""
+    the ``tree_sitter`` package's ``__init__`` imports ``typing`` for one Protocol class.
+
+    The core's initialisation imports ``re`` (for ``#match?`` query predicates) and ``enum``
+    (to build ``LogType``), together about a third of a bare interpreter's start-up, for
+    features the file commands never use. When neither is loaded yet and no other thread runs
+    (one could import them meanwhile), the core is initialised against stand-in modules
+    (:func:`_re_compile`, :func:`_int_enum`) that are removed again right after, so a later
+    ``import re`` or ``import enum`` anywhere gets the real module."""
     global _binding
     if _binding is None:
-        _binding = _load_extension("tree_sitter._binding", _extension(_package_dir("tree_sitter"), "_binding"))
+        import _thread
+
+        path = _extension(_package_dir("tree_sitter"), "_binding")
+        stand_ins = {}
+        if _thread._count() == 0:
+            for name, attr, value in (("re", "compile", _re_compile), ("enum", "IntEnum", _int_enum)):
+                if name not in sys.modules:
+                    module = stand_ins[name] = type(sys)(name)
+                    setattr(module, attr, value)
+                    sys.modules[name] = module
+        try:
+            _binding = _load_extension("tree_sitter._binding", path)
+        finally:
+            for name, module in stand_ins.items():
+                if sys.modules.get(name) is module:
+                    del sys.modules[name]
     return _binding
 
 

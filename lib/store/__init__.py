@@ -11,8 +11,10 @@ Error tree (the type tells the caller what to do next)::
 Every error and every :class:`Obj` carries ``server_time``: the store's clock (epoch seconds)
 from the response that produced it, used for every expiry decision (invariant 6).
 
-Observability: :func:`log_event` writes one structured record per retry, lost race or outage to
-the ``ctxlake.store`` logger (the JSON formatter is configured once by the role's ``main``), and
+Observability: each retry, lost race or outage is one structured record for the ``log`` callable
+the caller passes (the daemons pass their ``lib.logs.setup`` writer: one JSON line on stderr);
+without one, :func:`log_event` hands it to the standard ``ctxlake.store`` logger, on which no
+role installs a handler (so the CLI stays quiet about INFO records), and
 :func:`count` / :func:`counters` keep a process-wide tally per (key prefix, outcome) for a
 ``/metrics`` endpoint (docs/design.md §13: "412 count by key prefix").
 
@@ -128,8 +130,9 @@ _COUNTS_LOCK = threading.Lock()
 
 def log_event(event: str, **fields) -> None:
     """Log ``event`` (a short phrase such as ``store_retry``) at INFO on the ``ctxlake.store``
-    logger with ``fields`` as structured ``extra`` attributes (one JSON line once the role's
-    logging setup installs the JSON formatter). Field names must not collide with
+    logger with ``fields`` as structured ``extra`` attributes; the default for callers that pass
+    no ``log`` (no role installs a handler on it: the daemons pass their ``lib.logs`` writer
+    instead). Field names must not collide with
     ``logging.LogRecord`` attributes (``msg``, ``args``, ``name``, ``module``, ...)."""
     _LOGGER.info(event, extra=fields)
 

@@ -285,7 +285,7 @@ def test_status_after_moving_the_fleet_to_another_store_does_not_show_the_old_ca
     assert inited.run("init", "--store", "file://" + os.path.join(inited.tmp, "lake2"), "--fleet", "team-a",
                       "--force").returncode == 0
     text = inited.run("status").stdout
-    assert f"last sync  never against this store; the last pass" in text and old in text
+    assert "last sync  never against this store; the last pass" in text and old in text
     assert "next       ctxlake sync --once" in text
     r = inited.run("sync", "--once")
     assert r.returncode == 0 and "snapshot" not in r.stdout  # nothing carried over from the old store

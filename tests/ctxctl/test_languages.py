@@ -469,3 +469,27 @@ def test_deep_nesting_does_not_crash():
     parsed, syms = outline("deep.js", src)
     assert [s.name for s in syms] == ["f"] and parsed.errors == 0
     assert backends.BACKENDS["javascript"].imports(parsed.tree.root_node, parsed.data) == []
+
+
+def test_core_loads_without_re_or_enum_and_both_still_work_after():
+    """tree-sitter's core is initialised against stand-ins for ``re`` and ``enum`` (a cold call
+    need not pay for them); afterwards the real modules import, a ``#match?`` predicate (the
+    one use of ``re.compile``) filters, and ``LogType`` keeps its member values."""
+    import subprocess
+    import sys
+
+    from tests.ctxctl.conftest import ROOT
+
+    code = (f"import sys; sys.path.insert(0, {ROOT!r})\n"
+            "from lib.code import languages\n"
+            "core = languages.binding()\n"
+            "assert 're' not in sys.modules and 'enum' not in sys.modules, sorted(sys.modules)\n"
+            "assert (core.LogType.PARSE, core.LogType.LEX) == (0, 1)\n"
+            "tree = languages.parser('python').parse(b'abc = xyz + abd')\n"
+            "query = core.Query(tree.language, '((identifier) @i (#match? @i \"^ab\"))')\n"
+            "found = [n.text for n in core.QueryCursor(query).captures(tree.root_node)['i']]\n"
+            "assert found == [b'abc', b'abd'], found\n"
+            "import enum, re\n"
+            "assert re.compile('a+').fullmatch('aa') and issubclass(enum.IntEnum, int)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

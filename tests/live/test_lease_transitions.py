@@ -135,7 +135,7 @@ def test_resource_key_is_shared_by_every_clone_of_a_repository(tmp_path):
     from tests.live.conftest import make_repo
 
     a = make_repo(tmp_path / "clone-a", "git@github.com:Org/Repo.git")
-    b = make_repo(tmp_path / "clone-b", "https://user:tok@GitHub.com/Org/Repo")
+    make_repo(tmp_path / "clone-b", "https://user:tok@GitHub.com/Org/Repo")
     ra, rb = live.resolve("src/app.py", a), live.resolve(str(tmp_path / "clone-b" / "src" / "app.py"))
     assert ra == rb == {"repo": "github.com/Org/Repo", "path": "src/app.py"}
     assert live.resource_key(ra["repo"], ra["path"]) == live.resource_key(rb["repo"], rb["path"])

@@ -13,7 +13,7 @@ import json
 import os
 
 from lib import claims, live, spool
-from tests.mcp.conftest import FLEET, NOW, spool_lines, write_cache
+from tests.mcp.conftest import NOW, spool_lines, write_cache
 
 EVIDENCE = [{"session_id": "s-1", "message_id": "toolu_01"}]
 WRITES = [("fleet_claim", {"paths": ["src/a.py"], "reason": "refactor"}), ("fleet_release", {"paths": ["src/a.py"]}),
@@ -104,8 +104,7 @@ def test_a_short_write_leaves_no_record_and_the_next_one_whole(cfg, tmp_path):
     finally:
         os.write = real_write
     spool.append(path, json.dumps({"kind": "handoff", "record_id": "r2"}) + "\n", sync=True)
-    with open(path, "rb") as fh:
-        lines, _ = spool.read_complete_lines(path, 0)
+    lines, _ = spool.read_complete_lines(path, 0)
     recs, dropped = spool.decode_lines(lines)
     assert [r["record_id"] for r in recs] == ["r2"] and dropped == 1
 

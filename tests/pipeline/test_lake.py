@@ -264,7 +264,6 @@ def test_a_partially_written_checkpoint_is_dropped_and_rebuilt_from_the_log(home
 
 
 def test_a_table_with_an_older_schema_gains_columns_without_a_rewrite(home, monkeypatch, lakedir):
-    import pyarrow as pa
     from deltalake import write_deltalake
 
     cfg = _cfg(home, monkeypatch, lakedir)

@@ -7,7 +7,6 @@ import os
 import threading
 from collections import Counter
 
-import pytest
 
 import maint
 from lib import config, lake

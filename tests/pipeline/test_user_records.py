@@ -119,7 +119,7 @@ def test_a_file_that_starts_mid_session_keeps_orphan_results_as_results(tmp_path
 def _independent(path):
     """Counted straight from the records, without the importer's code."""
     wrapper = re.compile(r"\s*(<[a-z-]+>|\[Request interrupted|Stop hook feedback:)")
-    prompts, tools, failures, starts = 0, {}, set(), set()
+    prompts, tools, failures = 0, {}, set()
     usage, sessions = {}, set()
     for rec in _recs(path):
         sid = rec.get("sessionId")
