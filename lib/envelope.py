@@ -167,7 +167,10 @@ class Builder:
         if role:
             env["role"] = role
         if content is not None and content != "":
-            text, out = redact.scrub(truncate(strip_ansi(to_text(content))), is_tool_output=False)
+            # prompts and assistant text get the entropy rule too (issue #17: a key pasted in a
+            # prompt becomes the digest's summary line in every agent's briefing); measured on
+            # real prose (fixture transcripts, LoCoMo) in bench/redact_corpus.py
+            text, out = redact.scrub(truncate(strip_ansi(to_text(content))), is_tool_output=True)
             outcomes.append(out)
             self._note(out, "content", eid, content)
             env["content"] = text
@@ -187,6 +190,18 @@ class Builder:
         env["redaction"] = redact.fold(outcomes)
         if self.imported:
             env["imported"] = True
+        return env
+
+    def rekey(self, env: dict, event_id: str) -> dict:
+        """Give ``env`` (made by this builder) the id ``event_id``, and its quarantine notes
+        with it; returns ``env``. For an id that derives from the redacted content
+        (``content_hash``), known only once the envelope is made (docs/architecture.md "Event
+        identity": a Hermes turn)."""
+        old = env["event_id"]
+        env["event_id"] = event_id
+        for note in self.quarantine:
+            if note.get("event_id") == old:
+                note["event_id"] = event_id
         return env
 
     def _tool(self, tool: dict, eid: str, outcomes: list) -> dict:

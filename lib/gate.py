@@ -104,14 +104,16 @@ def difference(a: str, b: str) -> str | None:
     return None
 
 
-def decide(folded: dict[str, dict], digests: list[dict], *, embed=None) -> tuple[list[dict], dict[str, str]]:
+def decide(folded: dict[str, dict], digests: list[dict], *, embed=None,
+           vectors: dict | None = None) -> tuple[list[dict], dict[str, str]]:
     """Gate decisions. Returns ``(events, explain)``.
 
     ``events``: ``{"kind": "promoted"|"contested", "claim_id", "independent_sessions",
     "confidence", "reason", "against"?}`` to write as ClaimEvents; ``explain``:
     ``{claim_id: one-line reason for the current decision or what holds it back}``.
     ``embed(text) -> vector`` (unit length) enables the cosine rule; without it only word
-    overlap is used.
+    overlap is used. ``vectors``: ``{claim_id: vector}`` already computed by that embedder
+    (:func:`run` passes them), so a claim is embedded at most once per pass.
     """
     by_session = {d["session_id"]: d for d in digests}
     known_agents = {d.get("agent_id") for d in digests}
@@ -119,7 +121,7 @@ def decide(folded: dict[str, dict], digests: list[dict], *, embed=None) -> tuple
     events: list[dict] = []
     explain: dict[str, str] = {}
     promoted = {cid: c for cid, c in folded.items() if c["status"] == "promoted"}
-    vec_cache: dict[str, object] = {}
+    vec_cache: dict[str, object] = dict(vectors or {})
 
     def vec(c):
         if embed is None:
@@ -211,11 +213,16 @@ def decide(folded: dict[str, dict], digests: list[dict], *, embed=None) -> tuple
     return events, explain
 
 
-def run(store, fleet: str, digests: list[dict], *, mode: str = "agent", embedder=None, log=lambda *a, **k: None) -> dict:
+def run(store, fleet: str, digests: list[dict], *, mode: str = "agent", embedder=None,
+        cached: dict[str, bytes] | None = None, log=lambda *a, **k: None) -> dict:
     """Fold, decide, write decision events and the folded claims; return the snapshot rows.
 
-    ``embedder`` = ``(embedder_id, fn)`` or ``None``. Returns ``{"claims": [row, ...],
-    "explain": {...}, "promoted": n, "contested": n}``; rows have the snapshot's claim columns
+    ``embedder`` = ``(embedder_id, fn)`` or ``None``. ``cached``: ``{claim_id: blob}`` this
+    embedder computed in an earlier pass (:func:`lib.snapshot.previous_embeddings`); a claim id
+    is its content's hash (:func:`lib.claims.claim_id`), so a cached blob of the right size is
+    reused and only new claims are embedded, in batches (:func:`lib.embed.embed_many`).
+    Returns ``{"claims": [row, ...], "explain": {...}, "promoted": n, "contested": n,
+    "embedded": n, "embeddings_reused": n}``; rows have the snapshot's claim columns
     (``visible_to_agents`` = 1 for promoted/contested claims in mode ``agent`` only).
     """
     import json
@@ -225,7 +232,8 @@ def run(store, fleet: str, digests: list[dict], *, mode: str = "agent", embedder
     events = claimsmod.load_events(store, fleet)
     folded = claimsmod.fold(events)
     eid, fn = embedder if embedder else (None, None)
-    decisions, explain = decide(folded, digests, embed=fn)
+    vectors, reused = embed_claims(folded, eid, fn, cached or {})
+    decisions, explain = decide(folded, digests, embed=fn, vectors=vectors)
     for ev in decisions:
         claimsmod.write_event(store, fleet, "_gate", ev)
         log("claim_" + ev["kind"], claim_id=ev["claim_id"], reason=ev.get("reason", "")[:200])
@@ -244,8 +252,38 @@ def run(store, fleet: str, digests: list[dict], *, mode: str = "agent", embedder
                             for e in c["evidence"]],
                "visible_to_agents": visible, "reason": c.get("reason"), "updated_at": c["history"][-1].get("at")}
         if fn is not None:
-            row["embedding"] = embedmod.to_blob(fn(c["claim"]))
+            vec = vectors.get(cid)
+            if vec is None:  # folded anew after the decisions: a claim that arrived meanwhile
+                vec = vectors[cid] = fn(c["claim"])
+            row["embedding"] = embedmod.to_blob(vec, len(vec))
             row["embedder"] = eid
         rows.append(row)
     return {"claims": rows, "explain": explain, "promoted": sum(1 for d in decisions if d["kind"] == "promoted"),
-            "contested": sum(1 for d in decisions if d["kind"] == "contested")}
+            "contested": sum(1 for d in decisions if d["kind"] == "contested"),
+            "embedded": len(vectors) - reused, "embeddings_reused": reused}
+
+
+def embed_claims(folded: dict[str, dict], eid: str | None, fn, cached: dict[str, bytes]) -> tuple[dict, int]:
+    """``({claim_id: vector}, reused)`` for every claim in ``folded``: the ``cached`` blob when
+    it has the embedder's size (:data:`lib.embed.DIMS`), else computed now — all new claims in
+    one :func:`lib.embed.embed_many` call when ``eid`` is registered, one ``fn`` call each when
+    it is not. ``({}, 0)`` without an embedder."""
+    from lib import embed as embedmod
+
+    if fn is None:
+        return {}, 0
+    dim = embedmod.DIMS.get(eid)
+    vectors: dict = {}
+    for cid in folded:
+        blob = cached.get(cid)
+        if blob is not None and dim is not None:
+            try:
+                vectors[cid] = embedmod.from_blob(blob, dim)
+            except ValueError:
+                pass
+    reused = len(vectors)
+    todo = [cid for cid in sorted(folded) if cid not in vectors]
+    texts = [folded[cid]["claim"] for cid in todo]
+    fresh = embedmod.embed_many(eid, texts) if eid in embedmod.EMBEDDERS else [fn(t) for t in texts]
+    vectors.update(zip(todo, fresh))
+    return vectors, reused

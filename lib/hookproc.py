@@ -37,14 +37,16 @@ MAX_STDIN = 64 << 20
 
 
 def _log_error(paths, runtime: str, event: str, step: str, error) -> None:
-    """Append one JSON line to hook-errors.log; fall back to stderr if that fails."""
+    """Append one JSON line to hook-errors.log. When that fails (a full disk refuses the
+    append), record the failure in the lost-events ledger, which needs no new block
+    (:mod:`lib.lost_events`), and write the line to stderr too."""
     import time
 
     from lib import jsonfast
 
-    line = jsonfast.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runtime": runtime,
-                           "event": event, "step": step,
-                           "error": f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)})
+    ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)
+    line = jsonfast.dumps({"ts": ts, "runtime": runtime, "event": event, "step": step, "error": text})
     try:
         if paths is None:
             raise OSError("no CTXLAKE_HOME")
@@ -55,7 +57,12 @@ def _log_error(paths, runtime: str, event: str, step: str, error) -> None:
             os.write(fd, (line + "\n").encode())
         finally:
             os.close(fd)
-    except OSError:
+    except OSError as exc:
+        if paths is not None:
+            from lib import lost_events
+
+            lost_events.record(paths.hook_lost, ts, runtime, event, step,
+                               f"{text} (hook-errors.log: {exc.strerror or exc})")
         try:
             sys.stderr.write(line + "\n")
         except Exception:

@@ -440,6 +440,29 @@ def _delta_error(exc: Exception) -> bool:
     return isinstance(exc, (DeltaError, OSError))
 
 
+_ANSI = None
+_UNREACHABLE = ("error sending request", "error performing", "service unavailable", "serviceunavailable",
+                "connection refused", "timed out")
+
+
+def reason(exc: Exception) -> str:
+    """One line of at most 300 characters for a delta-rs error: its terminal colour codes and
+    line breaks removed (they would end up in JSON logs and one-line CLI errors)."""
+    global _ANSI
+    import re
+
+    if _ANSI is None:
+        _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+    return " ".join(_ANSI.sub("", str(exc)).split())[:300]
+
+
+def unreachable(exc: Exception) -> bool:
+    """True when a delta-rs error says the store did not answer (an outage), not that the log is
+    damaged: the fix is to wait for the next pass, not to restore a file."""
+    text = reason(exc).lower()
+    return any(m in text for m in _UNREACHABLE)
+
+
 def open_table(store, fleet: str, version: int | None = None):
     """The fleet's ``deltalake.DeltaTable`` (at ``version``, default latest), or ``None`` when
     no table exists yet. :raises TableError: the log is unreadable (a corrupt or missing commit
@@ -455,7 +478,10 @@ def open_table(store, fleet: str, version: int | None = None):
     except Exception as exc:
         if not _delta_error(exc):
             raise
-        raise TableError(f"cannot read the Delta table at {uri}: {str(exc)[:300]} — restore the damaged "
+        if unreachable(exc):
+            raise TableError(f"cannot reach the Delta table at {uri}: {reason(exc)} — the store did not answer; "
+                             "nothing was changed, the next pass retries") from exc
+        raise TableError(f"cannot read the Delta table at {uri}: {reason(exc)} — restore the damaged "
                          f"_delta_log file from a backup or bucket versioning (nothing was changed)") from exc
 
 
@@ -488,6 +514,11 @@ def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | 
     are dropped first, so re-merging rewrites no file, and when nothing is left no commit is
     made at all; every matched row that remains is a winner and is updated.
 
+    When a retry finds that an earlier attempt of this call landed (the store applied the
+    commit but the answer was lost), the result is that commit's (``committed`` true): delta-rs
+    is told not to retry by itself (``max_commit_retries=0``), since its retry would append the
+    same actions as a second version.
+
     Returns ``{"version", "committed": bool, "inserted", "updated", "attempts"}``.
     :raises Fenced: a newer epoch committed. :raises TableError: the table is unreadable, or
         every attempt failed.
@@ -498,7 +529,8 @@ def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | 
     from deltalake.exceptions import CommitFailedError
 
     uri, opts = location(store, fleet)
-    props = CommitProperties(app_transactions=[Transaction(app_id=APP_ID, version=epoch)],
+    # max_commit_retries=0: this loop owns every retry (see the docstring)
+    props = CommitProperties(app_transactions=[Transaction(app_id=APP_ID, version=epoch)], max_commit_retries=0,
                              custom_metadata={"ctxlake.pass_id": pass_id, "ctxlake.maint_epoch": str(epoch)})
     writer = WriterProperties(compression="ZSTD")
     dts = set(rows.column("dt").to_pylist())
@@ -515,7 +547,14 @@ def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | 
             else:
                 raise Fenced(f"the table at {uri} has a maintenance commit of epoch {done} > ours ({epoch})")
         if done == epoch:
-            log("lake_commit_already_done", version=dt.version(), epoch=epoch, pass_id=pass_id)
+            mine = _own_commit(dt, pass_id) if attempt > 1 else None
+            log("lake_commit_already_done", version=dt.version(), epoch=epoch, pass_id=pass_id,
+                by_this_call=mine is not None)
+            if mine is not None:  # an earlier attempt landed and an outage ate its answer
+                m = mine.get("operationMetrics") or {}
+                return {"version": mine["version"], "committed": True, "attempts": attempt,
+                        "inserted": m.get("num_target_rows_inserted", m.get("num_added_rows", 0)),
+                        "updated": m.get("num_target_rows_updated", 0)}
             return {"version": dt.version(), "committed": False, "inserted": 0, "updated": 0, "attempts": attempt}
         todo = rows if dt is None else _drop_unchanged(dt, rows)
         if todo.num_rows == 0:
@@ -536,7 +575,7 @@ def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | 
             if not (_delta_error(exc) or isinstance(exc, (CommitFailedError, TableError))):
                 raise
             last = exc
-            log("lake_commit_retry", attempt=attempt, error=str(exc)[:300])
+            log("lake_commit_retry", attempt=attempt, error=reason(exc))
             time.sleep(min(5.0, 0.2 * 2 ** (attempt - 1)))
             continue
         after = open_table(store, fleet)
@@ -544,7 +583,16 @@ def commit(store, fleet: str, rows, *, epoch: int, pass_id: str, config: dict | 
             inserted=metrics.get("num_target_rows_inserted"), updated=metrics.get("num_target_rows_updated"))
         return {"version": after.version(), "committed": True, "inserted": metrics.get("num_target_rows_inserted", 0),
                 "updated": metrics.get("num_target_rows_updated", 0), "attempts": attempt}
-    raise TableError(f"could not commit to the Delta table at {uri} after {COMMIT_RETRIES} attempts: {str(last)[:300]}")
+    raise TableError(f"could not commit to the Delta table at {uri} after {COMMIT_RETRIES} attempts: {reason(last)}")
+
+
+def _own_commit(dt, pass_id: str) -> dict | None:
+    """The history entry (``commitInfo`` plus ``version``) of the commit carrying ``pass_id``
+    among the table's latest commits, or ``None``."""
+    for entry in dt.history(limit=COMMIT_RETRIES + 1):
+        if entry.get("ctxlake.pass_id") == pass_id:
+            return entry
+    return None
 
 
 def _drop_unchanged(dt, rows):
@@ -600,7 +648,7 @@ def query(store, fleet: str, sql: str):
     except Exception as exc:
         if not _delta_error(exc):
             raise
-        raise TableError(f"reading the Delta table of fleet {fleet}: {str(exc)[:300]}") from exc
+        raise TableError(f"reading the Delta table of fleet {fleet}: {reason(exc)}") from exc
 
 
 def session_envelopes(store, fleet: str, session_ids, dts=None) -> dict[str, list[dict]]:

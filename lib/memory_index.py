@@ -32,6 +32,7 @@ collision and never qualifies. Only claims with
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -45,11 +46,18 @@ from lib import embed
 RRF_K = 60
 """Reciprocal-rank fusion constant: score = Σ 1 / (RRF_K + rank) (lexical embedders only)."""
 FUSION_ALPHA = 0.7
-"""With a semantic embedder, score = FUSION_ALPHA · cosine + (1 − FUSION_ALPHA) · bm25 / the
-query's best bm25. Measured on pooled LoCoMo (``bench/memory_eval.py``): with WordLlama,
-hit@5 0.697 → 0.704 and MRR@10 0.566 → 0.578 over RRF, because RRF throws away how far apart
-two candidates' scores are; α = 0.7 was the best of 0.3–1.0 in an offline sweep over the same set
-(no held-out split: a tuned figure)."""
+"""With a semantic embedder, score = α · cosine + (1 − α) · bm25 / the query's best bm25, α from
+:data:`FUSION_ALPHAS` or this default. Measured on pooled LoCoMo (``bench/memory_eval.py``): with
+WordLlama, hit@5 0.697 → 0.704 and MRR@10 0.566 → 0.578 over RRF, because RRF throws away how far
+apart two candidates' scores are."""
+FUSION_ALPHAS = {embed.WORDLLAMA_ID: 0.5, embed.MINILM_ID: 0.7}
+"""Per semantic embedder, the fusion weight α: tuned by ``bench/memory_eval.py`` on the questions of
+five LoCoMo conversations and reported on the other five (docs/memory.md)."""
+
+
+def fusion_alpha(embedder_id: str) -> float:
+    """α of :data:`FUSION_ALPHAS` for ``embedder_id``, else :data:`FUSION_ALPHA`."""
+    return FUSION_ALPHAS.get(embedder_id, FUSION_ALPHA)
 
 
 def _unit_scores(scored: list[tuple[str, float]]) -> dict[str, float]:
@@ -77,6 +85,7 @@ def _filters(subject: str | None, claim_type: str | None, args: list) -> tuple[l
     return where, args
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """Crude suffix stripping (``configuration``/``configure``/``config`` meet) for the word-overlap
     rule; FTS5's porter stemmer does the ranking, this only decides relevance."""
@@ -92,6 +101,8 @@ MAX_ENTITY_WORDS = 3
 """Longest subject (in words) that :meth:`SnapshotReader.entities` treats as a name."""
 RANK_DF_BUDGET = 2000
 """Most FTS5 matches one query ranks by bm25 (see :meth:`SnapshotReader.search`)."""
+_BLOB_CHUNK = 8 << 20
+"""Bytes read at a time from the shipped ``claim_index`` matrix (:meth:`DenseIndex._from_shipped`)."""
 COSINE_SCAN_CAP = 10_000
 """Most embedding postings one query reads (see :meth:`VectorIndex.search`)."""
 
@@ -243,7 +254,7 @@ class VectorIndex:
             for i in best:
                 blob = blobs.get(self.ids[i])
                 if blob is not None and self.norms[i]:
-                    vec = embed.from_blob(blob)
+                    vec = embed.from_blob(blob, embed.DIM)
                     acc[i] = sum(w * vec[d] for d, w in dims) / self.norms[i]
             best.sort(key=lambda i: (-acc[i], i))
         return [(self.ids[i], min(1.0, acc[i])) for i in best if acc[i] > 0], exact
@@ -279,11 +290,12 @@ class DenseIndex:
         shipped = cls._from_shipped(conn, embedder_id)
         if shipped is not None:
             return shipped
+        dim = embed.DIMS.get(embedder_id) or stored_dim(conn, embedder_id)
         where = f"WHERE {_VISIBLE} AND c.embedder = ? AND length(c.embedding) = ?"
-        args = (embedder_id, embed.BLOB_BYTES)
+        args = (embedder_id, 4 * dim)
         n = conn.execute(f"SELECT count(*) FROM claims c {where}", args).fetchone()[0]
         idx = cls(embedder_id)
-        idx.matrix = np.zeros((n, embed.DIM), dtype=np.float32)
+        idx.matrix = np.zeros((n, dim), dtype=np.float32)
         subjects, types = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32)
         cur = conn.execute("SELECT c.claim_id, lower(coalesce(c.subject, '')), coalesce(c.claim_type, ''), c.embedding "
                            f"FROM claims c {where} ORDER BY c.claim_id", args)
@@ -292,7 +304,7 @@ class DenseIndex:
             rows = cur.fetchmany(chunk)[: n - row]
             if not rows:
                 break
-            block = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(len(rows), embed.DIM)
+            block = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(len(rows), dim)
             norms = np.sqrt(np.einsum("ij,ij->i", block, block))  # no full-size temporaries
             norms[norms == 0] = 1.0
             idx.matrix[row:row + len(rows)] = block / norms[:, None]
@@ -308,33 +320,41 @@ class DenseIndex:
     @classmethod
     def _from_shipped(cls, conn: sqlite3.Connection, embedder_id: str) -> "DenseIndex | None":
         """The index maint shipped in the snapshot's ``claim_index`` table
-        (:func:`lib.snapshot.vector_index_rows`): one read and a zero-copy view instead of
-        decoding a blob per claim. ``None`` when the table is absent or its row for
+        (:func:`lib.snapshot.vector_index_rows`): one blob streamed into the final matrix
+        (8 MiB at a time) instead of decoding a blob per claim. ``None`` when the table is absent or its row for
         ``embedder_id`` is inconsistent (sizes that do not add up): the caller builds from
         ``claims`` instead."""
         import numpy as np
 
         try:
-            row = conn.execute("SELECT dim, n, ids, subjects, types, matrix FROM claim_index WHERE embedder = ?",
-                               (embedder_id,)).fetchone()
+            row = conn.execute("SELECT rowid, dim, n, ids, subjects, types, length(matrix), typeof(matrix) "
+                               "FROM claim_index WHERE embedder = ?", (embedder_id,)).fetchone()
         except sqlite3.Error:
             return None
         if row is None:
             return None
-        dim, n, ids, subjects, types, matrix = (row[i] for i in range(6))
-        if not (isinstance(dim, int) and isinstance(n, int) and dim > 0 and n > 0 and isinstance(matrix, bytes)
-                and len(matrix) == n * dim * 4 and all(isinstance(t, str) for t in (ids, subjects, types))):
+        rowid, dim, n, ids, subjects, types, size, kind = (row[i] for i in range(8))
+        if not (isinstance(dim, int) and isinstance(n, int) and dim > 0 and n > 0 and kind == "blob"
+                and size == n * dim * 4 and all(isinstance(t, str) for t in (ids, subjects, types))):
             return None
         id_list, subj_list, type_list = ids.split("\n"), subjects.split("\n"), types.split("\n")
         if not len(id_list) == len(subj_list) == len(type_list) == n:
             return None
+        matrix = np.empty((n, dim), dtype="<f4")
+        flat = matrix.reshape(-1).view(np.uint8)
+        try:  # streamed into the final array: peak memory is the matrix plus one chunk, not twice it
+            with conn.blobopen("claim_index", "matrix", rowid, readonly=True) as blob:
+                for start in range(0, size, _BLOB_CHUNK):
+                    chunk = blob.read(_BLOB_CHUNK)
+                    flat[start:start + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
+        except sqlite3.Error:
+            return None
         idx = cls(embedder_id)
         idx.ids = id_list
-        idx.matrix = np.frombuffer(matrix, dtype="<f4").reshape(n, dim)
+        idx.matrix = matrix
         for values, codes_attr, table in ((subj_list, "subjects", idx.subject_code), (type_list, "types", idx.type_code)):
-            uniq, inverse = np.unique(np.array(values, dtype=object).astype(str), return_inverse=True)
-            table.update({str(u): i for i, u in enumerate(uniq)})
-            setattr(idx, codes_attr, inverse.astype(np.int32))
+            codes = [table.setdefault(v, len(table)) for v in values]  # a dict pass: no object-array sort
+            setattr(idx, codes_attr, np.fromiter(codes, dtype=np.int32, count=n))
         return idx
 
     def __len__(self) -> int:
@@ -367,6 +387,15 @@ class DenseIndex:
             top.update(i for i in np.argpartition(-mine, k - 1)[:k].tolist() if mine[i] > -np.inf)
         best = sorted(top, key=lambda i: (-float(scores[i]), i))
         return [(self.ids[i], min(1.0, float(scores[i]))) for i in best if scores[i] > 0], True
+
+
+def stored_dim(conn: sqlite3.Connection, embedder_id: str) -> int:
+    """Components of the first agent-visible ``embedder_id`` blob (an embedder this module does
+    not know the size of); :data:`lib.embed.DIM` when there is none or it is not whole float32s."""
+    row = conn.execute(f"SELECT length(c.embedding) FROM claims c WHERE {_VISIBLE} AND c.embedder = ? "
+                       "AND c.embedding IS NOT NULL ORDER BY c.claim_id LIMIT 1", (embedder_id,)).fetchone()
+    n = row[0] if row else None
+    return n // 4 if isinstance(n, int) and n > 0 and n % 4 == 0 else embed.DIM
 
 
 def query_terms(text: str) -> list[str]:
@@ -550,10 +579,12 @@ class SnapshotReader:
         usable = [e for e in embedders if embed.get(e)]
         cos: list[tuple[str, float]] = []
         ranking = "fts5 bm25 only"
+        qvec = None
         if usable:
             eid = usable[0]
             try:
-                cos, exact = self.vector_index(eid).search(embed.get(eid)(query), pool, subject, claim_type,
+                qvec = embed.get(eid)(query)  # once per search: a MiniLM query costs ~20 ms of CPU
+                cos, exact = self.vector_index(eid).search(qvec, pool, subject, claim_type,
                                                            exact_rows=self.embeddings_by_id, prefer=named)
                 ranking = f"rrf(fts5 bm25, cosine {eid})" if exact else \
                     f"rrf(fts5 bm25, cosine {eid} over the {COSINE_SCAN_CAP} most-contributing postings)"
@@ -585,6 +616,7 @@ class SnapshotReader:
             scored = mine + scored
         fts_ids = list(dict.fromkeys(cid for cid, _ in scored))
         semantic = bool(usable) and usable[0] not in embed.LEXICAL
+        alpha = fusion_alpha(usable[0]) if semantic else 0.0
         floor = self.relevance_floor()
         mixed = self.relevance_floor_mixed() if semantic else None
         cos_of = dict(cos)
@@ -593,12 +625,12 @@ class SnapshotReader:
         if semantic:  # FTS-only candidates get their cosine too, for the mixed rule
             missing = [cid for cid in fts_ids if cid not in cos_of]
             if missing:
-                qvec = embed.get(usable[0])(query)
+                import numpy as np  # a semantic embedder's dense index has loaded it already
+
+                q = np.asarray(qvec, dtype="<f4")
                 for cid, blob in self.embeddings_by_id(missing).items():
-                    try:
-                        cos_of[cid] = sum(x * y for x, y in zip(qvec, embed.from_blob(blob)))
-                    except ValueError:
-                        continue
+                    if len(blob) == 4 * len(q):  # a blob of another size is not this embedder's
+                        cos_of[cid] = float(np.frombuffer(blob, dtype="<f4") @ q)
         qstems = {stem(t) for t in terms}
         name_stems = {stem(t) for n in named for t in embed.tokens(n)}
         content = (qstems - name_stems) or qstems  # a name is not evidence of relevance, unless it is all there is
@@ -620,19 +652,19 @@ class SnapshotReader:
         hits: dict[str, dict] = {}
         for rank, cid in enumerate(fts_ids, 1):
             if cid in qualified:
-                fused[cid] = (1.0 - FUSION_ALPHA) * bm25.get(cid, 0.0) if semantic else 1.0 / (RRF_K + rank)
+                fused[cid] = (1.0 - alpha) * bm25.get(cid, 0.0) if semantic else 1.0 / (RRF_K + rank)
                 hits[cid] = {"claim_id": cid, "matched_by": ["fts5"]}
         in_cos = {cid for cid, _ in cos}
         for rank, (cid, c) in enumerate(cos, 1):
             if cid in qualified and (shared.get(cid) or semantic):
-                fused[cid] = fused.get(cid, 0.0) + (FUSION_ALPHA * c if semantic else 1.0 / (RRF_K + rank))
+                fused[cid] = fused.get(cid, 0.0) + (alpha * c if semantic else 1.0 / (RRF_K + rank))
                 hit = hits.setdefault(cid, {"claim_id": cid, "matched_by": []})
                 hit["matched_by"].append("cosine")
                 hit["cosine"] = round(c, 3)
         if semantic:  # a lexical candidate outside the cosine pool still has its cosine
             for cid in fused:
                 if cid not in in_cos and cid in cos_of:
-                    fused[cid] += FUSION_ALPHA * cos_of[cid]
+                    fused[cid] += alpha * cos_of[cid]
         if candidates and not fused:
             notes.append("Candidates were found but none passed the relevance floor: nothing is better than an unrelated claim.")
         order = sorted(fused, key=lambda c: (-fused[c], c))
@@ -701,7 +733,7 @@ class SnapshotReader:
             part = ids[start:start + 500]
             q = f"SELECT claim_id, embedding FROM claims WHERE claim_id IN ({','.join('?' * len(part))})"
             for cid, blob in self.conn().execute(q, part):
-                if isinstance(blob, bytes) and len(blob) == embed.BLOB_BYTES:
+                if isinstance(blob, bytes) and blob and len(blob) % 4 == 0:
                     out[cid] = blob
         return out
 

@@ -45,7 +45,7 @@ class SyncdMetrics:
     """
 
     def __init__(self, paths, fleet_id: str, *, stall_secs: float = 600, clock=time.time):
-        from prometheus_client import CollectorRegistry, Counter
+        from prometheus_client import CollectorRegistry, Counter, Gauge
 
         self.paths, self.fleet_id, self.stall_secs, self.clock = paths, fleet_id, stall_secs, clock
         self.started_at = clock()
@@ -60,7 +60,10 @@ class SyncdMetrics:
         self.envelopes = Counter("ctxlake_envelopes_shipped", "Envelopes shipped from the spool to the lake.", registry=reg)
         self.segments = Counter("ctxlake_segments_shipped", "Parquet segments written to the lake.", registry=reg)
         self.sealed = Counter("ctxlake_sessions_sealed", "Sessions sealed (_SEALED written, spool files removed).", registry=reg)
-        self.dropped = Counter("ctxlake_spool_lines_dropped", "Spool lines dropped as unparseable or invalid.", registry=reg)
+        self.dropped = Counter("ctxlake_spool_lines_dropped", "Spool lines that could not be events (unparseable or "
+                               "invalid), each kept under quarantine/ with its reason.", registry=reg)
+        self.hook_lost = Gauge("ctxlake_hook_events_lost", "Hook failures recorded in the lost-events ledger because "
+                               "not even hook-errors.log could be written (a full disk), since it was created.", registry=reg)
         self.passes = Counter("ctxlake_sync_passes", "syncd passes by result (ok, error).", ["result"], registry=reg)
         self.leases = Counter("ctxlake_lease_outcomes", "Lease requests applied by this syncd, by outcome.",
                               ["outcome"], registry=reg)
@@ -96,7 +99,7 @@ class SyncdMetrics:
     def observe_pass(self, summary: dict) -> None:
         """Add one syncd pass summary (as returned by ``syncd.run_pass``).
 
-        Reads ``shipped``, ``segments``, ``sealed``, ``dropped_lines``, ``errors``,
+        Reads ``shipped``, ``segments``, ``sealed``, ``dropped_lines``, ``hook_lost``, ``errors``,
         ``cache_refreshed`` (bool), ``cache_error`` and ``lease_outcomes``
         (``{outcome: count}``, optional: the live plane reports what it applied).
         """
@@ -104,6 +107,8 @@ class SyncdMetrics:
         self.segments.inc(int(summary.get("segments") or 0))
         self.sealed.inc(int(summary.get("sealed") or 0))
         self.dropped.inc(int(summary.get("dropped_lines") or 0))
+        if isinstance(summary.get("hook_lost"), int):
+            self.hook_lost.set(summary["hook_lost"])
         self.passes.labels(result="error" if summary.get("errors") else "ok").inc()
         for outcome, n in (summary.get("lease_outcomes") or {}).items():
             self.leases.labels(outcome=str(outcome)).inc(int(n))

@@ -8,7 +8,7 @@ Layout under ``CTXLAKE_HOME`` (default ``~/.ctxlake``)::
     spool/.state/                               upload watermarks (keyed by dev:inode)
     spool/.state/live/<fleet_id>.json           syncd's live-plane state
     cache/<fleet_id>/{roster,leases,briefing}.json, snapshot.bin
-    hook-errors.log
+    hook-errors.log, hook-lost.bin              hook failures; losses on a full disk
 
 Nothing else in the project joins these names; callers ask this module. Standard library
 only: the hook imports it.
@@ -186,6 +186,12 @@ class Paths:
     def hook_errors(self) -> str:
         """``hook-errors.log``: one line per hook failure (stdout belongs to the runtime)."""
         return os.path.join(self.home, "hook-errors.log")
+
+    @property
+    def hook_lost(self) -> str:
+        """``hook-lost.bin``: the lost-events ledger a hook overwrites in place when even
+        ``hook-errors.log`` cannot be written (:mod:`lib.lost_events`)."""
+        return os.path.join(self.home, "hook-lost.bin")
 
     @property
     def default_store_url(self) -> str:

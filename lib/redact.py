@@ -258,9 +258,9 @@ _START_MARKERS = [
     (b"sk_live_", "stripe_live_key", rb"sk_live_[A-Za-z0-9]{10,}", True),
     (b"sk_prod_", "stripe_live_key", rb"sk_prod_[A-Za-z0-9]{10,}", True),
     (b"rk_prod_", "stripe_restricted_key", rb"rk_prod_[A-Za-z0-9]{10,}", True),
-    (b"sk_test_", "stripe_test_key", rb"sk_test_[A-Za-z0-9]{16,}", True),
-    (b"rk_live_", "stripe_restricted_key", rb"rk_live_[A-Za-z0-9]{16,}", True),
-    (b"rk_test_", "stripe_restricted_key", rb"rk_test_[A-Za-z0-9]{16,}", True),
+    (b"sk_test_", "stripe_test_key", rb"sk_test_[A-Za-z0-9]{10,}", True),
+    (b"rk_live_", "stripe_restricted_key", rb"rk_live_[A-Za-z0-9]{10,}", True),
+    (b"rk_test_", "stripe_restricted_key", rb"rk_test_[A-Za-z0-9]{10,}", True),
     (b"whsec_", "stripe_webhook_secret", rb"whsec_[A-Za-z0-9+/]{24,}", True),
     # AWS access key ids (AKIA long-term, ASIA STS, ABIA/ACCA service). AIDA/AROA/AGPA/ANPA are
     # principal ids printed by `aws sts get-caller-identity`, not credentials: left clean.
@@ -367,9 +367,26 @@ _START_MARKERS = [
     (b"eyJrIjoi", "grafana_token", rb"eyJrIjoi[A-Za-z0-9]{70,400}", True),
     (b"HRKU-AA", "heroku_api_key", rb"HRKU-AA[A-Za-z0-9_-]{58}", True),
     (b"duffel_", "duffel_token", rb"duffel_(?:test|live)_[A-Za-z0-9_=-]{43}", True),
-    (b"ZXlK", "jwt", rb"ZXlK[A-Za-z0-9+/]{40,}", True),
+    (b"ZXlK", "jwt", rb"ZXlK[A-Za-z0-9+/_\\-]{40,}", True),
     (b"sq0atp-", "square_token", rb"sq0atp-" + _B64U + rb"{22,}", True),
     (b"sq0csp-", "square_token", rb"sq0csp-" + _B64U + rb"{40,}", True),
+    (b"EAAA", "square_token", rb"EAAA[A-Za-z0-9_-]{22,60}" + _END, True),
+    # More documented shapes (gitleaks config/gitleaks.toml, MIT: the rule named after each).
+    (b"api_org_", "huggingface_token", rb"api_org_[A-Za-z]{34}" + _END, False),
+    (b"rubygems_", "rubygems_token", rb"rubygems_[a-f0-9]{48}" + _END, True),
+    (b"live_", "lob_api_key", rb"live_(?:pub_)?[a-f0-9]{31,35}" + _END, True),
+    (b"test_", "lob_api_key", rb"test_(?:pub_)?[a-f0-9]{31,35}" + _END, True),
+    (b"s-s4t2", "intra42_client_secret", rb"s-s4t2(?:ud|af)-[a-fA-F0-9]{64}" + _END, True),
+    (b"xoxo-", "slack_token", rb"xoxo-[0-9]+-[0-9]+-[0-9]+-[a-fA-F0-9]+", False),
+    (b"xoxs-", "slack_token", rb"xoxs-[0-9]+-[0-9]+-[0-9]+-[a-fA-F0-9]+", False),
+    (b"EZAK", "easypost_token", rb"EZAK[A-Za-z0-9]{54}" + _END, True),
+    (b"EZTK", "easypost_token", rb"EZTK[A-Za-z0-9]{54}" + _END, True),
+    (b"fo1_", "flyio_token", rb"fo1_[A-Za-z0-9_-]{43}" + _END, True),
+    (b"fm1", "flyio_token", rb"fm1[ar]_[A-Za-z0-9+/]{30,}", True),
+    (b"fm2_", "flyio_token", rb"fm2_[A-Za-z0-9+/]{30,}", True),
+    (b"ico-", "infracost_token", rb"ico-[A-Za-z0-9]{32}" + _END, True),
+    (b"tk-us-", "scalingo_token", rb"tk-us-[A-Za-z0-9_-]{48}" + _END, True),
+    (b"sgp_", "sourcegraph_token", rb"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}" + _END, True),
 ]
 
 # Markers whose anchor ends in "." (the token run starts after it).
@@ -384,6 +401,8 @@ _DOT_MARKERS = [
     (b"hvs.", "vault_token", rb"hvs\.[A-Za-z0-9_-]{24,}", True),
     (b"hvb.", "vault_token", rb"hvb\.[A-Za-z0-9_-]{24,}", True),
     (b"sk.", "mapbox_secret_token", rb"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}", True),
+    (b"v1.", "cloudflare_origin_ca_key", rb"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}", True),
+    (b"s.", "vault_token", rb"s\.(?=[A-Za-z]*[0-9])[A-Za-z0-9]{24}(?![A-Za-z0-9_.-])", True),
     (b"sl.", "dropbox_token", rb"sl\.[A-Za-z0-9=_-]{130,}", True),
     (b"dp.pt.", "doppler_token", rb"dp\.pt\.[A-Za-z0-9]{40,}", True),
     (b"dp.st.", "doppler_token", rb"dp\.st\.(?:[a-z0-9_-]{2,35}\.)?[A-Za-z0-9]{40,}", False),
@@ -393,7 +412,32 @@ _PREFIXED = [
     (b"hf_", "huggingface_token", _Lazy(rb"hf_([A-Za-z0-9]{20,})")),
     (b"npm_", "npm_token", _Lazy(rb"npm_([A-Za-z0-9]{20,})")),
 ]
-_SENDGRID = _Lazy(rb"SG\.([A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})")
+_SENDGRID = _Lazy(rb"SG\.([A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|[A-Za-z0-9=_.-]{66}(?![A-Za-z0-9=_.-]))")
+_FOUND_MARKERS = [
+    # Anchors of tokens whose alphabet leaves the token-run class ([A-Za-z0-9_-]): "=", "+", "/",
+    # "." or "~" may cut the run right after the anchor, so these are found by bytes.find over
+    # the whole field instead (one memchr-speed pass each). Sources: gitleaks rules
+    # hashicorp-tf-api-token, grafana-cloud-api-token, 1password-service-account-token,
+    # sentry-org-token, openshift-user-token (config/gitleaks.toml, MIT).
+    (b"atlasv1.", "terraform_cloud_token", _Lazy(rb"atlasv1\.[A-Za-z0-9_=-]{60,70}")),
+    (b"glc_", "grafana_token", _Lazy(rb"glc_[A-Za-z0-9+/]{32,400}")),
+    (b"ops_eyJ", "onepassword_token", _Lazy(rb"ops_eyJ[A-Za-z0-9+/=_-]{30,}")),
+    (b"sntrys_eyJ", "sentry_token", _Lazy(rb"sntrys_eyJ[A-Za-z0-9+/=_-]{30,}")),
+    (b"whsec_", "stripe_webhook_secret", _Lazy(rb"whsec_[A-Za-z0-9+/]{24,}")),
+    (b"tfp_", "typeform_token", _Lazy(rb"tfp_[A-Za-z0-9_.=-]{59}")),
+    (b"pscale_", "planetscale_token", _Lazy(rb"pscale_(?:pw|oauth|tkn)_[A-Za-z0-9_=.-]{32,64}")),
+    (b"ABSK", "aws_bedrock_api_key", _Lazy(rb"ABSK[A-Za-z0-9+/]{109,269}")),
+    (b"bedrock-api-key-", "aws_bedrock_api_key", _Lazy(rb"bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=]{0,2000}")),
+]
+_K8S_SECRET = _Lazy(rb"kind:(?:[ \t]|\\t)*(?:\\?[\"'])?secret(?![a-z0-9_-])")
+_K8S_DATA_VALUE = _Lazy(rb"[\w.-]+:(?:(?:[ \t]|\\t)*[|>][-+]?)?(?:\s|\\[tnr])*(?:\\?[\"'])?([A-Za-z0-9+/]{10,}={0,3})(?![A-Za-z0-9+/=])")
+"""``kind: Secret`` and, within 300 bytes, ``data:``: each ``name: <base64>`` after it (4 KiB) is
+a secret's value (gitleaks ``kubernetes-secret-yaml``)."""
+_AUTHRESS = _Lazy(rb"(?:(?<![A-Za-z0-9_])|(?<=\\[ntr]))(?:sc|ext|scauth|authress)_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.acc[_-][a-z0-9-]{10,32}\.[A-Za-z0-9+/_=-]{30,120}")
+_OPENSHIFT = _Lazy(rb"sha256~[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")
+_FACEBOOK_APP_TOKEN = _Lazy(rb"(?<![0-9])[0-9]{15,16}(?:\||%7[Cc]|%)([0-9a-zA-Z_-]{27,40})(?![0-9a-zA-Z_-])")
+"""A Facebook app access token, ``<app id>|<app secret>`` (15–16 digit id; gitleaks
+``facebook-access-token``); ``%``/``%7C`` when URL-encoded."""
 
 
 def _by_first_two(markers, prefixed) -> dict:
@@ -413,7 +457,7 @@ _START_BY_2 = _by_first_two(_START_MARKERS, _PREFIXED)
 _JWT = _Lazy(next(p for a, _, p, _ in _START_MARKERS if a == b"eyJ"))
 _SGR = re.compile(rb"[0-9]{1,3}m")
 _DOT_ROWS = [(a, rule, _Lazy(p), m) for a, rule, p, m in _DOT_MARKERS]
-_DOT_ANCHORS = tuple(a for a, *_ in _DOT_MARKERS) + (b"SG.",)
+_DOT_ANCHORS = tuple(a for a, *_ in _DOT_MARKERS)
 
 # Context markers (checked on a run by the character before it).
 _TELEGRAM = _Lazy(rb"(?<![0-9])[0-9]{5,16}:A[A-Za-z0-9_-]{34}" + _END)
@@ -428,7 +472,7 @@ _PEM_PRIVATE = _Lazy(rb"-----BEGIN[A-Z0-9 _-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
 # KeywordDetector do): a name that means secret, an assignment operator, then a value only the
 # name identifies. Keywords are found with bytes.find over the lower-cased text; the name around
 # the keyword and the value after the operator are then read with one anchored regex.
-_KEYWORDS = (b"key", b"token", b"secret", b"pass", b"pwd", b"auth", b"cred")
+_KEYWORDS = (b"key", b"token", b"secret", b"pass", b"pwd", b"auth", b"cred", b"contribsys__com")
 """Substrings that make a name mean secret (gitleaks ``generic-api-key`` keywords: access, auth,
 api, credential, creds, key, passwd/password, secret, token; ``access``/``api`` names always
 hold one of ours: ``api_key``, ``access_token``)."""
@@ -443,7 +487,9 @@ _PROVIDER_NAMES = (
     b"privateai", b"private_ai", b"private-ai", b"rapidapi", b"sentry", b"sonar", b"telegr", b"twitch",
     b"xray", b"yandex", b"zendesk", b"shippo", b"settlemint", b"harness", b"etsy", b"octopus", b"openshift",
     b"twilio", b"sendgrid", b"sendinblue", b"duffel", b"easypost", b"flutterwave", b"frameio", b"gcp",
-    b"cisco", b"gitlab", b"clickhouse", b"clojars", b"dynatrace", b"maxmind", b"prefect", b"readme", b"kubernetes")
+    b"cisco", b"gitlab", b"clickhouse", b"clojars", b"dynatrace", b"maxmind", b"prefect", b"readme", b"kubernetes",
+    b"adafruit", b"cloudflare", b"dnkey", b"discord", b"fastly", b"finnhub", b"flickr", b"hubspot", b"kucoin",
+    b"sendbird", b"contribsys", b"snyk", b"squarespace", b"sumo", b"travis", b"twitter", b"typeform", b"mailchimpsdk")
 """Provider names that mark a value as that provider's credential when it is assigned to a name
 holding them (``HEROKU_API = <uuid>``, ``datadog: <40 hex>``): the providers whose key shapes
 have no prefix of their own. Source: the keyword lists of the gitleaks rules for those
@@ -496,6 +542,16 @@ _NOT_SECRET_AFTER = frozenset((
     b"spec", b"kind", b"label", b"header", b"headers", b"schema", b"class", b"data", b"dict", b"client"))
 """First word after the keyword that makes the name something else (``key_name``,
 ``token_count``, ``secret_arn``, ``author``, ``keyboard``, ``passthrough``, ``tokenizer``)."""
+_KEYWORD_REST = {b"pass": _Lazy(rb"(?:word|wd|phrase)?"), b"cred": _Lazy(rb"(?:entials?|s)?"),
+                 b"auth": _Lazy(rb"(?:orization|entication)?"), b"token": _Lazy(rb"s?"), b"key": _Lazy(rb"s?"),
+                 b"secret": _Lazy(rb"s?")}
+"""The rest of the word a keyword stem begins (``pass`` → ``password``): the ≤ 20 characters of
+name that may follow a keyword are counted after it, as gitleaks counts them after
+``password``/``credential`` (``administrator_login_password_prod = ...``)."""
+_XML_VALUE = _Lazy(rb"[A-Za-z0-9_.-]{0,20}\\?\"(?:[ \t]|\\t)*value(?:[ \t]|\\t)*=(?:[ \t]|\\t)*\\?\"([^\"\\\n]{1,256})\\?\"")
+"""An XML setting whose ``key`` attribute names the secret and whose ``value`` holds it
+(gitleaks ``nuget-config-password``)."""
+_QUOTE_NEAR = _Lazy(rb"[\"'`]")
 _NAME_CH = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
 _NAME_CH_SP = _NAME_CH | frozenset(b" \t")
 _NAME_SPLIT = _Lazy(rb"[_.-]+")
@@ -503,10 +559,11 @@ _DIGIT_GROUPS = _Lazy(rb"[0-9]+")
 _HEXISH = _Lazy(rb"[0-9a-fA-F-]{16,}")
 
 
-def _keyed_name_ok(low: bytes, ks: int, ke: int) -> bool:
+def _keyed_name_ok(low: bytes, ks: int, ke: int, provider: bool = False) -> bool:
     """Whether the name around the keyword ``low[ks:ke]`` means secret: the word before it and
     the word after it (split on ``_ . -``, a JSON escape ends the name) are not on the
-    not-secret lists."""
+    not-secret lists. A provider name (``provider``) is judged by the word after it only:
+    ``x`` glued before ``kraken`` does not make ``xkraken`` an identifier as it does ``xauth``."""
     i = ks
     while i > 0 and ks - i < 50 and low[i - 1] in _NAME_CH and not (i >= 2 and low[i - 2] == 92):
         i -= 1
@@ -515,7 +572,7 @@ def _keyed_name_ok(low: bytes, ks: int, ke: int) -> bool:
         word = _NAME_SPLIT.split(before)[-1]  # letters glued to the keyword: "apikey", "bypass"
     else:
         word = _NAME_SPLIT.split(before.rstrip(b"_.-"))[-1] if before else b""
-    if word in _NOT_SECRET_BEFORE:
+    if word in _NOT_SECRET_BEFORE and not provider:
         return False
     j = ke
     while j < len(low) and j - ke < 24 and low[j] in _NAME_CH:
@@ -566,6 +623,15 @@ def _keyed_at(sc: "_Scan", ks: int, ke: int, kind: bytes) -> int:
     """Judge the assignment whose name holds a keyword at ``[ks, ke)``; record the span or the
     quarantine rule. Returns the end of the value read (or ``ke``)."""
     b, low = sc.b, sc.lower()
+    done = _KEYWORD_REST.get(kind)
+    if done is not None:
+        ke = done.match(low, ke).end()  # "password", "credentials": the name window starts after the word
+    x = _XML_VALUE.match(b, ke)
+    if x is not None:  # <add key="ClearTextPassword" value="..."/> (NuGet.config, app.config)
+        v = x.group(1)
+        if _keyed_name_ok(low, ks, ke, kind == b"provider") and _keyed_value(v, kind in (b"pass", b"pwd"), kind == b"provider"):
+            sc.span(x.start(1), x.end(1), _P, "password_assignment" if kind in (b"pass", b"pwd") else "keyed_secret")
+        return x.end()
     m = _KEYED_TAIL.match(b, ke)
     if m is None:
         return ke
@@ -574,12 +640,16 @@ def _keyed_at(sc: "_Scan", ks: int, ke: int, kind: bytes) -> int:
     if ve < len(b) and b[ve] == 40:  # "(": a call, not a value
         return ve
     op = m.start(1)
-    if b[op] == 44 and g == 5 and b[vs - 1] not in b"\"'`":
-        return ve  # "f(password, target_ms=10)": after a comma only a quoted value counts
-    if b[op] == 61 and (b[op + 1:op + 2] == b"=" or (op and b[op - 1] in b"!<>=")):
-        return ve  # a comparison (==, !=, <=, >=), not an assignment
+    if b[op] == 44 and not _QUOTE_NEAR.search(b, max(m.start(), op - 3), vs) \
+            and (ve - vs < 20 or b"=" in b[vs:ve] or g != 5):
+        return ve  # "f(password, target_ms=10)": a comma is an operator next to a quote ("k", "v") or before a long token
+    if b[op] == 61 and kind != b"provider" and (b[op + 1:op + 2] == b"=" or (op and b[op - 1] in b"!<>=")) \
+            and (b[op - 1] in b" \t" or b[op + 2:op + 3] in (b" ", b"\t")):
+        return ve  # a comparison written as one (" == ", " != "), not an assignment
     if b.endswith(_DIGEST_PREFIXES, max(0, vs - 8), vs) or b.startswith((b"hf_", b"npm_", b"SG."), vs):
         return ve  # go.sum "h1:" hashes; prefixed tokens keep their prefix (docs/security.md, Redaction)
+    while vs < ve and b[vs] in b" \t":
+        vs += 1  # '" 353743932805425087"': blanks inside the quotes are not the value
     v = b[vs:ve]
     if _code_reference(v):
         return ve
@@ -591,11 +661,15 @@ def _keyed_at(sc: "_Scan", ks: int, ke: int, kind: bytes) -> int:
             if _secretish(v) and len(v) >= 8:
                 sc.marks.add(rule)
             return ve
-    if not _keyed_name_ok(low, ks, ke):
+    if not _keyed_name_ok(low, ks, ke, kind == b"provider"):
         return ve
     password = kind in (b"pass", b"pwd")
-    if _keyed_value(v, password, kind == b"provider"):
-        sc.span(vs, ve, _P, "password_assignment" if password else "keyed_secret")
+    if not _keyed_value(v, password, kind == b"provider"):
+        cut = v.find(b"/")
+        if cut < 8 or not _keyed_value(v[:cut], password, kind == b"provider"):
+            return ve
+        ve = vs + cut  # "<token>/README.md": a secret as a path's first segment (gitleaks stops at "/")
+    sc.span(vs, ve, _P, "password_assignment" if password else "keyed_secret")
     return ve
 
 
@@ -603,13 +677,18 @@ def _scan_keyed(sc: "_Scan") -> None:
     """Keyword-anchored assignments, every keyword occurrence of the whole field."""
     low = sc.lower()
     for kw in _KEYWORDS:
-        for i in _finds(low, kw):
+        at = list(_finds(low, kw))
+        if kw == b"auth":
+            sc.auth_at = at
+        elif kw == b"secret":
+            sc.secret_at = at
+        for i in at:
             _keyed_at(sc, i, i + len(kw), kw)
 
 
 _AUTH_HEADER = _Lazy(
     rb"authorization(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
-    rb"(?:(?:basic|bearer|token|digest|negotiate|ntlm|aws4-hmac-sha256|sso-key)[ \t]+)?([A-Za-z0-9._~+/=-]{12,})")
+    rb"(?:(?:basic|bearer|token|digest|negotiate|ntlm|aws4-hmac-sha256|sso-key)[ \t]+)?([A-Za-z0-9._~+/=@-]{8,})")
 
 # -- 2. structural spans ----------------------------------------------------------------
 _URI_CRED = re.compile(rb"://([^\s/?#@:\"'<>`\\]{0,256}):([^\s/?\"'<>`\\]{1,256})@")
@@ -620,8 +699,10 @@ _PORT_PATH = re.compile(rb"[0-9]{1,5}/")
 _PLACEHOLDER_PASSWORDS = frozenset((b"password", b"passwd", b"pass", b"pwd", b"pw", b"secret", b"token"))
 """User and password are bounded (256): an unbounded pair backtracks quadratically on a long
 authority full of ':' — the hook must not be a ReDoS target."""
-_CURL_USER = _Lazy(rb"(?:-u|--user)[ \t=]*[\"']?([^\s:\"'\[\]]+):([^\s\"'@]+)")
+_CURL_USER = _Lazy(rb"(?:(?<=[ \t\n\r`])|(?<=\\[tnr]))(?:-u|--user)(?:=|(?:[ \t]|\\t){0,5})"
+                   rb"(?:\\?\"([^\"\\\n]{3,256})\\?\"|'([^'\n]{3,256})'|([^\s\"'`\\]{3,256}))")
 _URL_SIG = _Lazy(rb"(?:sig|signature)=([A-Za-z0-9%+/=_-]{16,})")
+_SIG_PARAM = re.compile(rb"sig(?:nature)?=")
 _SIG_BEFORE = (b"?", b"&", b";", b"?x-amz-", b"&x-amz-", b"?x-goog-", b"&x-goog-")
 _CARD_SHAPE = re.compile(
     rb"dddd(?<![dw-]dddd)(?:d{9,15}|([s-])dddd\1dddd\1d{1,4}(?:\1d{1,4})?|([s-])dddddd\2d{4,5})(?![dw-])")
@@ -737,11 +818,16 @@ _LETTER_WORDS = _Lazy(rb"[A-Za-z]+(?:[-_. ][A-Za-z]+)*[-_.]?")
 _SAME_CHAR = _Lazy(rb"(.)\1+")
 
 
+_YAML_ALIAS = _Lazy(rb"\*+[A-Za-z0-9_.-]*")
+
+
 def _secretish(v: bytes) -> bool:
     """A keyed value that could be a secret (not a variable, placeholder or code reference)."""
-    if v[:1] in (b"$", b"%", b"@", b"*", b"&", b"!", b"#", b"|", b"{", b"<", b"[") or b"ctxlake:" in v:
+    if v[:1] in (b"$", b"%", b"@", b"&", b"!", b"#", b"|", b"{", b"<", b"[") or b"ctxlake:" in v:
         return False
-    if (v[:1] in (b"/", b"~", b".") or b"/" in v) and _wordy(v):
+    if v[:1] == b"*" and _YAML_ALIAS.fullmatch(v):
+        return False  # "*", "*****", a YAML alias (*default_token); "*xbfY\/wW,1D'v" is a value
+    if (v[:1] in (b"/", b"~", b".") or (b"/" in v and b"=" not in v and b"+" not in v)) and _wordy(v):
         return False  # a file path (GOOGLE_APPLICATION_CREDENTIALS=/etc/sa.json), not a secret
     if _LETTER_WORDS.fullmatch(v) or _SAME_CHAR.fullmatch(v):
         return False  # letters-only words (your_password_here, settings.DB_PASSWORD), xxxxxx
@@ -776,7 +862,7 @@ def _runs(cls: bytes, min_len: int, start: int = 0, stop: int | None = None):
 class _Scan:
     """Mutable state of one scrub: the UTF-8 bytes, the spans to replace, the rules fired."""
 
-    __slots__ = ("b", "low", "spans", "marks", "inplace", "blocks")
+    __slots__ = ("b", "low", "spans", "marks", "inplace", "blocks", "auth_at", "secret_at")
 
     def __init__(self, b: bytes):
         self.b = b
@@ -785,6 +871,8 @@ class _Scan:
         self.spans: list = []
         self.marks: set = set()
         self.inplace: set = set()
+        self.auth_at: list = []
+        self.secret_at: list = []
 
     def lower(self) -> bytes:
         if self.low is None:
@@ -810,7 +898,8 @@ def _marker_at(sc: _Scan, s: int, rows) -> None:
             if not m:
                 continue
             if inplace:  # prefixed token (docs/security.md, Redaction): keep the prefix
-                if _mixed(m.group(1)):
+                tail = m.group(1)
+                if _mixed(tail) or (len(tail) == 34 and tail.isalpha()):  # hf_ + 34 letters (gitleaks)
                     sc.span(m.start(1), m.end(1), _P, rule)
                 return
             if not mixed or _mixed(m.group(1) if m.re.groups else m.group(0)[len(anchor):]):
@@ -821,7 +910,12 @@ def _marker_at(sc: _Scan, s: int, rows) -> None:
 _KEYED_MIN_RUN = 14
 """Shortest value the provider-name rule looks at (the shortest prefix-less provider keys:
 LinkedIn client ids, 14 characters; Dropbox keys, 15; Asana client ids, 16 digits)."""
-_VALUE_OPENERS = frozenset(b"=:>,'\"` \t")
+_OPENERS = "=:>,'\"` \t|"
+"""Bytes that may sit right before a value: operators, quotes, blanks."""
+_OPERATOR_NEAR = re.compile(rb"[=:>,|]").search
+"""An assignment operator within the 17 bytes before a value (operator, blanks, quotes and
+their JSON escapes: :data:`_KEYED_TAIL`); without one no name can be assigned the value."""
+_VALUE_OPENERS = frozenset(_OPENERS.encode())
 
 
 _NAME_CLS = _table({"abcdefghijklmnopqrstuvwxyz0123456789_. \t\\-'\"`=:>,|?": ord("n")}, ord(" "))
@@ -874,6 +968,7 @@ def _scan_tokens(sc: _Scan) -> None:
     tokens, ``:`` for Telegram bot tokens)."""
     b = sc.b
     by2 = _START_BY_2
+    op_near = _OPERATOR_NEAR
     cls = b.translate(_TOKEN_CLS)
     find = cls.find
     needle = b"a" * _KEYED_MIN_RUN
@@ -898,7 +993,7 @@ def _scan_tokens(sc: _Scan) -> None:
                     sgr = _SGR.match(b, k)  # ANSI colour: ESC[32mghp_...
                     if sgr:
                         s = sgr.end()
-            if b[s - 1] in _VALUE_OPENERS or (b[s - 1] == 116 and b[s - 2] == 92):  # or "\t"
+            if (b[s - 1] in _VALUE_OPENERS or (b[s - 1] == 116 and b[s - 2] == 92)) and op_near(b, max(0, s - 17), s):
                 _provider_keyed(sc, s)  # "HEROKU_API = <uuid>": a provider name before the value
         if j - k >= 24:
             _inner_markers(sc, by2, k, j)  # "key-AKIA...", "prod_AKIA...", "token_ghp_..."
@@ -921,10 +1016,6 @@ def _scan_tokens(sc: _Scan) -> None:
                         if dm and (not mixed or _mixed(dm.group(0)[len(anchor):])):
                             sc.marks.add(rule)
                             break
-                if k >= 3 and b.startswith(b"SG.", k - 3) and _bounded(b, k - 3):
-                    sg = _SENDGRID.match(b, k - 3)
-                    if sg and _mixed(sg.group(1)):
-                        sc.span(sg.start(1), sg.end(1), _P, "sendgrid_key")
             if b.startswith(b"eyJ", k):  # JWT whose header run was shorter than 20
                 h = b.rfind(b"eyJ", max(0, k - 4096), k - 1)
                 if h >= 0 and _bounded(b, h) and _JWT.match(b, h):
@@ -939,6 +1030,9 @@ def _scan_tokens(sc: _Scan) -> None:
         elif prev == 58:  # ":"
             if j - k == 35 and b[k] == 65 and _TELEGRAM.search(b, max(0, k - 17), j):
                 sc.marks.add("telegram_bot_token")
+        elif prev == 124 or prev == 37:  # "|" or "%": a Facebook app token "<app id>|<app secret>"
+            if k >= 16 and 48 <= b[k - 2] <= 57 and _FACEBOOK_APP_TOKEN.search(b, max(0, k - 20), min(len(b), j + 1)):
+                sc.marks.add("facebook_access_token")
 
 
 def _finds(hay: bytes, needle: bytes, start: int = 0):
@@ -950,15 +1044,18 @@ def _finds(hay: bytes, needle: bytes, start: int = 0):
         i = hay.find(needle, i + 1)
 
 
-def _tildes(b: bytes):
-    """Positions of "~" that follow a "Q": memchr while "~" is rare, then "Q~" finds."""
+def _tildes(b: bytes, sha256: bool = False):
+    """Positions of "~": memchr while "~" is rare, then only those after "Q" (and after
+    "sha256" when ``sha256``), by finds of "Q~" / "sha256~"."""
     i = b.find(b"~")
     seen = 0
     while i >= 0:
         seen += 1
         if seen > 64:
-            for q in _finds(b, b"Q~", max(0, i - 1)):
-                yield q + 1
+            hits = [q + 1 for q in _finds(b, b"Q~", max(0, i - 1))]
+            if sha256:
+                hits += [q + 6 for q in _finds(b, b"sha256~", max(0, i - 6))]
+            yield from sorted(hits)
             return
         yield i
         i = b.find(b"~", i + 1)
@@ -970,11 +1067,11 @@ def _scan_keywords(sc: _Scan) -> None:
     b = sc.b
     low = sc.lower()
     _scan_keyed(sc)
-    for i in _finds(low, b"authorization"):
-        m = _AUTH_HEADER.match(low, i)
+    for i in sc.auth_at:  # "auth" hits of _scan_keyed (one pass fewer)
+        m = low.startswith(b"authorization", i) and _AUTH_HEADER.match(low, i)
         if m:
             v = b[m.start(1):m.end(1)]
-            if _mixed(v) and _secretish(v):
+            if _mixed(v) and (_secretish(v) or (v.isalpha() and not _wordy(v))):
                 sc.marks.add("authorization_header")
                 break
     for i in _finds(low, b"bearer"):
@@ -983,14 +1080,40 @@ def _scan_keywords(sc: _Scan) -> None:
             v = b[m.start(1):m.end(1)]
             if _mixed(v) and _secretish(v):
                 sc.span(m.start(1), m.end(1), _P, "bearer_token")
+    for anchor, rule, rx in _FOUND_MARKERS:
+        for i in _finds(b, anchor):
+            m = rx.match(b, i)
+            if m and _mixed(m.group(0)[len(anchor):]) and (_bounded(b, i) or anchor[-1] == 46):
+                sc.marks.add(rule)
+                break
+    for s in sc.secret_at:  # a Kubernetes Secret manifest ("kind: Secret"): every data value is a secret
+        i = low.rfind(b"kind:", max(0, s - 64), s)
+        if i >= 0 and _K8S_SECRET.match(low, i):
+            d = low.find(b"data:", i, i + 300)
+            end = min(len(b), d + 4096)
+            if d < 0:  # data: before kind: (the key order is free)
+                d, end = low.rfind(b"data:", max(0, i - 300), i), i
+            for dm in _K8S_DATA_VALUE.finditer(b, d + 5, end) if d >= 0 else ():
+                sc.span(dm.start(1), dm.end(1), _P, "kubernetes_secret")
+    for i in _finds(b, b".acc"):  # Authress service keys: <sc|ext|...>_<id>.<4-6>.acc_<id>.<secret>
+        m = _AUTHRESS.search(b, max(0, i - 44), min(len(b), i + 200))
+        if m and m.start() < i < m.end():
+            sc.marks.add("authress_key")
+            break
+    for i in _finds(b, b"SG."):  # SendGrid: SG.<22>.<43>, in place (docs/security.md, Redaction)
+        sg = _bounded(b, i) and _SENDGRID.match(b, i)
+        if sg and _mixed(sg.group(1)):
+            sc.span(sg.start(1), sg.end(1), _P, "sendgrid_key")
     for i in _finds(b, b"-----BEGIN"):
         if _PEM_PRIVATE.match(b, i):
             sc.marks.add("private_key")
             break
     # Azure AD client secrets: 3 chars, a digit, "Q~", 31-34 chars (dots allowed). "~" is rare,
     # so walk it with memchr; if it is not rare here, look for "Q~" instead.
-    for i in _tildes(b):
-        if i >= 5 and b[i - 1] == 81 and 48 <= b[i - 2] <= 57 \
+    for i in _tildes(b, sha256=True):
+        if i >= 6 and b[i - 1] == 54 and b.endswith(b"sha256", i - 6, i) and _OPENSHIFT.match(b, i - 6):
+            sc.marks.add("openshift_token")  # sha256~<43>: OpenShift OAuth tokens (gitleaks openshift-user-token)
+        elif i >= 5 and b[i - 1] == 81 and 48 <= b[i - 2] <= 57 \
                 and _AZURE_AD_SECRET.match(b, i - 5, min(len(b), i + 40)):
             sc.marks.add("azure_ad_client_secret")
             break
@@ -999,7 +1122,6 @@ def _scan_keywords(sc: _Scan) -> None:
 def _scan_structural(sc: _Scan) -> None:
     """URL credentials, curl -u, URL signatures, card numbers, SSNs (whole field)."""
     b = sc.b
-    seen = 0
     for i in _finds(b, b"://"):
         m = _URI_CRED.match(b, i) or _URI_CRED_SLASH.match(b, i)
         if m and not (m.re is _URI_CRED_SLASH and (_PORT_PATH.match(m.group(2)) or b"://" in m.group(2))):
@@ -1007,25 +1129,31 @@ def _scan_structural(sc: _Scan) -> None:
             if not (pw.startswith((b"$", b"<")) or not pw.strip(b"*") or b"${" in pw or b"{{" in pw
                     or b"[ctxlake" in pw or pw.lower() in _PLACEHOLDER_PASSWORDS):
                 sc.span(m.start(2), m.end(2), _P, "uri_credentials")
-        # curl -u user:PASS before a URL on the same line (curl without a URL is not looked
-        # for); windows never overlap, so many URLs cost linear time
-        line = max(b.rfind(b"\n", max(0, i - 400), i) + 1, i - 400, seen)
-        seen = i
-        if b.find(b"curl", line, i) >= 0:
-            for cm in _CURL_USER.finditer(b, line, i):
-                pw = cm.group(2)
-                if not pw.startswith((b"$", b"<", b"[ctxlake")):
-                    sc.span(cm.start(2), cm.end(2), _P, "uri_credentials")
     low = sc.lower()
-    for needle in (b"sig=", b"signature="):
-        for st in _finds(low, needle):
-            if not low.endswith(_SIG_BEFORE, max(0, st - 8), st):
-                continue  # a query parameter: ?sig= &sig= ;sig= ?X-Amz-Signature= &X-Goog-Signature=
-            m = _URL_SIG.match(low, st)
-            if m:
-                v = b[m.start(1):m.end(1)]
-                if _mixed(v) or b"%" in v:
-                    sc.span(m.start(1), m.end(1), _P, "url_signature")
+    end = 0
+    for i in _finds(low, b"curl"):
+        # curl -u/--user user:PASS anywhere in the command (up to 1 KiB on: continuation lines);
+        # windows never overlap, so many curls cost linear time (gitleaks curl-auth-user)
+        if i < end or not _bounded(low, i):
+            continue
+        end = min(len(b), i + 1024)
+        for cm in _CURL_USER.finditer(b, i, end):
+            cred = cm.group(1) or cm.group(2) or cm.group(3)
+            cs = cm.start(1) if cm.group(1) else cm.start(2) if cm.group(2) else cm.start(3)
+            colon = cred.find(b":")
+            a, z = (cs + colon + 1, cs + len(cred)) if 0 <= colon < len(cred) - 1 else (cs, cs + len(cred))
+            pw = b[a:z]
+            if len(pw) >= 3 and not pw.startswith((b"$", b"<", b"[ctxlake")):
+                sc.span(a, z, _P, "uri_credentials")
+    for sm in _SIG_PARAM.finditer(low):  # one pass for sig= and signature= (literal prefix "sig")
+        st = sm.start()
+        if not low.endswith(_SIG_BEFORE, max(0, st - 8), st):
+            continue  # a query parameter: ?sig= &sig= ;sig= ?X-Amz-Signature= &X-Goog-Signature=
+        m = _URL_SIG.match(low, st)
+        if m:
+            v = b[m.start(1):m.end(1)]
+            if _mixed(v) or b"%" in v:
+                sc.span(m.start(1), m.end(1), _P, "url_signature")
     cls = b.translate(_DIGIT_CLS)
     pos = 0
     search = _CARD_SHAPE.search
@@ -1105,7 +1233,19 @@ def _kept(sc: "_Scan", s: int, j: int) -> bool:
     verdict = _base64_verdict(sc, s, j)
     if verdict is not None:
         return verdict
-    return _pathy(b, s, j)
+    return _pathy(b, s, j) or _url_path(b, s)
+
+
+_URL_BREAK = _Lazy(rb"[\s\"'<>`?#&=\\]")
+
+
+def _url_path(b: bytes, s: int) -> bool:
+    """The run at ``s`` lies in the path of a URL (after ``scheme://host``, before any ``?``,
+    ``#`` or ``=``): an image or page address people share (measured on LoCoMo's shared
+    image URLs, ``bench/redact_corpus.py``). Secrets in URL paths are caught by their markers
+    (Slack, Discord, Telegram webhooks) before this rule; query values by the keyed rules."""
+    p = b.rfind(b"://", max(0, s - 2048), s)
+    return p >= 0 and _URL_BREAK.search(b, p + 3, s) is None
 
 
 def _line_start(b: bytes, s: int) -> int:
@@ -1208,8 +1348,8 @@ def _pathy(b: bytes, s: int, j: int) -> bool:
     for piece in run.split(b"/"):
         if len(piece) <= 12 or _HEX.fullmatch(piece) or sum(48 <= c <= 57 for c in piece) >= len(piece) - 2:
             continue
-        if not all(len(p) <= 8 or _word_piece(p, strict=False) for p in _PIECES.split(piece)):
-            return False
+        if not all(len(p) <= 8 or _word_piece(p, strict=len(p) > 24) for p in _PIECES.split(piece)):
+            return False  # a 25+ character part must be words even by the strict test
     return True
 
 
@@ -1263,6 +1403,40 @@ def _apply(b: bytes, spans: list) -> bytes:
     return b"".join(out)
 
 
+_CONFUSABLE_LEADS = bytes(c for c in range(256) if not (0xCE <= c <= 0xD4 or c == 0xEF))
+"""Delete table: what survives ``translate(None, _CONFUSABLE_LEADS)`` are the UTF-8 lead bytes of
+Greek and Cyrillic (U+0380–U+053F) and of the fullwidth forms (U+FF00–U+FFEF)."""
+_FULLWIDTH = re.compile(rb"\xef[\xbc\xbd]")
+_ZERO_WIDTH = re.compile(rb"\xe2\x80[\x8b-\x8d]")  # a literal prefix: sre's fast search (an alternation costs 12 ms/MiB)
+_CONFUSABLES = {ord(k): v for k, v in zip(
+    "аеорсухкіјѕԁһԛԝвмнтАВЕКМНОРСТУХІЈЅαοινκρτυχεΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxkijsdhqwbmhtABEKMHOPCTYXIJSaoivkptuxeABEZHIKMNOPTYX")}
+_CONFUSABLES.update({0x200B: None, 0x200C: None, 0x200D: None, 0x00AD: None})
+"""Latin lookalikes of Cyrillic and Greek letters (the single-letter ``MA`` entries of Unicode's
+confusables.txt, UTS #39, that map to ASCII) and the invisible characters that can split a
+keyword (zero-width space / non-joiner / joiner, soft hyphen), dropped."""
+
+
+def _needs_fold(b: bytes) -> bool:
+    """Whether the UTF-8 text holds a Greek, Cyrillic, fullwidth or invisible character that
+    could disguise a keyword (two C-speed passes when it does not: one translate, one search)."""
+    if b.isascii():
+        return False
+    leads = b.translate(None, _CONFUSABLE_LEADS)
+    if leads.strip(b"\xef") or (leads and _FULLWIDTH.search(b)):
+        return True
+    return _ZERO_WIDTH.search(b) is not None or b.find(b"\xc2\xad") >= 0
+
+
+def fold_confusables(text: str) -> str:
+    """``text`` as the keyword rules should read it: NFKC-normalized (fullwidth ``ｐａｓｓ`` →
+    ``pass``, mathematical letters → ASCII), Cyrillic/Greek lookalikes mapped to Latin
+    (:data:`_CONFUSABLES`), zero-width characters and soft hyphens removed."""
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", text).translate(_CONFUSABLES)
+
+
 def scrub(text: str, is_tool_output: bool = False) -> tuple[str, Outcome]:
     """Scrub one text value. Returns ``(text_to_store, Outcome)``; never raises on any ``str``.
 
@@ -1279,6 +1453,24 @@ def scrub(text: str, is_tool_output: bool = False) -> tuple[str, Outcome]:
     if not text:
         return text, CLEAN
     b = text.encode("utf-8", "surrogatepass")
+    if _needs_fold(b):
+        # Lookalike evasion ("pаssword" with a Cyrillic "а", "ｔｏｋｅｎ", "pass\u200bword"): the
+        # folded text is scrubbed too; a rule that fires only there withholds the whole value.
+        out, oc = _scrub_bytes(text, b, is_tool_output)
+        try:
+            folded = fold_confusables(text)
+        except ValueError:  # lone surrogates: unicodedata refuses them
+            return out, oc
+        if folded != text:
+            extra = set(_scrub_bytes(folded, folded.encode("utf-8", "surrogatepass"), is_tool_output)[1].rules) - set(oc.rules)
+            if extra:
+                return withheld(text), Outcome("quarantined", tuple(sorted(set(oc.rules) | extra | {"confusable_text"})))
+        return out, oc
+    return _scrub_bytes(text, b, is_tool_output)
+
+
+def _scrub_bytes(text: str, b: bytes, is_tool_output: bool) -> tuple[str, Outcome]:
+    """:func:`scrub` of ``text`` whose UTF-8 (``surrogatepass``) bytes are ``b``, no folding."""
     sc = _Scan(b)
     _scan_tokens(sc)
     _scan_keywords(sc)

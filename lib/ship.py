@@ -34,13 +34,17 @@ SHIP_RUNTIMES = ("claude_code", "cursor", "hermes", "import")
 
 
 class ShipStats:
-    """Counters of one shipping pass (all ints): envelopes, segments, sealed, dropped_lines,
-    backstop_filled (envelopes the transcript backstop appended), quarantine_records, errors; ``session_errors`` lists ``(session_file, message)``."""
+    """Counters of one shipping pass (all ints): envelopes, segments, sealed, dropped_lines
+    (spool lines that did not become events, each quarantined with its reason), backstop_filled
+    (envelopes the transcript backstop appended), quarantine_records, errors; ``session_errors``
+    lists ``(session_file, message)``; ``last_quarantine_reason`` the last quarantined line's
+    file, offset and reason."""
 
     def __init__(self):
         self.envelopes = self.segments = self.sealed = self.dropped_lines = self.backstop_filled = 0
         self.quarantine_records = self.errors = 0
         self.session_errors: list = []
+        self.last_quarantine_reason: str | None = None
 
     def as_dict(self) -> dict:
         return {k: v for k, v in vars(self).items()}
@@ -61,7 +65,9 @@ def _no_surrogates(value):
     return value
 
 
-def _validate(records: list[dict], fleet_hint: str | None) -> tuple[list[dict], list[int], int]:
+def _validate(records: list[dict], fleet_hint: str | None, rejects: list | None = None) -> tuple[list[dict], list[int], int]:
+    """``(good records, their indexes, bad count)``; with ``rejects`` (a list) each bad record
+    is appended as ``(record, reason)``."""
     from lib.envelope import check, parse_time
 
     good, idx, bad = [], [], 0
@@ -69,35 +75,46 @@ def _validate(records: list[dict], fleet_hint: str | None) -> tuple[list[dict], 
         try:
             check(r)
             parse_time(r["emitted_at"])  # the partition key: a line without a real time cannot be placed
-        except (ValueError, OverflowError):
+        except (ValueError, OverflowError, TypeError, KeyError) as exc:
             bad += 1
+            if rejects is not None:
+                rejects.append((r, f"not a valid envelope: {exc}"))
             continue
         good.append(r)
         idx.append(i)
     return good, idx, bad
 
 
-def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, dict | None, int, int]:
+def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, dict | None, int, list]:
     """Parquet bytes for a batch of raw spool lines.
 
-    Returns ``(data, first, rows, dropped)``: ``first`` = the first envelope's ``emitted_at,
-    agent_id, fleet_id, runtime, session_id`` (they pin the lake key). Fast path: Arrow parses and
-    checks the lines as they are (docs/design.md §12 throughput); if any line is malformed or invalid,
-    the exact path parses them one by one, drops and counts the bad ones, and encodes the rest.
+    Returns ``(data, first, rows, rejects)``: ``first`` = the first envelope's ``emitted_at,
+    agent_id, fleet_id, runtime, session_id`` (they pin the lake key); ``rejects`` = ``[(raw
+    bytes, reason)]`` of the lines that cannot be events (the caller quarantines them). Fast
+    path: Arrow parses and checks the lines as they are (docs/design.md §12 throughput); if any
+    line is malformed or invalid, the exact path parses them one by one, sets the bad ones
+    aside with their reason, and encodes the rest.
     """
     keys = ("emitted_at", "agent_id", "fleet_id", "runtime", "session_id")
     try:
         table = lake.table_from_lines(lines)
         first = {k: table.column(k)[0].as_py() for k in keys if k != "emitted_at"}
         first["emitted_at"] = json.loads(lines[0])["emitted_at"]
-        return lake.encode(table), first, table.num_rows, 0
+        return lake.encode(table), first, table.num_rows, []
     except ValueError as exc:
         log("segment_slow_path", reason=str(exc)[:200])
-    records, dropped = spool.decode_lines(lines)
-    good, _, bad = _validate(records, None)
-    dropped += bad
+    rejects: list = []
+    records, raws = [], []
+    for raw in lines:  # line by line, so a record that is not a valid envelope is set aside as its own bytes
+        recs, _ = spool.decode_lines([raw], rejects)
+        records += recs
+        raws += [raw] * len(recs)
+    invalid: list = []
+    good, idx, _ = _validate(records, None, invalid)
+    kept = set(idx)
+    rejects += [(raws[i], why) for (i, (_, why)) in zip([i for i in range(len(records)) if i not in kept], invalid)]
     if not good:
-        return None, None, 0, dropped
+        return None, None, 0, rejects
     # a lone surrogate (a runtime that cut a string mid-emoji) becomes U+FFFD; lake.to_table makes
     # every typed value holdable (numbers out of range → null, kept as they were in envelope_json)
     good = [_no_surrogates(r) for r in good]
@@ -106,7 +123,7 @@ def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, dict | None, i
         table = lake.table_from_lines(raw)
     except ValueError:
         table = lake.to_table(good, [r.decode() for r in raw])
-    return lake.encode(table), {k: good[0][k] for k in keys}, len(good), dropped
+    return lake.encode(table), {k: good[0][k] for k in keys}, len(good), rejects
 
 
 _EMITTED = b'"emitted_at":"'
@@ -149,11 +166,11 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
         except FileNotFoundError:
             continue
         with fh:
-            if _ship_file(store, fh, path, runtime, wm, batch_rows=batch_rows, log=log, stats=stats,
+            if _ship_file(store, paths, fh, path, runtime, wm, batch_rows=batch_rows, log=log, stats=stats,
                           should_stop=should_stop, observe=observe):
                 return
     if group.get("done"):
-        if not _all_consumed(group, wm, stats, log):
+        if not _all_consumed(paths, runtime, group, wm, stats, log):
             return
         done = _read_done(group["done"])
         mark = _done_identity(group["done"])
@@ -171,7 +188,7 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
         _seal(store, paths, runtime, group, wm, done, stats, log)
 
 
-def _ship_file(store, fh, path, runtime, wm, *, batch_rows, log, stats, should_stop, observe) -> bool:
+def _ship_file(store, paths, fh, path, runtime, wm, *, batch_rows, log, stats, should_stop, observe) -> bool:
     """Ship the new lines of one open spool file; True when ``should_stop()`` asked to stop."""
     st = os.fstat(fh.fileno())
     ident = spool.identity(st)
@@ -191,12 +208,9 @@ def _ship_file(store, fh, path, runtime, wm, *, batch_rows, log, stats, should_s
                 break
             lines, end = _one_date(lines, start, end)
             seg = wm.next_seg
-        data, first, rows, dropped = _encode_batch(lines, log)
-        if dropped:
-            stats.dropped_lines += dropped
-            wm.dropped_lines += dropped
-            log("spool_lines_dropped", file=os.path.basename(path), count=dropped,
-                detail="unparseable or invalid lines (e.g. cut by a crash)")
+        data, first, rows, rejects = _encode_batch(lines, log)
+        if rejects:
+            quarantine_lines(paths, runtime, path, ident, start, rejects, wm, first, log=log, stats=stats)
         if data is None:
             wm.files[ident] = end
             wm.pending = None
@@ -239,9 +253,80 @@ def _ship_file(store, fh, path, runtime, wm, *, batch_rows, log, stats, should_s
     return False
 
 
-def _all_consumed(group, wm, stats, log) -> bool:
+QUARANTINED_LINE_MAX = 1 << 20
+"""Most bytes of one quarantined spool line kept (the rest is cut, marked ``truncated``)."""
+
+
+def _field(raw: bytes, name: str) -> str | None:
+    """The string value of ``"name":"…"`` in raw bytes that are not (all) JSON, or ``None``."""
+    key = f'"{name}":"'.encode()
+    i = raw.find(key)
+    if i < 0:
+        return None
+    j = raw.find(b'"', i + len(key))
+    return raw[i + len(key):j].decode("utf-8", "replace")[:200] if j > 0 else None
+
+
+def quarantine_lines(paths, runtime: str, path: str, ident: str, start: int, rejects: list, wm, first: dict | None,
+                     *, log, stats: ShipStats, size: int | None = None) -> None:
+    """Keep each spool line that cannot be an event, with its reason: one record per line in the
+    quarantine spool (``spool/quarantine/<fleet>.ndjson``), which :func:`ship_quarantine` puts
+    create-only at ``quarantine/fleet=<f>/agent=<a>/dt=<d>/<id>.json`` — so nothing a hook wrote
+    is lost and the rest of the session ships (docs/operations.md "Quarantined spool lines").
+
+    ``rejects`` = ``[(raw bytes, reason)]`` read at byte offset ``start`` of the file ``path``
+    (identity ``ident``); ``size``: the line's full length when ``raw`` holds only its head.
+    A record is ``{id, kind: "spool_line", fleet_id, agent_id, session_id, runtime, spool_file,
+    offset, reason, bytes, sha256, line | line_base64, truncated?, recorded_at}``; its ``id``
+    derives from the file, the offset and the bytes, so a pass that crashed after writing it
+    and repeats the batch stores it once. Spool lines were redacted before they were written, so
+    the kept bytes are too. Counted in ``stats.dropped_lines`` (lines that did not become
+    events) and the session's ``_SEALED`` ``dropped_lines``; logged once per batch
+    (``spool_lines_quarantined``). :raises OSError: the quarantine spool cannot be written (the
+    caller's pass fails and the batch is read again next pass: nothing is lost).
+    """
+    import base64
+    import hashlib
+
+    from urllib.parse import unquote
+
+    from lib.envelope import format_time
+
+    first = first or {}
+    session = unquote(os.path.basename(path).split(".ndjson")[0])  # the spool file is named for its session
+    out = []
+    for n, (raw, reason) in enumerate(rejects):
+        digest = hashlib.sha256(raw).hexdigest()
+        rid = hashlib.sha256(f"{ident}\0{start}\0{n}\0{digest}".encode()).hexdigest()[:32]
+        rec = {"id": f"spool-line-{rid}", "kind": "spool_line",
+               "fleet_id": wm.fleet_id or first.get("fleet_id") or _field(raw, "fleet_id") or "default",
+               "agent_id": wm.agent_id or first.get("agent_id") or _field(raw, "agent_id") or "unknown",
+               "session_id": first.get("session_id") or _field(raw, "session_id") or session,
+               "runtime": first.get("runtime") or wm.runtime or runtime,
+               "spool_file": os.path.basename(path), "offset": start, "reason": reason,
+               "bytes": size if size is not None else len(raw), "sha256": "sha256:" + digest,
+               "recorded_at": format_time()}
+        kept = raw[:QUARANTINED_LINE_MAX]
+        try:
+            rec["line"] = kept.decode("utf-8")
+        except UnicodeDecodeError:
+            rec["line_base64"] = base64.b64encode(kept).decode()
+        if len(kept) < rec["bytes"]:
+            rec["truncated"] = True
+        out.append(json.dumps(rec, ensure_ascii=True, separators=(",", ":")) + "\n")
+    for line in out:  # ship_quarantine renames the file aside every pass: it never needs rotating
+        target = os.path.join(paths.quarantine_spool, f"{safe_segment(json.loads(line)['fleet_id'])}.ndjson")
+        spool.append(target, line, sync=True, rotate_bytes=spool.CAP_BYTES)
+    stats.dropped_lines += len(rejects)
+    stats.last_quarantine_reason = f"{os.path.basename(path)} offset {start}: {rejects[-1][1]}"[:300]
+    wm.dropped_lines += len(rejects)
+    log("spool_lines_quarantined", file=os.path.basename(path), count=len(rejects), offset=start,
+        reasons=sorted({why for _, why in rejects})[:5], detail="kept under quarantine/ with their reason")
+
+
+def _all_consumed(paths, runtime, group, wm, stats, log) -> bool:
     """True when every spool file of the session is shipped to its end (a torn final line a
-    crash left, older than 5 s, is dropped and counted)."""
+    crash left, older than 5 s, is quarantined and counted)."""
     for path in group["files"]:
         try:
             fh = open(path, "rb")
@@ -255,9 +340,11 @@ def _all_consumed(group, wm, stats, log) -> bool:
             _, end = spool.read_complete_lines(fh, wm.files.get(ident, 0))
             if end < size and time.time() - st.st_mtime > 5:
                 # a torn final line with no newline, left by a crash: it will never complete.
-                stats.dropped_lines += 1
-                wm.dropped_lines += 1
-                log("spool_torn_tail_dropped", file=os.path.basename(path), bytes=size - end)
+                fh.seek(end)
+                tail = fh.read(min(size - end, QUARANTINED_LINE_MAX + 1))
+                quarantine_lines(paths, runtime, path, ident, end, [(tail, "a final line with no newline: its writer "
+                                                                    "died mid-write and it will never complete")],
+                                 wm, None, log=log, stats=stats, size=size - end)
                 wm.files[ident] = size
                 wm.save()
             else:

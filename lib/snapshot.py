@@ -380,6 +380,36 @@ def _pointer(data: bytes, key: str) -> dict:
     return pointer
 
 
+def previous_embeddings(store, fleet_id: str, embedder_id: str, log=lambda *a, **k: None) -> dict[str, bytes]:
+    """``{claim_id: embedding blob}`` of every claim the currently published snapshot embedded
+    with ``embedder_id``: the embedding cache across snapshots (claim ids hash the claim's
+    content, so a claim's vector never changes under one embedder). ``{}`` when there is no
+    snapshot yet, its blob is missing or does not match its sha256, or it is not readable SQLite
+    (logged as ``embedding_cache_unavailable``; the pass then embeds every claim)."""
+    from lib import lake
+    from lib.store import NotFound
+
+    pointer = _named_pointer(store, lake.snapshot_pointer_key(fleet_id))
+    sha = pointer.get("sha256")
+    if not isinstance(sha, str) or len(sha) != 64:
+        return {}
+    try:
+        data = store.get(lake.snapshot_blob_key(fleet_id, sha)).data
+        if sha256(data) != sha:
+            raise ValueError(f"snapshot blob {sha} does not match its name")
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.deserialize(data)
+            rows = conn.execute("SELECT claim_id, embedding FROM claims WHERE embedder = ? AND embedding IS NOT NULL",
+                                (embedder_id,)).fetchall()
+        finally:
+            conn.close()
+    except (NotFound, ValueError, sqlite3.Error) as exc:
+        log("embedding_cache_unavailable", sha256=sha, error=str(exc)[:200])
+        return {}
+    return {cid: bytes(blob) for cid, blob in rows if isinstance(cid, str) and isinstance(blob, bytes)}
+
+
 def open_readonly(path: str) -> sqlite3.Connection:
     """Open a snapshot read-only (``mode=ro``); :raises sqlite3.Error: missing or corrupt."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)

@@ -306,24 +306,34 @@ def read_complete_lines(path, offset: int, max_lines: int | None = None,
 _RECOVER = b'{"schema_version":'
 
 
-def decode_lines(lines: list[bytes]) -> tuple[list[dict], int]:
+def decode_lines(lines: list[bytes], rejects: list | None = None) -> tuple[list[dict], int]:
     """Parse spool lines into dicts; return ``(records, dropped_count)``.
 
     A line spliced by a crash (half a record followed by a whole one, since the next writer
     appends after the fragment) is recovered: the last ``{"schema_version":`` inside it is
-    parsed on its own. What cannot be parsed is dropped and counted, never raised.
+    parsed on its own. What cannot be parsed is counted, never raised; with ``rejects`` (a
+    list) each such line — or the fragment before a recovered record — is appended to it as
+    ``(raw bytes, reason)`` for the caller to quarantine.
     """
     out, dropped = [], 0
     for raw in lines:
         if not raw.strip():
             continue
+        reason = None
         try:
             rec = json.loads(raw)
             if isinstance(rec, dict):
                 out.append(rec)
                 continue
-        except ValueError:
-            pass
+            reason = f"a JSON {type(rec).__name__}, not an object"
+        except ValueError as exc:
+            try:
+                raw.decode("utf-8")
+                reason = f"not JSON: {exc}"
+            except UnicodeDecodeError as bad:
+                reason = f"not UTF-8 (byte {bad.start}), so not JSON"
+        except RecursionError:
+            reason = "not JSON this parser can hold: nested too deep"
         idx = raw.rfind(_RECOVER)
         if idx > 0:
             try:
@@ -331,10 +341,14 @@ def decode_lines(lines: list[bytes]) -> tuple[list[dict], int]:
                 if isinstance(rec, dict):
                     out.append(rec)
                     dropped += 1  # the fragment before it is lost (it was never complete)
+                    if rejects is not None:
+                        rejects.append((raw[:idx], "a fragment cut by a crash, followed on the same line by a whole record"))
                     continue
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         dropped += 1
+        if rejects is not None:
+            rejects.append((raw, reason))
     return out, dropped
 
 

@@ -42,6 +42,13 @@ def new_ulid(now_ms: int | None = None) -> str:
     return _encode(ms, 10) + _encode(rand, 16)
 
 
+def ulid_at(ms: int, tail: str) -> str:
+    """A ULID-shaped id that sorts at ``ms`` (epoch milliseconds, clamped to 48 bits) with a
+    caller's deterministic ``tail`` (its last 16 characters, Crockford base32, left-padded
+    with ``0``) instead of random bits: the same inputs give the same id."""
+    return _encode(max(0, min(int(ms), (1 << 48) - 1)), 10) + tail[-16:].rjust(16, "0")
+
+
 def ulid_time_ms(ulid: str) -> int:
     """Milliseconds since the epoch encoded in the first 10 characters of ``ulid``."""
     value = 0

@@ -10,7 +10,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 
-pytest_plugins = ["tests.s3server", "tests.redisserver"]
+pytest_plugins = ["tests.support.s3server", "tests.support.redisserver"]
 
 
 @pytest.fixture

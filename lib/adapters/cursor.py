@@ -256,33 +256,52 @@ def _usage(payload: dict) -> dict | None:
 
 def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
     """Map one payload to envelopes (zero for unmapped events). Raw values go to ``builder``,
-    which truncates and redacts them; ``user_email`` is never read."""
+    which truncates and redacts them; ``user_email`` is never read. Event ids come from
+    Cursor's own ids (docs/architecture.md "Event identity"): ``tool_use_id`` (else
+    ``tool_call_id``, ``subagent_id``; ``tool_pre`` for the permission events, ``tool`` for
+    the rest), the turn's ``generation_id`` (prompt, afterAgentResponse, stop; only where it is
+    not the conversation id), the session (start, end); a preCompact, and any event lacking
+    its id, keeps a ULID. So a session wired twice (user and project ``hooks.json``) keeps one
+    copy of each event."""
     etype = EVENTS.get(event)
     if etype is None:
         return []
     from lib.adapters import repo_fields
 
+    from lib import identity
+
     common = repo_fields(workdir(payload))
+    sid = builder.session_id
     gen = payload.get("generation_id")
     if isinstance(gen, str) and gen and etype != "session_start":
         common["turn_id"] = gen
+    # a turn's own id: the IDE gives each prompt a generation_id; cursor-agent repeats the
+    # conversation id there, which names no turn (docs/architecture.md "Event identity")
+    turn = gen if isinstance(gen, str) and gen and gen != sid and gen != payload.get("conversation_id") else None
     if etype == "session_start":
-        return [builder.make("session_start", injected_context=ctx.injected, **common)]
+        return [builder.make("session_start", injected_context=ctx.injected, event_id=identity.event_id(sid, "start"),
+                             **common)]
     if etype == "prompt":
         text = payload.get("prompt")
-        return [builder.make("prompt", role="user", content=text if isinstance(text, str) else None, **common)]
+        return [builder.make("prompt", role="user", content=text if isinstance(text, str) else None,
+                             event_id=identity.event_id(sid, "prompt", turn) if turn else None, **common)]
     if etype == "tool_call":
         tool, mid = _tool(event, payload)
-        return [builder.make("tool_call", tool=tool, message_id=mid, **common)]
+        kind = "tool_pre" if event in PERMISSION_EVENTS else "tool"
+        return [builder.make("tool_call", tool=tool, message_id=mid,
+                             event_id=identity.event_id(sid, kind, mid) if mid else None, **common)]
     if etype == "assistant":
         text = payload.get("text") if event == "afterAgentResponse" else None
+        kind = "assistant" if event == "afterAgentResponse" else "stop"
         return [builder.make("assistant", role="assistant", content=text if isinstance(text, str) else None,
-                             usage=_usage(payload) if event == "afterAgentResponse" else None, **common)]
+                             usage=_usage(payload) if event == "afterAgentResponse" else None,
+                             event_id=identity.event_id(sid, kind, turn) if turn else None, **common)]
     if etype == "compact":
         trigger = payload.get("trigger")
         return [builder.make("compact", content=trigger if isinstance(trigger, str) else None, **common)]
     reason = payload.get("reason")
-    return [builder.make("session_end", content=reason if isinstance(reason, str) else None, **common)]
+    return [builder.make("session_end", content=reason if isinstance(reason, str) else None,
+                         event_id=identity.event_id(sid, "end"), **common)]
 
 
 def done_marker(event: str, payload: dict) -> dict | None:

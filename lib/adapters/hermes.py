@@ -123,6 +123,28 @@ def decode_result(raw) -> tuple[object, int | None]:
     return raw, None
 
 
+def turn_number(history) -> int | None:
+    """The ordinal (1-based) of the turn whose ``conversation_history`` (pre_llm_call /
+    post_llm_call ``extra``) this is: how many ``user`` messages it holds, the turn's own
+    included; ``None`` when it is not a list."""
+    if not isinstance(history, list):
+        return None
+    return sum(1 for m in history if isinstance(m, dict) and m.get("role") == "user")
+
+
+def turn_event_id(session_id: str, kind: str, turn: int, content_hash: str) -> str:
+    """The id of a turn's prompt (``kind`` ``turn_prompt``) or final reply (``turn_reply``),
+    the same from the hooks (pre_llm_call / post_llm_call) and from ``state.db`` (the turn's
+    user row / last assistant row with text): Hermes gives neither path a message id the other
+    sees, so the id is the turn's ordinal in the session and the sha256 of the redacted text
+    (``content_hash``). Two texts never share an id; a count that drifted (a compaction
+    rewrote the history) makes a second copy, never merges two turns (docs/architecture.md
+    "Event identity")."""
+    from lib import identity
+
+    return identity.event_id(session_id, kind, str(turn), content_hash)
+
+
 def _text(extra: dict, key: str) -> str | None:
     v = extra.get(key)
     return v if isinstance(v, str) else None
@@ -149,11 +171,17 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
     if etype == "session_start":
         return [builder.make("session_start", injected_context=ctx.injected, event_id=identity.event_id(sid, "start"),
                              **common)]
-    if etype == "prompt":
-        return [builder.make("prompt", role="user", content=_text(extra, "user_message"),
-                             injected_context=ctx.injected, **common)]
-    if etype == "assistant":
-        return [builder.make("assistant", role="assistant", content=_text(extra, "assistant_response"), **common)]
+    if etype in ("prompt", "assistant"):
+        if etype == "prompt":
+            env = builder.make("prompt", role="user", content=_text(extra, "user_message"), injected_context=ctx.injected,
+                               **common)
+        else:
+            env = builder.make("assistant", role="assistant", content=_text(extra, "assistant_response"), **common)
+        turn = turn_number(extra.get("conversation_history"))
+        if turn and env.get("content"):
+            builder.rekey(env, turn_event_id(sid, "turn_prompt" if etype == "prompt" else "turn_reply", turn,
+                                             env["content_hash"]))
+        return [env]
     if etype == "tool_call":
         tool = {"name": payload.get("tool_name") or "unknown", "input": payload.get("tool_input"),
                 "paths": tool_paths(payload.get("tool_input"))}

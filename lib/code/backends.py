@@ -107,7 +107,27 @@ def _python(node, data, parent):
         body = node.child_by_field_name("body")
         kind = "class" if t == "class_definition" else "function"
         return [Spec(name, kind, node, outer, body, doc=_python_docstring(body, data), sig_node=outer)], True
+    if t in ("assignment", "expression_statement") and parent is not None and (
+            parent.type == "module" or (parent.type == "block" and parent.parent.type == "class_definition")):
+        return [Spec(text(n, data), "var", node, node, None) for n in _python_assigned_names(node)], False
     return [], t in _PY_CONTAINERS
+
+
+def _python_assigned_names(statement) -> list:
+    """Identifier nodes a module- or class-level assignment binds: ``X = 1``, ``X: int = 1``, ``A = B = 1``,
+    ``a, b = …`` (attribute and subscript targets bind no module name). ``statement`` is the
+    ``assignment`` (this grammar puts it straight under ``module``) or an ``expression_statement``
+    holding one."""
+    out = []
+    node = statement if statement.type == "assignment" else next((c for c in statement.children if c.is_named), None)
+    while node is not None and node.type == "assignment":
+        left = node.child_by_field_name("left")
+        if left is not None and left.type == "identifier":
+            out.append(left)
+        elif left is not None and left.type in ("pattern_list", "tuple_pattern"):
+            out.extend(c for c in left.children if c.type == "identifier")
+        node = node.child_by_field_name("right")
+    return out
 
 
 def _python_imports(root, data):
@@ -405,6 +425,9 @@ def _declarator_name(decl, data):
         t = node.type
         if t in _NAME_TYPES:
             return text(node, data), is_function
+        if t == "operator_cast":  # `operator bool() const`: named as C++ spells the call
+            typ = node.child_by_field_name("type")
+            return ("operator " + " ".join(text(typ, data).split()) if typ is not None else None), True
         if t == "function_declarator":
             inner = node.child_by_field_name("declarator")
             is_function = inner is not None and inner.type != "parenthesized_declarator"
@@ -566,6 +589,10 @@ def _ruby(node, data, parent):
     if t in ("class", "module"):
         return [Spec(field_text(node, "name", data), "class" if t == "class" else "type", node, node,
                      node.child_by_field_name("body"))], True
+    if t == "assignment":  # `FOO = …`: Ruby allows a constant assignment only outside methods
+        left = node.child_by_field_name("left")
+        if left is not None and left.type == "constant":
+            return [Spec(text(left, data), "const", node, node, None)], True
     return [], True
 
 
@@ -631,22 +658,52 @@ def _lua_imports(root, data):
 
 # -- Markup ------------------------------------------------------------------------------------
 
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+
 def _html(node, data, parent):
     if node.type in ("element", "script_element", "style_element"):
         tag = next((c for c in node.children if c.type in ("start_tag", "self_closing_tag")), None)
-        if tag is not None:
-            for attr in (c for c in tag.children if c.type == "attribute"):
-                key = next((c for c in attr.children if c.type == "attribute_name"), None)
-                if key is None or text(key, data).lower() != "id":
-                    continue
-                value = next((c for c in attr.children if c.type in ("attribute_value", "quoted_attribute_value")), None)
-                if value is None:
-                    continue
-                inner = next((c for c in value.children if c.type == "attribute_value"), None)
-                name = text(inner, data) if inner is not None else text(value, data).strip("\"'")
-                if name:
-                    return [Spec(name, "element", node, node, None)], True
+        if tag is None:
+            return [], True
+        specs = []
+        for attr in (c for c in tag.children if c.type == "attribute"):
+            key = next((c for c in attr.children if c.type == "attribute_name"), None)
+            if key is None or text(key, data).lower() != "id":
+                continue
+            value = next((c for c in attr.children if c.type in ("attribute_value", "quoted_attribute_value")), None)
+            if value is None:
+                continue
+            inner = next((c for c in value.children if c.type == "attribute_value"), None)
+            name = text(inner, data) if inner is not None else text(value, data).strip("\"'")
+            if name:
+                specs.append(Spec(name, "element", node, node, None))
+                break
+        tag_name = next((c for c in tag.children if c.type == "tag_name"), None)
+        if tag_name is not None and text(tag_name, data).lower() in _HEADINGS:
+            words = " ".join(_html_text(node, data).split())
+            if words:
+                specs.append(Spec(words, "heading", node, node, None))
+        return specs, True
     return [], True
+
+
+def _html_text(node, data) -> str:
+    """The text content of an element: its ``text`` and entity descendants in order, joined by a
+    space where whitespace separates them in the source (``<code>a</code>, <code>b</code>`` is
+    ``a, b``; ``x</a>: y`` is ``x: y``)."""
+    out, stack, last = [], [node], None
+    while stack:
+        n = stack.pop()
+        if n.type in ("text", "entity"):
+            gap = data[last:n.start_byte] if last is not None else b""
+            if gap != b"".join(gap.split()):  # whitespace between the two texts
+                out.append(" ")
+            out.append(text(n, data))
+            last = n.end_byte
+        elif n.child_count:
+            stack.extend(reversed(n.children))
+    return "".join(out)
 
 
 def _css(node, data, parent):
@@ -679,7 +736,9 @@ _WALK = 1 << 40
 
 BACKENDS = {
     "python": Backend("python", _python, frozenset({"comment"}), "#", _python_imports, doc_above=True,
-                      definitions=frozenset({"function_definition", "class_definition"}), query_min_bytes=_WALK),
+                      definitions=frozenset({"function_definition", "class_definition", "assignment",
+                                                         "expression_statement"}),
+                      query_min_bytes=_WALK),
     "rust": Backend("rust", _rust, frozenset({"line_comment", "block_comment"}), "//", _rust_imports,
                     definitions=frozenset(_RUST_KINDS)),
     "typescript": Backend("typescript", _ts, frozenset({"comment"}), "//", _ts_imports, definitions=_TS_DEFS,
@@ -702,7 +761,8 @@ BACKENDS = {
                       definitions=frozenset(_CS_KINDS) | {"field_declaration", "event_field_declaration"},
                       stops=frozenset({"field_declaration", "event_field_declaration"}), query_min_bytes=_WALK),
     "ruby": Backend("ruby", _ruby, frozenset({"comment"}), "#", _ruby_imports,
-                    definitions=frozenset({"method", "singleton_method", "class", "module"}), query_min_bytes=64 * 1024),
+                    definitions=frozenset({"method", "singleton_method", "class", "module", "assignment"}),
+                    query_min_bytes=64 * 1024),
     "lua": Backend("lua", _lua, frozenset({"comment"}), "--", _lua_imports,
                    definitions=frozenset({"function_declaration", "variable_declaration"})),
     "html": Backend("html", _html, frozenset({"comment"}), "<!--", None, doc_above=False,

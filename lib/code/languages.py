@@ -9,8 +9,8 @@ A ``.h`` file is C or C++: C++-only markers route it to cpp; otherwise it is par
 if that parse has errors, as C++ too, and the tree with fewer error bytes (then fewer error
 nodes; ties to C) wins. If errors remain, annotation macros (SAL tokens, lone macro-invocation
 lines, ALL-CAPS specifier macros) are blanked to spaces of the same length — byte offsets and
-line numbers do not move — and the file is re-parsed; the masked tree is kept only when it has
-fewer errors. ``Parsed.language`` names the backend actually used.
+line numbers do not move — and the file is re-parsed incrementally from the first tree (each
+mask an edit of the same length); the masked tree is kept only when it has fewer errors. ``Parsed.language`` names the backend actually used.
 """
 from __future__ import annotations
 
@@ -44,8 +44,7 @@ _RX = {}
 
 
 def _rx(name: str):
-    """The C/C++ routing and masking regexes, compiled on first use (``re`` stays off the path
-    of every other language)."""
+    """The ``.h`` routing regex, compiled on first use (``re`` stays off every other path)."""
     if not _RX:
         import re
 
@@ -53,15 +52,6 @@ def _rx(name: str):
             rb"::|\btemplate\b|\bnamespace\b|\btypename\b|\bconstexpr\b|\bnullptr\b|\boverride\b|\bdecltype\b"
             rb"|\b(?:static|dynamic|const|reinterpret)_cast\b|\bnoexcept\b|\bvirtual\b|\bexplicit\b|\bfriend\b"
             rb"|\benum\s+class\b")
-        _RX["sal"] = re.compile(
-            rb"\b_(?:In|Out|Inout|Ret|Deref|Pre|Post|Outptr|Must|Check|Success|Printf|Null|Notnull|Maybenull"
-            rb"|Reserved|Field|Frees|Use|When|At|Struct|Acquires|Releases|Requires|Analysis|Always|Kernel"
-            rb"|Interlocked|Readable|Writable|Result|Return|Opt)\w*_(?=\W)", re.IGNORECASE)
-        _RX["lone_macro"] = re.compile(rb"(?m)^[ \t]*(?!(?:if|while|for|switch|return|sizeof|case|do|else)\b)"
-                                       rb"[A-Za-z_]\w*[ \t]*\([^;{}\n]*\)[ \t]*$")
-        _RX["caps_specifier"] = re.compile(
-            rb"(?m)^([ \t]*)([A-Z][A-Z0-9_]{2,})(?=[ \t]+[A-Za-z_][\w*&]*[ \t*&]+[A-Za-z_~])")
-        _RX["non_newline"] = re.compile(rb"[^\n]")
     return _RX[name]
 
 
@@ -230,24 +220,152 @@ def count_errors(tree) -> tuple:
     return count, size
 
 
-def _parse(grammar: str, data: bytes):
-    tree = parser(grammar).parse(data)
+def _remember(tree) -> None:
     if len(_tree_languages) > 64:  # a long-lived MCP server parses without end: stay bounded
         _tree_languages.clear()
     _tree_languages[tree.root_node.id] = tree.language
+
+
+def _parse(grammar: str, data: bytes):
+    tree = parser(grammar).parse(data)
+    _remember(tree)
     errors, size = count_errors(tree)
     return tree, errors, size
 
 
-def mask_annotations(data: bytes) -> bytes:
-    """``data`` with annotation macros replaced by spaces of the same length (newlines kept)."""
-    def blank(m):
-        return b" " * (m.end() - m.start())
+_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_IDENT_START = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_IDENT_HEAD = frozenset(bytes([c]) for c in _IDENT_START)
+_CAPS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_SAL_PREFIXES = tuple(p.lower().encode() for p in (
+    "In", "Out", "Inout", "Ret", "Deref", "Pre", "Post", "Outptr", "Must", "Check", "Success", "Printf", "Null",
+    "Notnull", "Maybenull", "Reserved", "Field", "Frees", "Use", "When", "At", "Struct", "Acquires", "Releases",
+    "Requires", "Analysis", "Always", "Kernel", "Interlocked", "Readable", "Writable", "Result", "Return", "Opt"))
+_SAL_HEADS = frozenset(p[:2] for p in _SAL_PREFIXES)
+_STATEMENT_WORDS = frozenset((b"if", b"while", b"for", b"switch", b"return", b"sizeof", b"case", b"do", b"else"))
 
-    out = _rx("sal").sub(blank, data)
-    out = _rx("lone_macro").sub(lambda m: _rx("non_newline").sub(b" ", m.group(0)), out)
-    out = _rx("caps_specifier").sub(lambda m: m.group(1) + b" " * len(m.group(2)), out)
+
+def _sal_spans(data: bytes) -> list:
+    """``(start, end)`` of every SAL annotation token: a whole word that starts with ``_`` and a
+    SAL prefix (case-insensitive: ``_In_``, ``_Out_writes_(n)``'s ``_Out_writes_``, ``_Ret_z_``),
+    ends with ``_`` and is followed by a non-word byte."""
+    out, n, i = [], len(data), data.find(b"_")
+    while i >= 0:
+        if (i and data[i - 1] in _WORD) or data[i + 1:i + 3].lower() not in _SAL_HEADS:
+            i = data.find(b"_", i + 1)  # inside a word, or no SAL prefix can start here
+            continue
+        end = i + 1
+        while end < n and data[end] in _WORD:
+            end += 1
+        if end < n and end - i >= 3 and data[end - 1] == 0x5F:
+            word = data[i + 1:end - 1].lower()
+            if any(word.startswith(p) for p in _SAL_PREFIXES):
+                out.append((i, end))
+        i = data.find(b"_", end)
     return out
+
+
+def _lone_macro(line: bytes) -> bool:
+    """``line`` is one macro invocation alone (``DECLARE_HANDLE(x)``, ``Q_OBJECT_CHECK()``): an
+    identifier that is not a statement keyword, ``(``, no ``; { }`` up to a final ``)``."""
+    if not line.rstrip(b" \t").endswith(b")"):
+        return False
+    s = line.lstrip(b" \t")
+    if not s or s[0] not in _IDENT_START:
+        return False
+    j = 1
+    while j < len(s) and s[j] in _WORD:
+        j += 1
+    if s[:j] in _STATEMENT_WORDS:
+        return False
+    rest = s[j:].lstrip(b" \t")
+    return (rest[:1] == b"(" and rest.rstrip(b" \t").endswith(b")")
+            and not any(c in rest for c in (b";", b"{", b"}")))
+
+
+def _caps_specifier(line: bytes) -> tuple | None:
+    """``(start, end)`` in ``line`` of a leading ALL-CAPS specifier macro (``SECUREC_INLINE int
+    f(…)``, ``WINAPI``): at least three of ``[A-Z0-9_]`` starting with a letter, then blanks, a
+    type-like token and a declarator (``[A-Za-z_~]`` after blanks, ``*`` or ``&``)."""
+    start = len(line) - len(line.lstrip(b" \t"))
+    n = len(line)
+    if start >= n or not 65 <= line[start] <= 90:
+        return None
+    end = start + 1
+    while end < n and line[end] in _CAPS:
+        end += 1
+    if end - start < 3 or end >= n or line[end] not in b" \t":
+        return None
+    k = end
+    while k < n and line[k] in b" \t":
+        k += 1
+    if k >= n or line[k] not in _IDENT_START:
+        return None
+    j = k + 1  # the type-like token is [A-Za-z_][\w*&]*, then [ \t*&]+, then [A-Za-z_~]
+    while True:
+        if j < n and line[j] in b" \t*&":
+            m = j
+            while m < n and line[m] in b" \t*&":
+                m += 1
+            if m < n and (line[m] in _IDENT_START or line[m] == 0x7E):
+                return start, end
+        if j >= n or not (line[j] in _WORD or line[j] in b"*&"):
+            return None
+        j += 1
+
+
+def mask_spans(data: bytes) -> list:
+    """``(start, end)`` byte spans of ``data`` that :func:`mask_annotations` blanks, sorted and
+    disjoint: SAL tokens, lines that are one macro invocation, leading ALL-CAPS specifier
+    macros. (String methods, not ``re``: a C file with a syntax error is common, and ``re``'s
+    import and compilation would cost more than the scan.)"""
+    sal = _sal_spans(data)
+    masked = bytearray(data)
+    for a, b in sal:
+        masked[a:b] = b" " * (b - a)
+    spans, pos = [], 0
+    for line in bytes(masked).split(b"\n"):
+        if line.lstrip(b" \t")[:1] in _IDENT_HEAD:  # both rules need an identifier first
+            if _lone_macro(line):
+                spans.append((pos, pos + len(line)))
+            else:
+                caps = _caps_specifier(line)
+                if caps is not None:
+                    spans.append((pos + caps[0], pos + caps[1]))
+        pos += len(line) + 1
+    if not sal:
+        return spans
+    merged = []
+    for a, b in sorted(sal + spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def mask_annotations(data: bytes, spans: list | None = None) -> bytes:
+    """``data`` with annotation macros (:func:`mask_spans`) replaced by spaces of the same
+    length: newlines, byte offsets and line numbers do not move."""
+    out = bytearray(data)
+    for a, b in (mask_spans(data) if spans is None else spans):
+        out[a:b] = b" " * (b - a)
+    return bytes(out)
+
+
+def _reparse_masked(grammar: str, tree, data: bytes, masked: bytes, spans: list):
+    """``(tree, errors, error bytes)`` of ``masked``, re-parsed incrementally from ``tree`` (the
+    parse of ``data``): each blanked span is an edit of the same length, so tree-sitter reuses
+    every subtree the masks do not touch (a tenth of a full parse)."""
+    old = tree.copy()
+    for a, b in spans:
+        row, col = data.count(b"\n", 0, a), a - (data.rfind(b"\n", 0, a) + 1)
+        row2, col2 = row + data.count(b"\n", a, b), b - (data.rfind(b"\n", 0, b) + 1)
+        old.edit(a, b, b, (row, col), (row2, col2), (row2, col2))
+    new = parser(grammar).parse(masked, old)
+    _remember(new)
+    errors, size = count_errors(new)
+    return new, errors, size
 
 
 def parse(path: str, data: bytes) -> Parsed:
@@ -267,9 +385,9 @@ def parse(path: str, data: bytes) -> Parsed:
         return _parse_header(data)
     tree, errors, size = _parse(grammar, data)
     if errors and name in ("c", "cpp"):
-        masked = mask_annotations(data)
-        if masked != data:
-            t2, e2, s2 = _parse(grammar, masked)
+        spans = mask_spans(data)
+        if spans:
+            t2, e2, s2 = _reparse_masked(grammar, tree, data, mask_annotations(data, spans), spans)
             if e2 < errors:
                 return Parsed(name, t2, data, e2, s2)
     return Parsed(name, tree, data, errors, size)
@@ -287,10 +405,15 @@ def _parse_header(data: bytes) -> Parsed:
     name, tree, errors, size = best
     result = Parsed(name, tree, data, errors, size)
     if errors:
-        masked = mask_annotations(data)
-        if masked != data:
+        spans = mask_spans(data)
+        if spans:
+            masked = mask_annotations(data, spans)
+            trees = {c[0]: c[1] for c in candidates}
             for lang in ([name] + [n for n in ("c", "cpp") if n != name]):
-                t2, e2, s2 = _parse(lang, masked)
+                if lang in trees:
+                    t2, e2, s2 = _reparse_masked(lang, trees[lang], data, masked, spans)
+                else:
+                    t2, e2, s2 = _parse(lang, masked)
                 if (e2, s2) < (result.errors, result.error_bytes):
                     result = Parsed(lang, t2, data, e2, s2)
                 if e2 == 0:

@@ -11,7 +11,6 @@ the symbol's own lines (``--lines N-M``, 1-based, one range only) or the compact
 """
 from __future__ import annotations
 
-from lib.code import compact as _compact
 from lib.code import backends, outline, ranges, render, symbols, tokens
 from lib.code.errors import NOT_FOUND, PARSE, USAGE, ExitError
 from lib.code.render import Result
@@ -46,6 +45,8 @@ def payload(parsed, sym, *, signature: bool = False, lines: str | None = None, c
     if signature:
         return sym.signature
     if compact:
+        from lib.code import compact as _compact  # its regexes load only for --compact
+
         return _compact.compact(parsed, sym, backends.BACKENDS[parsed.language].comment_prefix)
     try:
         raw = parsed.data[sym.start:sym.end].decode("utf-8")
@@ -68,7 +69,8 @@ def run(path: str, name: str, config, *, kind: str | None = None, signature: boo
 
     :raises ExitError: 1 read, 2 unsupported extension or bad range, 3 slice failure, 4 not found.
     """
-    src, parsed, syms = outline.load(path, config, real)
+    src, parsed, syms = outline.load(path, config, real,
+                                     want=lambda spec: spec.name == name and (kind is None or spec.kind == kind))
     sym = find(syms, name, kind)
     if sym is None:
         raise ExitError(NOT_FOUND, not_found_message(name, kind))

@@ -42,16 +42,17 @@ def rows(syms: list, show_lines: bool = True, fold_threshold: int | None = None)
     return out
 
 
-def load(path: str, config, real: str | None = None, extract: bool = True):
+def load(path: str, config, real: str | None = None, extract: bool = True, want=None):
     """Read and parse ``path``: returns ``(Source, Parsed, symbols)`` (``symbols`` is ``None``
-    when ``extract`` is off: ``deps`` needs none).
+    when ``extract`` is off: ``deps`` needs none; only those ``want`` accepts when given, see
+    :func:`lib.code.symbols.extract`).
 
     :raises ExitError: 1 read failure, 2 unsupported extension.
     """
     languages.require_backend(path)
     src = source.read(path, config.limits.max_file_bytes, real)
     parsed = languages.parse(path, src.data)
-    syms = symbols.extract(parsed, src.line_starts()) if extract else None
+    syms = symbols.extract(parsed, src.line_starts(), want) if extract else None
     return src, parsed, syms
 
 

@@ -398,10 +398,13 @@ def walk_specs_python(parsed: Parsed):
             stack.extend((child, node) for child in reversed(node.children))
 
 
-def extract(parsed: Parsed, starts: list | None = None) -> list:
+def extract(parsed: Parsed, starts: list | None = None, want=None) -> list:
     """All symbols of a parsed file, in source pre-order.
 
     :param starts: line-start offsets of ``parsed.data`` (computed when omitted).
+    :param want: when given, a predicate on each :class:`~lib.code.backends.Spec` (its ``name``
+        and ``kind`` are final): only the specs it accepts get a signature and doc comment and
+        become symbols (``symbol`` needs one, not the whole outline).
     """
     backend = _backends.BACKENDS[parsed.language]
     data = parsed.data
@@ -411,6 +414,8 @@ def extract(parsed: Parsed, starts: list | None = None) -> list:
         starts = Source("", data, "").line_starts()
     out = []
     for spec in walk_specs(parsed):
+        if want is not None and not want(spec):
+            continue
         outer = spec.outer if spec.outer is not None else spec.node
         start, end = outer.start_byte, outer.end_byte
         sig = header_signature(spec, data, backend)

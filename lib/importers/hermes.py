@@ -25,8 +25,10 @@ Mapping (one session per ``sessions`` row, in ``messages.id`` order):
 
 Event ids follow docs/architecture.md "Event identity" (:func:`lib.identity.event_id`): a tool
 call by its ``tool_call_id`` (the id the hook's ``post_tool_call`` carries too, so hook and import
-converge), other messages by their row id, start and end by the session; importing twice
-duplicates nothing in the lake.
+converge), a turn's prompt and its reply (the turn's last assistant text) by the turn's ordinal
+and their redacted text (:func:`lib.adapters.hermes.turn_event_id`, what the hook's
+``pre_llm_call``/``post_llm_call`` derive too), other messages by their row id, start and end by
+the session; importing twice, or after the hooks captured the session, duplicates nothing.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from urllib.parse import quote
 
 from lib.envelope import Builder, format_time
 from lib import identity
+from lib.adapters.hermes import turn_event_id
 from lib.importers import ImportResult
 
 REQUIRED = {
@@ -217,6 +220,7 @@ def _session(s: dict, msgs: list[dict], fleet_id: str, agent_id: str, conn, cols
     start_iso, start_ms, start_t = _ts(s.get("started_at"), 0.0)
     envs = [b.make("session_start", emitted_at=start_iso, event_id=identity.event_id(sid, "start"), **common)]
     pending: dict[str, dict] = {}
+    turn, reply = 0, None  # the ordinal of the current turn, its reply so far (env, record id)
     last_t = start_t
     run_end = None  # last message of the current compacted run
     for m in msgs:
@@ -230,12 +234,19 @@ def _session(s: dict, msgs: list[dict], fleet_id: str, agent_id: str, conn, cols
             run_end = None
         role, content = m.get("role"), m.get("content")
         if role == "user" and isinstance(content, str) and content:
-            envs.append(b.make("prompt", role="user", content=content, emitted_at=iso,
-                               event_id=identity.event_id(sid, "record", mid), **common))
+            turn, reply = turn + 1, None
+            env = b.make("prompt", role="user", content=content, emitted_at=iso, **common)
+            envs.append(b.rekey(env, turn_event_id(sid, "turn_prompt", turn, env["content_hash"])))
         elif role == "assistant":
             if isinstance(content, str) and content.strip():
-                envs.append(b.make("assistant", role="assistant", content=content, emitted_at=iso,
-                                   event_id=identity.event_id(sid, "record", mid), **common))
+                env = b.make("assistant", role="assistant", content=content, emitted_at=iso,
+                             event_id=identity.event_id(sid, "record", mid), **common)
+                envs.append(env)
+                if turn:  # the turn's last text is its reply, what post_llm_call hands the hook
+                    if reply is not None:
+                        b.rekey(reply[0], reply[1])
+                    reply = (env, env["event_id"])
+                    b.rekey(env, turn_event_id(sid, "turn_reply", turn, env["content_hash"]))
             for call in _calls(m.get("tool_calls")):
                 pending[call["id"]] = dict(call, iso=iso, ms=ms)
         elif role == "tool":

@@ -82,6 +82,10 @@ _TRANSIENT_CODES = frozenset({
 })
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "NotFound", "404"})
 _CLOCK_KEY = "_meta/clock"
+DELTA_RETRY = {"max_retries": "3", "retry_timeout": "20s"}
+"""How long delta-rs's object store keeps retrying one request (docs/lake.md): its default is
+10 retries over up to 180 s, so one commit during an outage would outlive the maintenance
+lease; :func:`lib.lake.commit` retries whole commits itself, re-reading the table each time."""
 _OUTCOME = {NotFound: "not_found", PreconditionFailed: "precondition_failed", Conflict: "conflict",
             Unavailable: "unavailable"}
 # Log event per outcome. A lost race is normal, so its name avoids the ``_failed``/``_error``
@@ -203,7 +207,7 @@ class S3Store:
         :raises StoreError: boto3's default chain finds no credentials.
         """
         opts = {"AWS_REGION": self.region, "conditional_put": "etag",
-                "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false" if self.path_style else "true"}
+                "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false" if self.path_style else "true", **DELTA_RETRY}
         if self.endpoint and not is_aws_endpoint(self.endpoint):
             opts["AWS_ENDPOINT_URL"] = self.endpoint
             if self.endpoint.startswith("http://"):

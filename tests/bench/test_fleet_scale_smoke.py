@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from tests.redisserver import redis_binary
-from tests.require import missing_server
+from tests.support.redisserver import redis_binary
+from tests.support.require import missing_server
 
 pytestmark = pytest.mark.redis
 

@@ -19,7 +19,7 @@ def test_make_test_requires_the_servers_and_prints_the_skip_summary():
 
 def test_a_missing_server_fails_under_make_test_and_skips_otherwise(tmp_path):
     (tmp_path / "test_needs_server.py").write_text(
-        "from tests.require import missing_server\n\n"
+        "from tests.support.require import missing_server\n\n"
         "def test_needs_it():\n    missing_server('redis-server not installed')\n")
     env = {k: v for k, v in os.environ.items() if k != "CTXLAKE_TEST_REQUIRE_SERVERS"}
     env["PYTHONPATH"] = ROOT

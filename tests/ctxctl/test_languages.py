@@ -493,3 +493,134 @@ def test_core_loads_without_re_or_enum_and_both_still_work_after():
             "assert re.compile('a+').fullmatch('aa') and issubclass(enum.IntEnum, int)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+# The masking rules as first written with ``re`` (the reference the scanner must equal).
+_SAL_RX = rb"\b_(?:In|Out|Inout|Ret|Deref|Pre|Post|Outptr|Must|Check|Success|Printf|Null|Notnull|Maybenull" \
+          rb"|Reserved|Field|Frees|Use|When|At|Struct|Acquires|Releases|Requires|Analysis|Always|Kernel" \
+          rb"|Interlocked|Readable|Writable|Result|Return|Opt)\w*_(?=\W)"
+_LONE_RX = rb"(?m)^[ \t]*(?!(?:if|while|for|switch|return|sizeof|case|do|else)\b)[A-Za-z_]\w*[ \t]*\([^;{}\n]*\)[ \t]*$"
+_CAPS_RX = rb"(?m)^([ \t]*)([A-Z][A-Z0-9_]{2,})(?=[ \t]+[A-Za-z_][\w*&]*[ \t*&]+[A-Za-z_~])"
+
+
+def _mask_by_regex(data: bytes) -> bytes:
+    import re
+
+    out = re.sub(_SAL_RX, lambda m: b" " * (m.end() - m.start()), data, flags=re.IGNORECASE)
+    out = re.sub(_LONE_RX, lambda m: re.sub(rb"[^\n]", b" ", m.group(0)), out)
+    return re.sub(_CAPS_RX, lambda m: m.group(1) + b" " * len(m.group(2)), out)
+
+
+def _real_c_sources(limit: int = 400) -> list:
+    """Real C/C++ sources on this machine: the committed fixtures, the interpreter's own headers
+    and, where present, the system's (a deterministic sample)."""
+    import glob
+    import sysconfig
+
+    paths = sorted(glob.glob(os.path.join(FIXTURES, "**", "*.[ch]*"), recursive=True))
+    paths += sorted(glob.glob(os.path.join(sysconfig.get_paths()["include"], "**", "*.h"), recursive=True))
+    system = sorted(glob.glob("/usr/include/**/*.h", recursive=True))
+    paths += system[::max(1, len(system) // limit)]
+    return [p for p in paths if os.path.isfile(p) and p.endswith((".c", ".h", ".cc", ".cpp", ".hpp"))]
+
+
+def test_annotation_mask_scanner_equals_the_regex_rules_on_real_sources():
+    sources = _real_c_sources()
+    assert len(sources) >= 50
+    for path in sources:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        assert languages.mask_annotations(data) == _mask_by_regex(data), path
+
+
+def test_annotation_mask_scanner_equals_the_regex_rules_on_generated_lines():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    words = st.sampled_from(["_In_", "_out_writes_", "_Ret_z_", "__in", "x_In_", "SECUREC_INLINE", "WINAPI", "AB",
+                             "int", "char", "if", "do", "do_it", "FOO", "Foo", "_", "~W", "(", ")", "*", "&", ";",
+                             "{", "}", " ", "\t", "\n", "\r\n", "é", "1", "x"])
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(st.lists(words, max_size=24))
+    def check(parts):
+        data = "".join(parts).encode()
+        assert languages.mask_annotations(data) == _mask_by_regex(data)
+
+    check()
+
+
+def test_masked_reparse_is_incremental_and_equals_a_fresh_parse():
+    """The masked tree is re-parsed from the original tree (each mask an edit of the same
+    length) and is the tree a fresh parse of the masked bytes gives."""
+    checked = 0
+    for path in _real_c_sources(limit=40):
+        with open(path, "rb") as fh:
+            data = fh.read()
+        grammar = "cpp" if path.endswith((".cc", ".cpp", ".hpp")) else "c"
+        tree, errors, _ = languages._parse(grammar, data)
+        spans = languages.mask_spans(data)
+        if not errors or not spans:
+            continue
+        masked = languages.mask_annotations(data, spans)
+        incremental = languages._reparse_masked(grammar, tree, data, masked, spans)
+        fresh = languages._parse(grammar, masked)
+        assert str(incremental[0].root_node) == str(fresh[0].root_node), path
+        assert incremental[1:] == fresh[1:], path
+        checked += 1
+    assert checked >= 3
+
+
+# -- symbols ctags lists that the outline missed (bench/ctxctl_speed.py --agreement) -------------
+
+def _extract_file(path: str) -> list:
+    with open(path, "rb") as fh:
+        return symbols.extract(languages.parse(path, fh.read()))
+
+
+def test_python_module_level_assignments_are_vars():
+    import importlib.util
+
+    src = ("X = 1\nY: int = 2\nA = B = 3\na, b = f()\nself.x = 1\nif X:\n    Z = 2\ndef f():\n    Q = 1\n"
+           "class C:\n    x: int\n    def m(self):\n        z = 1\n")
+    got = [(s.name, s.kind, s.signature) for s in outline("m.py", src)[1]]
+    assert got == [("X", "var", "X = 1"), ("Y", "var", "Y: int = 2"), ("A", "var", "A = B = 3"),
+                   ("B", "var", "A = B = 3"), ("a", "var", "a, b = f()"), ("b", "var", "a, b = f()"),
+                   ("f", "function", "def f()"), ("C", "class", "class C"), ("x", "var", "x: int"),
+                   ("m", "function", "def m(self)")]
+    folder = list(importlib.util.find_spec("botocore").submodule_search_locations)[0]
+    real = {s.name: s for s in _extract_file(os.path.join(folder, "utils.py"))}
+    assert real["DEFAULT_METADATA_SERVICE_TIMEOUT"].kind == "var"
+    assert real["DEFAULT_METADATA_SERVICE_TIMEOUT"].signature == "DEFAULT_METADATA_SERVICE_TIMEOUT = 1"
+    assert real["CACHE_DIR"].kind == "var" and real["IMDSFetcher"].kind == "class"
+
+
+def test_ruby_constants_are_consts():
+    syms = _extract_file(os.path.join(FIXTURES, "real", "rack_lint.rb"))
+    consts = [s.name for s in syms if s.kind == "const"]
+    assert consts[:3] == ["ALLOWED_SCHEMES", "REQUEST_PATH_ORIGIN_FORM", "REQUEST_PATH_ABSOLUTE_FORM"]
+    assert {"BODY_METHODS", "REQUIRED_METHODS", "HTTP_HOST_PATTERN"} <= set(consts)
+    first = next(s for s in syms if s.name == "ALLOWED_SCHEMES")
+    assert (first.start_line, first.signature) == (21, "ALLOWED_SCHEMES = %w(https http wss ws).freeze")
+
+
+def test_html_headings_are_listed_by_their_text():
+    syms = _extract_file(os.path.join(FIXTURES, "real", "normalize_test.html"))
+    heads = [(s.name, s.start_line) for s in syms if s.kind == "heading"]
+    assert heads[:3] == [("Normalize.css: UI tests", 86), ("html", 88), ("should have a line height of 1.15", 89)]
+    assert ("audio, canvas, progress, video", 127) in heads
+    assert len(heads) == 74
+    src = '<h2 id="intro">Intro <em>now</em></h2>\n<div id="app"></div>\n'
+    assert [(s.name, s.kind) for s in outline("p.html", src)[1]] == [
+        ("intro", "element"), ("Intro now", "heading"), ("app", "element")]
+
+
+def test_cpp_conversion_operators_are_listed():
+    """(``using X = …`` stays unlisted: the contract's C++ name list leaves it out.)"""
+    src = ("struct S { explicit operator bool() const noexcept { return 1; } operator int() const; };\n"
+           "using rw = int;\nnamespace { using m = int; }\nvoid f() { using q = int; }\n")
+    assert [(s.name, s.kind, s.signature) for s in outline("a.cc", src)[1]] == [
+        ("S", "struct", "struct S"), ("operator bool", "function", "explicit operator bool() const noexcept"),
+        ("f", "function", "void f()")]
+    names = [s.name for s in _extract_file(os.path.join(FIXTURES, "real", "fmt_os.cc"))]
+    assert {"operator bool", "operator fmt::basic_string_view<wchar_t>"} <= set(names)

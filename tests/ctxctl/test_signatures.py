@@ -205,3 +205,24 @@ def test_decorators_outside_the_definition_node(path, source, name, expected):
     """TypeScript method decorators and Rust attributes are siblings before the definition."""
     parsed = languages.parse(path, source.encode())
     assert next(s for s in symbols.extract(parsed) if s.name == name).signature == expected
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(REAL)))
+def test_symbol_extracts_only_its_match_and_equals_the_outline_entry(name):
+    """``symbol`` builds a signature and doc only for the specs it looks for; the symbol it gets
+    is the outline's first of that name (and kind), field for field."""
+    from lib.code import lookup
+
+    path = os.path.join(REAL, name)
+    with open(path, "rb") as fh:
+        parsed = languages.parse(path, fh.read())
+    full = symbols.extract(parsed)
+    names = sorted({s.name for s in full})
+    for wanted in names[::max(1, len(names) // 3)]:
+        for kind in (None, next(s.kind for s in full if s.name == wanted)):
+            one = symbols.extract(parsed, want=lambda spec: spec.name == wanted and kind in (None, spec.kind))
+            expected = lookup.find(full, wanted, kind)
+            got = lookup.find(one, wanted, kind)
+            assert (got.name, got.kind, got.signature, got.start, got.end, got.start_line, got.end_line, got.doc) == (
+                expected.name, expected.kind, expected.signature, expected.start, expected.end, expected.start_line,
+                expected.end_line, expected.doc)

@@ -247,7 +247,7 @@ def test_the_operator_pod_retires_an_ended_agent_and_reports_the_fleet(deploy, m
     from lib.store import open_store
     from tests.operator.conftest import populate
     from tests.operator.fake_kube import FakeKube
-    from tests.s3server import use_server_env
+    from tests.support.s3server import use_server_env
 
     d = deploy("op")
     use_server_env(monkeypatch, d.seaweed)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import lease_contention as bench
+from tests.support import lease_contention as bench
 from lib.store import open_store
 
 

@@ -19,7 +19,7 @@ from lib.store import Unavailable, open_store
 from lib.store.memory import MemoryStore
 from tests.live.conftest import REPO_ID
 from tests.live.helpers import Log, hook, mcp_record, prompt, read_json, tool
-from tests.s3server import StrippingProxy, use_server_env
+from tests.support.s3server import StrippingProxy, use_server_env
 
 F = "fleet-live"
 

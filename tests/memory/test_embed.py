@@ -2,14 +2,10 @@
 the embedder id travelling with the snapshot (docs/design.md §10)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from lib import embed
-from tests.conftest import ROOT
+from tests.memory.offline import vector_offline
 
 pytestmark = pytest.mark.skipif(embed.WORDLLAMA_ID not in embed.EMBEDDERS, reason="wordllama wheel not installed")
 
@@ -19,18 +15,7 @@ def _cos(a, b):
 
 
 def test_wordllama_loads_from_the_wheel_with_sockets_blocked_and_imports_no_network_client():
-    code = ("import socket, sys\n"
-            "def no(*a, **k): raise RuntimeError('network used')\n"
-            "socket.socket.connect = no; socket.create_connection = no; socket.getaddrinfo = no\n"
-            f"sys.path.insert(0, {ROOT!r})\n"
-            "from lib import embed\n"
-            "v = embed.wordllama_embed('run the tests with pytest')\n"
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('requests', 'urllib3', 'httpx', 'wordllama', 'huggingface_hub')]\n"
-            "print(len(v), bad)\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    env.update(HF_HOME="/nonexistent", XDG_CACHE_HOME="/nonexistent")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert r.stdout.strip() == "256 []"
+    assert vector_offline("embed.wordllama_embed('run the tests with pytest')", ("wordllama",)) == "256 1.0 []"
 
 
 def test_wordllama_vectors_equal_the_packages_own_output():
@@ -54,7 +39,9 @@ def test_paraphrase_is_closer_than_an_unrelated_claim():
     assert _cos(q, near) > _cos(q, far)
 
 
-def test_default_embedder_falls_back_to_hashing_without_the_wheel(monkeypatch):
+def test_default_embedder_falls_back_to_hashing_without_the_wheels(monkeypatch):
+    monkeypatch.delitem(embed.EMBEDDERS, embed.MINILM_ID, raising=False)
+    assert embed.default_embedder()[0] == embed.WORDLLAMA_ID
     monkeypatch.delitem(embed.EMBEDDERS, embed.WORDLLAMA_ID)
     assert embed.default_embedder()[0] == embed.HASH_EMBEDDER_ID
     assert embed.get(embed.WORDLLAMA_ID) is None

@@ -88,16 +88,19 @@ def hook_time(payload: dict, times: dict) -> float:
     return times["last"] + 0.1
 
 
-def replay_hooks(paths, payloads: list[dict], times: dict, fleet: str = FLEET, agent: str = AGENT) -> None:
-    """Run the hook's capture half (:func:`lib.hookproc.capture`) for each payload at the time
-    Claude Code fired it (the clock is set to that moment)."""
+def capture_at(paths, runtime: str, payload: dict, at: float, fleet: str = FLEET, agent: str = AGENT) -> None:
+    """Run the hook's capture half (:func:`lib.hookproc.capture`) for one payload of
+    ``runtime`` with the clock set to ``at`` (epoch s: when the runtime fired it)."""
     import pytest
 
     from lib import adapters, hookproc
 
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(time, "time", lambda: at)
+        hookproc.capture(runtime, payload["hook_event_name"], payload, adapters.HookContext(paths, fleet, agent), paths)
+
+
+def replay_hooks(paths, payloads: list[dict], times: dict, fleet: str = FLEET, agent: str = AGENT) -> None:
+    """:func:`capture_at` for each Claude Code payload at the time Claude Code fired it."""
     for p in payloads:
-        t = hook_time(p, times)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(time, "time", lambda t=t: t)
-            ctx = adapters.HookContext(paths, fleet, agent)
-            hookproc.capture("claude_code", p["hook_event_name"], p, ctx, paths)
+        capture_at(paths, "claude_code", p, hook_time(p, times), fleet, agent)

@@ -1,4 +1,4 @@
-"""The Delta commit path on a real S3 server (SeaweedFS ``weed mini``, tests/s3server.py):
+"""The Delta commit path on a real S3 server (SeaweedFS ``weed mini``, tests/support/s3server.py):
 two maintenance passes racing one commit, and a store that ignores conditional writes
 (docs/lake.md)."""
 from __future__ import annotations

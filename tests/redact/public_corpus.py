@@ -14,8 +14,11 @@ not choose:
 A sample is drawn from a rule's regex with ``exrex`` and kept only where the rule itself reports
 it: its own regex matches the sample, and the secret group's Shannon entropy reaches the rule's
 ``entropy`` (gitleaks' own acceptance test). Families are the rule id's first word (``aws``,
-``github``, ``generic``). One family in five (by sha256 of its name) is **held out**: it was never
-looked at while the rules were tuned, and the bench reports its recall separately.
+``github``, ``generic``). Every gitleaks family has been looked at while the rules were tuned
+(the one-in-five split of the first round was opened in the second); the **held-out** corpus is
+secrets-patterns-db (``db/rules-stable.yml`` of mazen160/secrets-patterns-db at commit 24984df,
+byte-identical to the fetched repository), never looked at while tuning: the bench prints its
+share caught and no examples of its misses.
 
 :func:`placements` plants one sample in the eight places the issue names (prompt, assistant text,
 Bash command, tool output, Edit text, file path, JSON-escaped output, base64 output) as the hook
@@ -26,7 +29,6 @@ from __future__ import annotations
 
 import base64
 import collections
-import hashlib
 import json
 import math
 import os
@@ -44,11 +46,6 @@ PLACEMENTS = ("prompt", "assistant", "bash_command", "tool_output", "edit_text",
 def family(rule_id: str) -> str:
     """Family of a rule: the first word of its id (``github-fine-grained-pat`` → ``github``)."""
     return re.split(r"[-_ ]", rule_id.strip().lower(), 1)[0]
-
-
-def held_out(fam: str) -> bool:
-    """One family in five, chosen by hash, never used to tune the rules."""
-    return hashlib.sha256(fam.encode()).digest()[0] % 5 == 0
 
 
 _POSIX = {"alnum": "A-Za-z0-9", "alpha": "A-Za-z", "digit": "0-9", "xdigit": "0-9A-Fa-f", "upper": "A-Z",
@@ -169,7 +166,7 @@ def spdb_rules(path: str = SPDB_YAML) -> list[dict]:
             re.compile(p["regex"])
         except re.error:
             continue
-        out.append({"id": p["name"], "regex": p["regex"], "entropy": 0.0, "secret_group": None,
+        out.append({"id": p["name"], "regex": p["regex"], "entropy": 0.0, "secret_group": "last",
                     "allow": [], "stopwords": []})
     return out
 
@@ -199,7 +196,11 @@ def generate(rules: list[dict], per_rule: int, seed: int, tries: int = 40) -> li
                 m = rx.search(text)
                 if not m:
                     continue
-                g = r["secret_group"] or (next((i for i in range(1, (m.lastindex or 0) + 1) if m.group(i)), 0))
+                groups = [i for i in range(1, (m.re.groups or 0) + 1) if m.group(i)]
+                if r["secret_group"] == "last":  # secrets-patterns-db: the value is the last group
+                    g = groups[-1] if groups else 0  # ("heroku(.{0,20})?['\"]([0-9a-f]{32})")
+                else:
+                    g = r["secret_group"] or (groups[0] if groups else 0)
                 secret = m.group(g) if g else m.group(0)
                 if len(secret.strip()) < 6 or secret in seen or _entropy(secret) < r["entropy"]:
                     continue
@@ -216,11 +217,11 @@ def generate(rules: list[dict], per_rule: int, seed: int, tries: int = 40) -> li
 
 
 def committed() -> list[dict]:
-    """The committed gitleaks-derived samples (``held_out`` added per family)."""
+    """The committed gitleaks-derived samples (``held_out`` False: all are tuning material)."""
     with open(SAMPLES) as fh:
         rows = json.load(fh)["samples"]
     for r in rows:
-        r["held_out"] = held_out(r["family"])
+        r["held_out"] = False
     return rows
 
 

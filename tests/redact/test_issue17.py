@@ -21,23 +21,20 @@ def _stored(**kw) -> str:
 
 # -- recall on the public corpus (gitleaks-derived, committed) -------------------------------
 
-def test_public_corpus_recall_per_placement_tuned_and_held_out():
+def test_public_corpus_recall_per_placement():
     rows = public_corpus.committed()
     rng = random.Random(17)
     caught = {p: [0, 0] for p in public_corpus.PLACEMENTS}
-    held = [0, 0]
     for smp in rows:
         for where, kw in public_corpus.placements(smp["text"], rng):
             ok = not public_corpus.leaked(_stored(**kw), where, smp["secret"])
-            row = held if smp["held_out"] else caught[where]
-            row[0] += 1
-            row[1] += ok
-    # measured 2026-12-01 (bench/redact_corpus.py), tuned families: 0.90-0.96 per placement
-    # (before issue #17: 0.22-0.57); held-out families: 0.47 overall (before: 0.47). The
-    # floors below catch a regression; the target (0.99) is not met yet (docs/security.md).
+            caught[where][0] += 1
+            caught[where][1] += ok
+    # measured 2026-12-01 (bench/redact_corpus.py), all gitleaks families: 0.99 in seven
+    # placements, 0.988 in file paths (first round of issue #17: 0.71-0.85; before it:
+    # 0.24-0.57). The floor catches a regression (docs/security.md, measured recall).
     for where, (n, c) in caught.items():
-        assert c / n >= 0.88, (where, c, n)
-    assert held[1] / held[0] >= 0.42, held
+        assert c / n >= 0.985, (where, c, n)
 
 
 # -- shapes the issue lists ------------------------------------------------------------------
@@ -173,3 +170,57 @@ def test_paths_stay(path):
 def test_checksums_and_uuids_without_a_keyword_stay():
     lines = real_text.checksums_uuids_paths(300)
     assert [ln for ln in lines if not _unchanged(ln)] == []
+
+
+# -- second round: gitleaks shapes by rule design, lookalike evasions ------------------------
+
+@pytest.mark.parametrize("text,secret", [
+    ("administrator_login_password_prod_eu_west = 'Xk8!q2mP'", "Xk8!q2mP"),  # window after the whole word
+    ('"mattermost_token", "dtkuc7au7zdo2a9f9tznf4ssk5"', "dtkuc7au7zdo2a9f9tznf4ssk5"),  # comma beside quotes
+    ("kraken_key==x7r6wx04k553acti3zr0awlxw", "x7r6wx04k553acti3zr0awlxw"),  # "==" glued: operator + "="
+    ('sentry_token || "811c82d30f7655f70496906f490c026b"', "811c82d30f7655f70496906f490c026b"),
+    ('<add key="ClearTextPassword" value="m-$Whm.3^Yt" />', "m-$Whm.3^Yt"),
+    ("heroku_api_key: d88ec803-d1e1-4dfe-a7b8-7b90192cf4be/README.md", "d88ec803-d1e1-4dfe-a7b8-7b90192cf4be"),
+    ("curl --user 'deploy:Hx9!pw2z' -X POST", "Hx9!pw2z"),
+    ('{"command": "curl\\t-u\\t\\"ci:T0k3n-9xQ\\" example.org"}', "T0k3n-9xQ"),
+    ("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  pw: cGFzc3dvcmQxMjM=\n", "cGFzc3dvcmQxMjM="),
+    ("token=971475230448723|ghg8jql41eolulehjc5scx5wf95e76yt", "ghg8jql41eolulehjc5scx5wf95e76yt"),
+    ("SG." + "v2psk=wxwfkwmwvtw3ehhh0=i=p5vh.9_-_no=s5u9r5wp.n1za-lhxtm8bgolp.85", "wxwfkwmwvtw3ehhh0"),
+    ("uo46qtzaghevd7.atlasv1.9arfp8_u21an=lpfguc-a0klk_ps8j_1m0hulyp68_b=jcjc0dgl0kr3keeg_", "9arfp8_u21an"),
+    ("oc login --token=sha256~C2bAJCdjCXVF92zHzrBMbhQcONTxgDkY8vvZ_izwTUu", "C2bAJCdjCXVF92zHzrBMbhQcONTxgDkY8vvZ_izwTUu"),
+    ("HF_TOKEN is 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", "zxbytftwgjfjeuntzuejusektacufkgfrb"),
+    ("grafana: glc_/xhP2Aw1dpmxfCLJD+8blU2MyaZu53DVcpN", "xhP2Aw1dpmxfCLJD"),
+    ("curl -H 'Authorization: hNflqwlCFf' https://api", "hNflqwlCFf"),
+])
+def test_gitleaks_shapes_by_rule_design(text, secret):
+    for tool in (False, True):
+        assert secret not in redact.scrub(text, tool)[0], (text, tool)
+
+
+@pytest.mark.parametrize("text,secret", [
+    ("p\u0430ssword = Sup3rS3cret!", "Sup3rS3cret!"),                  # Cyrillic a
+    ("\u0410PI_K\u0415Y=a8f3k2j4h5g6d7s8a9", "a8f3k2j4h5g6d7s8a9"),      # Cyrillic A and E
+    ("\u03c4oken: Zq8vR3tYw0pL2mN5", "Zq8vR3tYw0pL2mN5"),               # Greek tau
+    ("\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44=Sup3rS3cret!", "Sup3rS3cret!"),  # fullwidth
+    ("pass\u200bword: Sup3rS3cret!", "Sup3rS3cret!"),                  # zero-width space
+    ("se\u00adcret_key = 'Xk8q2mPz9w'", "Xk8q2mPz9w"),                 # soft hyphen
+    ("Authorizati\u043en: Bearer abcDEF123456ghiJKL", "abcDEF123456ghiJKL"),
+])
+def test_lookalike_keywords_are_folded_before_matching(text, secret):
+    for tool in (False, True):
+        out, oc = redact.scrub(text, tool)
+        assert secret not in out and oc.status == "quarantined" and "confusable_text" in oc.rules, (text, out)
+    # the fold itself: NFKC and confusables.txt lookalikes give the ASCII keyword back
+    assert redact.fold_confusables(text).isascii()
+
+
+@pytest.mark.parametrize("text", [
+    "Привет, мир: это обычный текст про пароли, токены и ключи доступа.",
+    "Η κρυπτογράφηση: ο κωδικός πρόσβασης δεν αποθηκεύεται ποτέ.",
+    "   346\u2192      assert tool_use_line.thread_key == \"toolu_123\"",
+    "ｆｕｌｌｗｉｄｔｈ ｔｅｘｔ ｗｉｔｈｏｕｔ ａ ｓｅｃｒｅｔ",
+    "Ünïcödé ïdéntïfïèrs: café_menu = 'crème brûlée'",
+])
+def test_non_latin_text_without_a_secret_stays_clean(text):
+    for tool in (False, True):
+        assert redact.scrub(text, tool) == (text, redact.CLEAN)

@@ -108,3 +108,52 @@ def test_hook_and_import_give_each_tool_call_start_and_end_one_identity(hook, tm
     assert len(calls) == 8 and calls == pick(imported, ("tool_call",))
     assert pick(hooked, ("session_start",)) == pick(imported, ("session_start",))
     assert pick(hooked, ("session_end",)) <= pick(imported, ("session_end",))
+
+
+def test_hooks_and_import_of_the_captured_run_converge_in_the_lake(home, tmp_path):
+    """The real run captured by the hooks and imported from its ``state.db``, in both orders,
+    through syncd's shipping and maint into the Delta table: one row per event — each prompt,
+    each turn's reply, each tool call, one start and one end per session — and the same rows
+    as the union of each path alone."""
+    from tests.pipeline import lakeutil
+
+    payloads = _load("hooks.json")
+    started = {s["id"]: s["started_at"] for s in _load("state.json")["sessions"]}
+
+    def capture(where, *, hooks, imports, hooks_first=True):
+        paths, store, cfg = lakeutil.setup(where)
+        steps = []
+        if hooks:  # at the run's own time, so each copy lands in its date partition
+            steps.append(lambda: [lakeutil.capture_at(paths, "hermes", p, started[p["session_id"]] + 1) for p in payloads])
+        if imports:
+            db = _state_db(str(tmp_path / f"{os.path.basename(where)}.db"))
+            steps.append(lambda: importer.import_db(db, paths, fleet_id=lakeutil.FLEET, agent_id=lakeutil.AGENT))
+        for step in steps if hooks_first else steps[::-1]:
+            step()
+            lakeutil.ship_and_maint(paths, store, cfg)
+        return lakeutil.compacted(store)
+
+    from lib import identity
+
+    ids = lambda rows: {identity.key(e) for e in rows}
+    hooked = capture(str(tmp_path / "h"), hooks=True, imports=False)
+    imported = capture(str(tmp_path / "i"), hooks=False, imports=True)
+    for hooks_first in (True, False):
+        both = capture(str(tmp_path / f"b{hooks_first}"), hooks=True, imports=True, hooks_first=hooks_first)
+        assert len(both) == len(ids(both)) == len(ids(hooked) | ids(imported))
+        for sid in started:
+            rows = [e for e in both if e["session_id"] == sid]
+            kinds = [e["event_type"] for e in rows]
+            assert kinds.count("session_start") == 1 and kinds.count("session_end") == 1, sid
+            prompts = [e["content"] for e in rows if e["event_type"] == "prompt"]
+            assert prompts == [p["extra"]["user_message"] for p in payloads
+                               if p["session_id"] == sid and p["hook_event_name"] == "pre_llm_call"]
+            replies = [e["content"] for e in rows if e["event_type"] == "assistant"]
+            for p in payloads:
+                if p["session_id"] == sid and p["hook_event_name"] == "post_llm_call":
+                    assert replies.count(p["extra"]["assistant_response"]) == len(
+                        [e for e in imported if e["session_id"] == sid and e["event_type"] == "assistant"
+                         and e["content"] == p["extra"]["assistant_response"]]), (sid, replies)
+            calls = [e["message_id"] for e in rows if e["event_type"] == "tool_call" and "exit_code" in e["tool"]]
+            assert sorted(calls) == sorted(p["extra"]["tool_call_id"] for p in payloads
+                                           if p["session_id"] == sid and p["hook_event_name"] == "post_tool_call")

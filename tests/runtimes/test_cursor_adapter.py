@@ -152,3 +152,40 @@ def test_answer_path_reads_no_payload_for_fixed_answers(hook):
     out = io.StringIO()
     run(["cursor", "beforeSubmitPrompt"], io.BytesIO(b""), out, environ=hook.env, detach=False)
     assert json.loads(out.getvalue()) == {"continue": True}
+
+
+def test_a_session_wired_twice_keeps_one_copy_of_each_event_with_an_id(tmp_path):
+    """Cursor runs the hooks of the user's and the project's ``hooks.json`` both: with ctxlake
+    in each, every payload is captured twice. Through shipping and maint into the Delta table,
+    each event Cursor gave an id (tool-use id, a turn's generation id, the session for start and
+    end) is one row; only what Cursor gives no id (preCompact, a cursor-agent turn whose
+    generation id is the conversation id, afterFileEdit) stays two copies — never merged by a
+    guess (docs/architecture.md "Event identity")."""
+    from lib import identity
+    from tests.pipeline import lakeutil
+
+    order = {"sessionStart": 0, "sessionEnd": 2}  # as Cursor fires them: start first, end last
+    payloads = sorted((p for _, p in load_payloads("cursor-hooks")), key=lambda p: order.get(p["hook_event_name"], 1))
+    at = time.time()
+
+    def lake(where, wirings):
+        paths, store, cfg = lakeutil.setup(str(tmp_path / where))
+        for _ in range(wirings):
+            for i, p in enumerate(payloads):
+                lakeutil.capture_at(paths, "cursor", p, at + i)
+        lakeutil.ship_and_maint(paths, store, cfg)
+        return lakeutil.compacted(store)
+
+    once, again, twice = lake("a", 1), lake("b", 1), lake("t", 2)
+    ids = lambda rows: {identity.key(e) for e in rows}
+    derived = ids(once) & ids(again)  # a ULID differs between two captures; Cursor's ids do not
+    assert len(twice) == len(ids(twice)) == len(derived) + 2 * (len(once) - len(derived))
+    assert derived <= ids(twice)
+    for e in once:
+        own_turn = e.get("turn_id") not in (None, e["session_id"])
+        has_id = (e["event_type"] in ("session_start", "session_end")
+                  or (e["event_type"] == "tool_call" and e.get("message_id"))
+                  or (e["event_type"] in ("prompt", "assistant") and own_turn))
+        assert (identity.key(e) in derived) == bool(has_id), e
+    kinds = {e["event_type"] for e in once if identity.key(e) in derived}
+    assert {"session_start", "session_end", "tool_call", "prompt"} <= kinds  # (no IDE afterAgentResponse fixture)

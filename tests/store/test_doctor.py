@@ -68,7 +68,7 @@ def test_doctor_behind_a_header_stripping_proxy_reports_missing_conditional_writ
 @pytest.mark.s3
 def test_doctor_catches_a_gateway_that_drops_conditions_only_sometimes(seaweed, monkeypatch):
     """Every third conditional request loses its headers: one round may pass, the repeats do not."""
-    from tests.s3server import StrippingProxy, use_server_env
+    from tests.support.s3server import StrippingProxy, use_server_env
 
     proxy = StrippingProxy(seaweed, every=3)
     use_server_env(monkeypatch, seaweed, AWS_ENDPOINT_URL_S3=proxy.endpoint)

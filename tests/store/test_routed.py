@@ -32,8 +32,8 @@ def test_lease_state_machine_runs_unchanged_on_redis(redis_url, tmp_path):
 
 
 def test_redis_restart_empties_the_live_plane_and_never_yields_two_holders(tmp_path):
-    from tests.redisserver import redis_binary, start_redis
-    from tests.require import missing_server
+    from tests.support.redisserver import redis_binary, start_redis
+    from tests.support.require import missing_server
 
     if not redis_binary():
         missing_server("redis-server not installed: apt-get install redis-server (make test does)")

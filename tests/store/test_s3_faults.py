@@ -10,7 +10,7 @@ import pytest
 
 from lib.store import (CREATE, NotFound, PreconditionFailed, StoreError, Unavailable, open_store,
                        retrying, update)
-from tests.s3server import use_server_env
+from tests.support.s3server import use_server_env
 
 pytestmark = pytest.mark.s3
 

@@ -19,7 +19,7 @@ import uuid
 
 import pytest
 
-from tests.require import missing_server
+from tests.support.require import missing_server
 
 _HOST = "127.0.0.1"
 

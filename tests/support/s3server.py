@@ -37,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.require import missing_server
+from tests.support.require import missing_server
 
 REGION = "us-east-1"
 BUCKET = "ctxlake-test"
@@ -275,12 +275,23 @@ _SIGNING = {"authorization", "x-amz-date", "x-amz-security-token", "x-amz-conten
 _STRIPPED = _SIGNING | {"if-match", "if-none-match"}
 
 
+OUTAGE_BODY = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code>'
+               b'<Message>injected outage (tests/support/s3server.py)</Message></Error>')
+
+
 class StrippingProxy:
     """A loopback HTTP proxy in front of an S3 server that silently removes ``If-Match`` and
     ``If-None-Match`` from every request and re-signs it (SigV4) with the server's credentials —
     an S3-compatible store that ignores conditional requests. With ``every=n`` only every n-th
-    request carrying a condition loses it (a gateway that drops conditions only sometimes);
-    ``stripped`` counts the requests stripped. ``endpoint`` is its URL; ``close()`` stops it."""
+    request carrying a condition loses it (a gateway that drops conditions only sometimes), with
+    ``every=0`` none does (a faithful proxy, for outages alone); ``stripped`` counts the requests
+    stripped. ``endpoint`` is its URL; ``close()`` stops it.
+
+    ``outage`` injects a store outage: ``None`` (default) or a callable ``(method, key) ->
+    None | "refuse" | "lose"`` asked for every request (``key``: the object key within the
+    bucket, no query string). ``"refuse"`` answers ``503 ServiceUnavailable`` without
+    forwarding (the store did nothing); ``"lose"`` forwards the request and then answers 503
+    anyway (the store did it, the answer was lost on the way back). ``faults`` counts both."""
 
     def __init__(self, upstream: SeaweedServer, every: int = 1):
         from botocore.auth import S3SigV4Auth
@@ -292,8 +303,11 @@ class StrippingProxy:
         region = upstream.region
         proxy, lock = self, threading.Lock()
         self.stripped, seen = 0, [0]
+        self.outage, self.faults = None, 0
 
         def strip(headers) -> bool:
+            if not every:
+                return False
             if not any(k.lower() in ("if-match", "if-none-match") for k in headers):
                 return True  # nothing to strip; signing headers are re-made either way
             with lock:
@@ -308,9 +322,23 @@ class StrippingProxy:
             def log_message(self, *args):  # keep pytest output clean
                 pass
 
+            def _fail(self):
+                self.send_response_only(503, "Service Unavailable")
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(OUTAGE_BODY)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(OUTAGE_BODY)
+
             def _relay(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                fault = proxy.outage(self.command, _object_key(self.path)) if proxy.outage else None
+                if fault:
+                    with lock:
+                        proxy.faults += 1
+                    if fault == "refuse":
+                        return self._fail()
                 drop = _HOP | (_STRIPPED if strip(self.headers.keys()) else _SIGNING)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in drop}
                 request = AWSRequest(method=self.command, url=upstream.endpoint + self.path, data=body,
@@ -323,6 +351,8 @@ class StrippingProxy:
                                  headers=dict(prepared.headers.items()))
                     resp = conn.getresponse()
                     payload = resp.read()
+                    if fault == "lose":
+                        return self._fail()
                     self.send_response_only(resp.status, resp.reason)  # upstream's Server and Date
                     for k, v in resp.getheaders():
                         if k.lower() not in _HOP:
@@ -349,6 +379,12 @@ class StrippingProxy:
         """Stop serving and release the port."""
         self._server.shutdown()
         self._server.server_close()
+
+
+def _object_key(path: str) -> str:
+    """The object key of a path-style request path (``/bucket/key?query`` -> ``key``)."""
+    key = urllib.parse.unquote(urllib.parse.urlsplit(path).path).lstrip("/")
+    return key.partition("/")[2]
 
 
 # -- pytest fixtures -----------------------------------------------------------------------------
