@@ -22,10 +22,15 @@ def main() -> int:
     try:
         from lib.hookproc import run
 
-        return run(sys.argv[1:], sys.stdin.buffer, sys.stdout)
+        return run(sys.argv[1:], sys.stdin.buffer, sys.stdout, release_stdio=True)
     except BaseException:  # noqa: BLE001 - even a broken install must not fail the agent
         return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    try:
+        sys.stdout.flush()
+    except BaseException:  # noqa: BLE001 - stdout may be closed already (released to /dev/null)
+        pass
+    os._exit(code)  # the answer is out and the capture done or detached: skip interpreter teardown

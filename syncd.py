@@ -198,7 +198,8 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, should_stop=should_stop,
                           observe=plane.observe)
     summary = {"shipped": stats.envelopes, "segments": stats.segments, "sealed": stats.sealed,
-               "dropped_lines": stats.dropped_lines, "last_quarantine_reason": stats.last_quarantine_reason,
+               "backstop_filled": stats.backstop_filled, "dropped_lines": stats.dropped_lines,
+               "last_quarantine_reason": stats.last_quarantine_reason,
                "quarantine_records": stats.quarantine_records,
                "errors": stats.errors, "error_detail": stats.session_errors[:5], "cache_refreshed": False,
                "spool_disk": disk, "hook_lost": hook_lost}

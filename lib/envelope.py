@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
+
 from lib import redact
 from lib.clock import format_time
 from lib.sanitize import strip_ansi
@@ -51,7 +51,7 @@ _HOST_ID = None
 
 
 def host_id(environ=None) -> str:
-    """``sha256:`` of the host name (``HOSTNAME`` → ``socket.gethostname()`` → ``unknown-host``).
+    """``sha256:`` of the host name (``HOSTNAME`` → the node name, as ``gethostname()`` gives it → ``unknown-host``).
 
     Never the name itself (docs/design.md §5).
     """
@@ -60,8 +60,8 @@ def host_id(environ=None) -> str:
         env = os.environ if environ is None else environ
         name = env.get("HOSTNAME") or ""
         if not name:
-            try:
-                name = socket.gethostname()
+            try:  # gethostname(2) is uname's nodename; importing socket costs the hook ~10 ms
+                name = os.uname().nodename if hasattr(os, "uname") else __import__("socket").gethostname()
             except OSError:
                 name = ""
         value = sha256_hex(name or "unknown-host")

@@ -11,6 +11,9 @@ median ≤ 1.3× a bare interpreter):
 1. **Answer** (the process the agent waits on): print the answer known from the event name
    (SessionStart: the cached briefing) and flush; read stdin; parse; answer what depends on the
    payload (PreToolUse on a write tool: the lease check).
+   Then the process points its stdin, stdout and stderr at ``/dev/null`` (the runtime reads the
+   pipes to their end, so they close before the fork, never when a child gets round to it), and
+   ``hook.py`` leaves with ``os._exit`` (no interpreter teardown on the agent's path).
 2. **Capture** (a detached child, forked once the answer is out, holding a shared lock on
    ``spool/.state/hooks.lock`` until it is done): map → redact → append one line per envelope
    (one ``write`` on an ``O_APPEND`` descriptor) → on session end write ``<session>.done``.
@@ -239,8 +242,10 @@ def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
             _log_error(paths, runtime, event, "quarantine", exc)
     done = adapter.done_marker(event, payload)
     if done is not None:
-        # the marker is on disk too: its transcript path gets the tool rules like tool.paths
-        done = {k: redact.scrub(v, is_tool_output=True)[0] if isinstance(v, str) else v for k, v in done.items()}
+        # the marker is on disk too: its transcript path (HOME, the cwd's slug, the session id)
+        # gets the rules of cwd, which its parts are stored under already; the entropy rule of
+        # tool paths would cut a temporary directory's name and lose the transcript backstop
+        done = {k: redact.scrub(v, is_tool_output=False)[0] if isinstance(v, str) else v for k, v in done.items()}
         spool.atomic_write(paths.session_done(runtime, sid), jsonfast.dumps(done).encode())
     elif any(e["event_type"] == "session_start" for e in envelopes):
         # a resumed session is open again: a stale end marker would let syncd seal it and delete
@@ -304,13 +309,27 @@ def _capture_locked(runtime, event, payload, ctx, paths) -> None:
         os.close(lock_fd)
 
 
-def run(argv: list[str], stdin, stdout, environ=None, detach: bool | None = None) -> int:
+def _release_stdio() -> None:
+    """Point fds 0, 1 and 2 at ``/dev/null``: the runtime reads the hook's stdout and stderr to
+    their end, so once the answer is out nothing of this process or its capture child may keep
+    those pipes open (a child not yet scheduled to close them would hold the agent)."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def run(argv: list[str], stdin, stdout, environ=None, detach: bool | None = None, release_stdio: bool = False) -> int:
     """Handle one hook invocation (``argv`` as :func:`parse_argv` reads it); ``stdin`` binary,
     ``stdout`` text. Always returns 0.
 
     ``detach`` (default: fork available and ``CTXLAKE_HOOK_SYNC`` unset) runs the capture half
     in a detached child after the answer is out. With ``--async`` (the runtime does not wait)
     nothing is detached: the answer is ``{}`` at once and the capture runs in this process.
+    ``release_stdio`` (``hook.py``: this process is the hook) closes the runtime's pipes before
+    the capture child is forked (:func:`_release_stdio`).
     """
     args = parse_argv(argv)
     runtime, event_arg = args.runtime, args.event
@@ -366,6 +385,9 @@ def run(argv: list[str], stdin, stdout, environ=None, detach: bool | None = None
             if not _owned_by_sync_hook(adapter, event, payload):
                 _capture_locked(runtime, event, payload, ctx, paths)
             return 0
+        if detach and release_stdio:
+            stdout.flush()
+            _release_stdio()
         if detach and _detach_capture(runtime, event, payload, ctx, paths):
             return 0
         capture(runtime, event, payload, ctx, paths)

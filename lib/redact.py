@@ -77,7 +77,6 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass
 
 ENTROPY_MIN_LEN = 32
 """Shortest run (characters) the entropy rule looks at (docs/design.md §7)."""
@@ -106,13 +105,28 @@ _P_SSN = PLACEHOLDER_SSN.encode()
 _P_SECRET = PLACEHOLDER_SECRET.encode()
 
 
-@dataclass(frozen=True)
 class Outcome:
     """Result of scrubbing one value: ``status`` clean|redacted|quarantined, ``rules`` fired
-    (sorted tuple of rule names)."""
+    (sorted tuple of rule names). Immutable, compared and hashed by value (a plain class, not a
+    dataclass: the hook imports this module, and building a dataclass costs milliseconds)."""
 
-    status: str = "clean"
-    rules: tuple = ()
+    __slots__ = ("status", "rules")
+
+    def __init__(self, status: str = "clean", rules: tuple = ()):
+        object.__setattr__(self, "status", status)
+        object.__setattr__(self, "rules", rules)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Outcome is immutable: cannot set {name!r}")
+
+    def __eq__(self, other):
+        return (self.status, self.rules) == (other.status, other.rules) if isinstance(other, Outcome) else NotImplemented
+
+    def __hash__(self):
+        return hash((self.status, self.rules))
+
+    def __repr__(self) -> str:
+        return f"Outcome(status={self.status!r}, rules={self.rules!r})"
 
 
 CLEAN = Outcome()

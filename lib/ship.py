@@ -11,8 +11,9 @@ Per spooled session (files ``<sid>.ndjson.<n>`` oldest first, then ``<sid>.ndjso
    so a crash re-sends exactly the same bytes as the same segment number;
 3. create-only PUT ``seg-<NNNNNN>.parquet``; a 412 on a pending segment means a previous try
    landed — its bytes are compared, and the watermark advances;
-4. when ``<sid>.done`` exists and every file is consumed: create ``_SEALED``, delete the spool
-   files and ``.done``. The watermark is kept forever (a resumed session id must not restart at
+4. when ``<sid>.done`` exists and every file is consumed: reconcile the session with its
+   transcript (:mod:`lib.backstop`: what the hooks missed is appended, and shipped by 1–3 in the
+   same pass), then create ``_SEALED``, delete the spool files and ``.done``. The watermark is kept forever (a resumed session id must not restart at
    ``seg-000000``) but forgets the deleted files' identities (their inodes get reused).
 
 Quarantine records (``spool/quarantine/*.ndjson``, never values) are shipped to
@@ -24,7 +25,7 @@ import json
 import os
 import time
 
-from lib import lake, spool
+from lib import backstop, lake, spool
 from lib.envelope import sha256_hex
 from lib.store import CREATE, PreconditionFailed, retrying
 
@@ -33,12 +34,13 @@ SHIP_RUNTIMES = ("claude_code", "cursor", "hermes", "import")
 
 class ShipStats:
     """Counters of one shipping pass (all ints): envelopes, segments, sealed, dropped_lines
-    (spool lines that did not become events, each quarantined with its reason), quarantine_records,
-    errors; ``session_errors`` lists ``(session_file, message)``; ``last_quarantine_reason`` the
-    last quarantined line's file, offset and reason."""
+    (spool lines that did not become events, each quarantined with its reason), backstop_filled
+    (envelopes the transcript backstop appended), quarantine_records, errors; ``session_errors``
+    lists ``(session_file, message)``; ``last_quarantine_reason`` the last quarantined line's
+    file, offset and reason."""
 
     def __init__(self):
-        self.envelopes = self.segments = self.sealed = self.dropped_lines = 0
+        self.envelopes = self.segments = self.sealed = self.dropped_lines = self.backstop_filled = 0
         self.quarantine_records = self.errors = 0
         self.session_errors: list = []
         self.last_quarantine_reason: str | None = None
@@ -168,7 +170,22 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
                           should_stop=should_stop, observe=observe):
                 return
     if group.get("done"):
-        _maybe_seal(store, paths, runtime, group, wm, stats, log)
+        if not _all_consumed(paths, runtime, group, wm, stats, log):
+            return
+        done = _read_done(group["done"])
+        mark = _done_identity(group["done"])
+        if mark and wm.backstop != mark:
+            filled = backstop.reconcile(paths, runtime, stem, group["files"], done, fleet_id=wm.fleet_id,
+                                        agent_id=wm.agent_id, log=log)
+            stats.backstop_filled += filled
+            wm.backstop = mark
+            wm.save()
+            if filled:  # ship what the backstop appended now, so the session seals in this pass
+                group = spool.session_files(paths.runtime_spool(runtime)).get(stem, group)
+                ship_session(store, paths, runtime, stem, group, batch_rows=batch_rows, log=log, stats=stats,
+                             fleet_filter=fleet_filter, should_stop=should_stop, observe=observe)
+                return
+        _seal(store, paths, runtime, group, wm, done, stats, log)
 
 
 def _ship_file(store, paths, fh, path, runtime, wm, *, batch_rows, log, stats, should_stop, observe) -> bool:
@@ -307,12 +324,14 @@ def quarantine_lines(paths, runtime: str, path: str, ident: str, start: int, rej
         reasons=sorted({why for _, why in rejects})[:5], detail="kept under quarantine/ with their reason")
 
 
-def _maybe_seal(store, paths, runtime, group, wm, stats, log) -> None:
+def _all_consumed(paths, runtime, group, wm, stats, log) -> bool:
+    """True when every spool file of the session is shipped to its end (a torn final line a
+    crash left, older than 5 s, is quarantined and counted)."""
     for path in group["files"]:
         try:
             fh = open(path, "rb")
         except FileNotFoundError:
-            return  # rotated since the listing: not this pass
+            return False  # rotated since the listing: not this pass
         with fh:
             st = os.fstat(fh.fileno())
             ident, size = spool.identity(st), st.st_size
@@ -329,12 +348,31 @@ def _maybe_seal(store, paths, runtime, group, wm, stats, log) -> None:
                 wm.files[ident] = size
                 wm.save()
             else:
-                return  # not fully shipped yet
+                return False  # not fully shipped yet
+    return True
+
+
+def _read_done(path: str) -> dict:
+    """The end marker's contents (``{}`` when unreadable or not an object)."""
     try:
-        with open(group["done"], "rb") as fh:
+        with open(path, "rb") as fh:
             done = json.loads(fh.read() or b"{}")
     except (OSError, ValueError):
-        done = {}
+        return {}
+    return done if isinstance(done, dict) else {}
+
+
+def _done_identity(path: str) -> str | None:
+    """``dev:inode:mtime_ns`` of an end marker: the backstop runs once per marker (a resumed
+    session that ends again writes a new one)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return f"{spool.identity(st)}:{st.st_mtime_ns}"
+
+
+def _seal(store, paths, runtime, group, wm, done, stats, log) -> None:
     if wm.partition_date is None:  # a session with no envelopes at all: nothing to seal
         _cleanup(group, wm)
         return

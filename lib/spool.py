@@ -20,7 +20,6 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass, field
 
 ROTATE_BYTES = 32 << 20
 """A spool file is renamed to ``<name>.<n>`` once it reaches 32 MiB (docs/design.md §3)."""
@@ -353,7 +352,6 @@ def decode_lines(lines: list[bytes], rejects: list | None = None) -> tuple[list[
     return out, dropped
 
 
-@dataclass
 class Watermark:
     """Upload progress of one spooled session (``spool/.state/<runtime>/<session>.json``).
 
@@ -362,21 +360,25 @@ class Watermark:
     *before* the PUT, so a crash re-sends the same bytes as the same segment); ``partitions`` lists
     every date partition the session's segments went to (an event goes to the partition of its
     own ``emitted_at``; ``partition_date`` is the first of them); ``agent_id``, ``fleet_id`` and
-    ``runtime`` (of the first envelope) pin the rest of the lake key. Kept after sealing: a resumed session id must not reuse
+    ``runtime`` (of the first envelope) pin the rest of the lake key; ``backstop`` names the end
+    marker (``dev:inode:mtime_ns``) the transcript backstop last ran for (:mod:`lib.backstop`). Kept after sealing: a resumed session id must not reuse
     ``seg-000000`` (reference bug 12.2 #19).
     """
 
-    path: str
-    files: dict = field(default_factory=dict)
-    next_seg: int = 0
-    pending: dict | None = None
-    partition_date: str | None = None
-    partitions: list = field(default_factory=list)
-    agent_id: str | None = None
-    fleet_id: str | None = None
-    runtime: str | None = None
-    sealed: bool = False
-    dropped_lines: int = 0
+    # a plain class, not a dataclass: the hook imports this module, and building a dataclass
+    # costs it milliseconds at every start
+
+    def __init__(self, path: str, files: dict | None = None, next_seg: int = 0, pending: dict | None = None,
+                 partition_date: str | None = None, partitions: list | None = None, agent_id: str | None = None,
+                 fleet_id: str | None = None, runtime: str | None = None, sealed: bool = False,
+                 dropped_lines: int = 0, backstop: str | None = None):
+        self.path, self.files, self.next_seg, self.pending = path, {} if files is None else files, next_seg, pending
+        self.partition_date, self.partitions = partition_date, [] if partitions is None else partitions
+        self.agent_id, self.fleet_id, self.runtime = agent_id, fleet_id, runtime
+        self.sealed, self.dropped_lines, self.backstop = sealed, dropped_lines, backstop
+
+    def __repr__(self) -> str:
+        return f"Watermark({self.path!r}, next_seg={self.next_seg}, files={self.files!r}, pending={self.pending!r})"
 
     @classmethod
     def load(cls, path: str) -> "Watermark":
@@ -398,14 +400,15 @@ class Watermark:
                    pending=data.get("pending"), partition_date=data.get("partition_date"),
                    partitions=list(data.get("partitions") or ([data["partition_date"]] if data.get("partition_date") else [])),
                    agent_id=data.get("agent_id"), fleet_id=data.get("fleet_id"), runtime=data.get("runtime"),
-                   sealed=bool(data.get("sealed")), dropped_lines=int(data.get("dropped_lines", 0)))
+                   sealed=bool(data.get("sealed")), dropped_lines=int(data.get("dropped_lines", 0)),
+                   backstop=data.get("backstop"))
 
     def save(self) -> None:
         """Write atomically (temp file, fsync, rename)."""
         data = {"files": self.files, "next_seg": self.next_seg, "pending": self.pending,
                 "partition_date": self.partition_date, "partitions": self.partitions, "agent_id": self.agent_id,
                 "fleet_id": self.fleet_id, "runtime": self.runtime, "sealed": self.sealed, "dropped_lines": self.dropped_lines,
-                "updated_at": time.time()}
+                "backstop": self.backstop, "updated_at": time.time()}
         atomic_write(self.path, json.dumps(data, sort_keys=True).encode())
 
 

@@ -204,7 +204,8 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
     the same id as the import of the transcript's call; PreToolUse: its own), ``prompt_id``
     (UserPromptSubmit, Stop), the session id (the first SessionStart, SessionEnd); a
     PostToolUse is placed at the call's start (now − ``duration_ms``), where the transcript's
-    ``tool_use`` record is."""
+    ``tool_use`` record is. A turn's events carry ``turn_id`` = ``prompt_id``, as the import of
+    the transcript gives them."""
     import time
 
     from lib.clock import format_time
@@ -223,6 +224,7 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
         if info:
             common.update(repo=info.get("repo_id"), branch=info.get("branch"), git_sha=info.get("git_sha"))
     now = time.time()
+    turn = {"turn_id": payload["prompt_id"]} if isinstance(payload.get("prompt_id"), str) and payload["prompt_id"] else {}
     if etype == "session_start":
         first = payload.get("source") in (None, "", "startup")
         return [builder.make("session_start", injected_context=ctx.injected, emitted_at=format_time(now),
@@ -234,8 +236,9 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
         kind = user_kind(text) if text else "typed"
         eid = ids("prompt", payload.get("prompt_id"))
         if kind == "typed":
-            return [builder.make("prompt", role="user", content=text, event_id=eid, **common)]
-        return [builder.make("context", role="user", content=text, event_id=eid, fields={"user_kind": kind}, **common)]
+            return [builder.make("prompt", role="user", content=text, event_id=eid, **turn, **common)]
+        return [builder.make("context", role="user", content=text, event_id=eid, fields={"user_kind": kind},
+                             **turn, **common)]
     if etype == "tool_call":
         tid = payload.get("tool_use_id")
         tool = {"name": payload.get("tool_name") or "unknown", "input": payload.get("tool_input"),
@@ -246,7 +249,7 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
             tool["duration_ms"] = int(dur)
         if event == "PreToolUse":
             return [builder.make("tool_call", tool=tool, message_id=tid, event_id=ids("tool_pre", tid),
-                                 emitted_at=format_time(now), **common)]
+                                 emitted_at=format_time(now), **turn, **common)]
         if event == "PostToolUse":
             tool["result"] = payload.get("tool_response")
             tool["exit_code"] = 0
@@ -258,7 +261,7 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
             emitted = now - tool["duration_ms"] / 1000.0
             fields["observed_at"] = format_time(now)
         return [builder.make("tool_call", tool=tool, message_id=tid, event_id=ids("tool", tid),
-                             emitted_at=format_time(emitted), fields=fields, **common)]
+                             emitted_at=format_time(emitted), fields=fields, **turn, **common)]
     if etype == "compact":
         text = payload.get("custom_instructions") or None
         trigger = payload.get("trigger") if isinstance(payload.get("trigger"), str) else None
@@ -272,6 +275,7 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
             eid = ids("subagent_stop", payload["agent_id"])
         else:
             eid = ids("stop", payload.get("prompt_id"))
+            extra.update(turn)
         return [builder.make("assistant", role="assistant", content=text if isinstance(text, str) else None,
                              event_id=eid, **extra, **common)]
     return [builder.make("session_end", content=payload.get("reason") if isinstance(payload.get("reason"), str) else None,

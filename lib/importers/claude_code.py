@@ -24,7 +24,10 @@ with each event's id from :func:`lib.identity.event_id` (docs/architecture.md "E
   with no session id whose leaf is not in the file titles the file's first session) → the
   session's ``title`` (a custom title wins over an AI title, which wins over a summary),
   carried by its ``session_end``.
-- ``isSidechain`` records (sub-agents) are marked ``turn_id = "sidechain:<agentId>"``.
+- ``isSidechain`` records (sub-agents) are marked ``turn_id = "sidechain:<agentId>"``; every
+  other event of a turn carries ``turn_id`` = the turn's prompt id (``promptId`` of the user
+  records since the turn's prompt, which a hook payload carries as ``prompt_id``), so the
+  transcript backstop (:mod:`lib.backstop`) can tell which turn a missed Stop ended.
 - Everything else (progress, file-history-snapshot, queue-operation, other system records,
   types from newer versions) is skipped.
 
@@ -225,6 +228,7 @@ def iter_envelopes(path: str, *, fleet_id: str, agent_id: str, result: ImportRes
     pending: dict = {}  # (sid, tool_use_id) -> the call, until its result comes
     open_msgs: dict = {}  # (sid, message id) -> {"ts", "texts", "common", "version"}
     prompt_ids: set = set()
+    turns: dict = {}  # sid -> promptId of the turn in progress
     prev_ts = None
 
     def builder(sid: str) -> Builder:
@@ -258,6 +262,11 @@ def iter_envelopes(path: str, *, fleet_id: str, agent_id: str, result: ImportRes
             m["runtime_version"] = version
         if rec.get("isSidechain"):
             common["turn_id"] = f"sidechain:{rec.get('agentId') or 'unknown'}"
+        else:
+            if rtype == "user" and _str(rec.get("promptId")):
+                turns[sid] = rec["promptId"]
+            if turns.get(sid):
+                common["turn_id"] = turns[sid]
         uid = str(rec.get("uuid") or f"line:{idx}")
         msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
         content = msg.get("content")

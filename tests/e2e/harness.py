@@ -111,6 +111,22 @@ class Fleet:
         name = f"{session_id}.ndjson*" if session_id else "*.ndjson*"
         return read_ndjson(os.path.join(self.home, "spool", runtime, name))
 
+    def syncd_pass(self) -> dict:
+        """``syncd --once --json``: the pass summary (``backstop_filled``: envelopes the
+        transcript backstop appended)."""
+        r = self.run([PYTHON, os.path.join(ROOT, "syncd.py"), "--once", "--json"], cwd=self.base)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return json.loads(r.stdout)
+
+    def lake_events(self, session_id: str) -> list[dict]:
+        """The envelopes of ``session_id`` in the fleet's table (after ``maint --once``): one row
+        per identity, as every reader sees them."""
+        from lib import lake
+        from lib.store import open_store
+
+        store = open_store("file://" + os.path.join(self.home, "lake"))
+        return lake.session_envelopes(store, FLEET_ID, [session_id])[session_id]
+
     def mcp_records(self) -> list[dict]:
         return read_ndjson(os.path.join(self.home, "spool", "mcp", "*.ndjson*"))
 
@@ -202,9 +218,12 @@ class ClaudeAgent(Agent):
                      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", **env)
         return [runtimes.claude_bin(), "-p", prompt, "--permission-mode", "bypassPermissions", "--output-format", "json"], e
 
-    def run(self, model, route: str, prompt: str, **env) -> dict:
-        """``claude -p <prompt>`` in the project against ``model`` on ``route``; the result JSON."""
+    def run(self, model, route: str, prompt: str, resume: str | None = None, **env) -> dict:
+        """``claude -p <prompt>`` in the project against ``model`` on ``route`` (``resume``: a
+        session id, ``--resume``: the session goes on under the same id); the result JSON."""
         argv, e = self._argv_env(model, route, prompt, env)
+        if resume:
+            argv += ["--resume", resume]
         r = self.fleet.timed(f"claude:{self.name}", subprocess.run, argv, cwd=self.project, env=e,
                              capture_output=True, text=True, timeout=RUN_TIMEOUT)
         return self._result(r.returncode, r.stdout, r.stderr)

@@ -20,6 +20,7 @@ import os
 
 import pytest
 
+from lib.adapters import claude_code
 from tests.e2e import capture, runtimes
 from tests.e2e.fake_model import result_text, text, tool, tool_result
 from tests.e2e.harness import ROOT, ClaudeAgent, Fleet
@@ -28,6 +29,7 @@ AGENT = "cc-alice"
 CLAIM = "In the demo repository, echo hello writes out.txt in the repository root."
 FIRED = {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"}
 FAILING = "ls does-not-exist"
+_FINAL = "Fixed: main() returns 2; out.txt written; one command failed."
 
 
 def _session_one(project: str) -> list:
@@ -48,7 +50,7 @@ def _session_one(project: str) -> list:
         [tool("mcp__ctxlake__fleet_status", {})],
         [tool("Bash", {"command": FAILING, "description": "a command that fails"})],
         propose,
-        [text("Fixed: main() returns 2; out.txt written; one command failed.")],
+        [text(_FINAL)],
     ]
 
 
@@ -66,8 +68,9 @@ def run(claude_bin, model, tmp_path_factory, scenario_timer):
         with open(os.path.join(fleet.home, "spool", "claude_code", first["session_id"] + ".done")) as fh:
             done_first = json.load(fh)
         mcp_first = fleet.mcp_records()  # syncd drains and reclaims the MCP spool
-        fleet.syncd_once()
+        pass_first = fleet.syncd_pass()
         fleet.maint_once()
+        lake_first = fleet.lake_events(first["session_id"])
         from lib import claims
 
         approved = fleet.ctxlake("claims", "--approve", claims.claim_id("preference", CLAIM))
@@ -81,6 +84,7 @@ def run(claude_bin, model, tmp_path_factory, scenario_timer):
         out = {"fleet": fleet, "agent": agent, "installed": installed, "model_url": model.url, "first": first, "second": second,
                "recorded_first": recorded_first, "recorded": agent.recorded(), "spool_first": spool_first,
                "done_first": done_first, "mcp_first": mcp_first,
+               "pass_first": pass_first, "lake_first": lake_first,
                "briefing": briefing, "s1": model.bodies("s1"), "s2": model.bodies("s2")}
     if capture.capturing():
         _save_capture(out)
@@ -122,11 +126,11 @@ def test_every_hook_event_the_cli_fired_is_in_the_spool_with_its_mapping(run):
     assert fleet.hook_errors() == ""
     spooled = run["spool_first"]
     assert all(e["agent_id"] == AGENT and e["fleet_id"] == "e2e" and e["runtime"] == "claude_code" for e in spooled)
-    expected_types = {"SessionStart": "session_start", "UserPromptSubmit": "prompt", "PreToolUse": "tool_call",
-                      "PostToolUse": "tool_call", "PostToolUseFailure": "tool_call", "Stop": "assistant",
-                      "SessionEnd": "session_end"}
-    assert [e["event_type"] for e in spooled] == [expected_types[p["hook_event_name"]] for p in recorded]
-    for p, e in zip(recorded, spooled):
+    captured, missed = _align(recorded, spooled)
+    assert all(p["hook_event_name"] not in claude_code.SYNC_EVENTS for p in missed), \
+        "only an async hook may miss (Claude Code ends the ones still running at exit)"
+    assert len(captured) == len(spooled), "every spooled envelope is a recorded event"
+    for p, e in captured:
         assert e["session_id"] == sid and e["cwd"] == p["cwd"]
         if p["hook_event_name"] == "UserPromptSubmit":
             assert e["content"] == p["prompt"] == "Fix the app so main() returns 2, and note what you learn."
@@ -144,6 +148,49 @@ def test_every_hook_event_the_cli_fired_is_in_the_spool_with_its_mapping(run):
     ids = [p["tool_use_id"] for p in recorded if p["hook_event_name"] == "PreToolUse"]
     assert ids == [f"toolu_e2e_s1_t{i}_0" for i in range(7)]
     assert run["done_first"] == {"event": "SessionEnd", "transcript_path": run["agent"].transcript(sid)}
+
+
+EXPECTED_TYPES = {"SessionStart": "session_start", "UserPromptSubmit": "prompt", "PreToolUse": "tool_call",
+                  "PostToolUse": "tool_call", "PostToolUseFailure": "tool_call", "Stop": "assistant",
+                  "SessionEnd": "session_end"}
+
+
+def _align(recorded: list[dict], spooled: list[dict]) -> tuple[list, list]:
+    """``(pairs (payload, envelope), payloads with no envelope)``: the recorded payloads walked in
+    order against the spool (an async capture may land after a later event's, so each payload is
+    matched with the first unmatched envelope of its type and tool-use id)."""
+    free = list(spooled)
+    pairs, missed = [], []
+    for p in recorded:
+        etype = EXPECTED_TYPES[p["hook_event_name"]]
+        tid = p.get("tool_use_id")
+        hit = next((e for e in free if e["event_type"] == etype and e.get("message_id") == tid), None)
+        if hit is None:
+            missed.append(p)
+        else:
+            free.remove(hit)
+            pairs.append((p, hit))
+    return pairs, missed
+
+
+def test_what_a_hook_missed_at_exit_the_transcript_backstop_filled_in(run):
+    """Claude Code ends an async hook still running when ``claude -p`` exits (often the Stop):
+    syncd's seal reconciled the transcript, and the lake has every recorded event once."""
+    _, missed = _align([x["payload"] for x in run["recorded_first"]], run["spool_first"])
+    rows = run["lake_first"]
+    imported = [e for e in rows if e.get("imported")]
+    # a missed PreToolUse is no event of its own to fill: the call is one event with its result
+    fillable = [p for p in missed if p["hook_event_name"] != "PreToolUse"]
+    assert run["pass_first"]["backstop_filled"] == len(imported) == len(fillable), (missed, imported)
+    print(f"\nbackstop filled {len(imported)} event(s) the hooks missed: {[e['event_type'] for e in imported]}")
+    ends = [e for e in rows if e["event_type"] == "assistant" and e.get("content") == _FINAL]
+    assert len(ends) == 1, "the turn's end once, from the Stop hook or from the transcript"
+    for p in run["recorded_first"]:
+        tid = p["payload"].get("tool_use_id")
+        if p["payload"]["hook_event_name"] in ("PostToolUse", "PostToolUseFailure"):
+            assert [e["tool"]["name"] for e in rows if e.get("message_id") == tid and "exit_code" in e["tool"]] \
+                == [p["payload"]["tool_name"]]
+    assert len({e["event_id"] for e in rows}) == len(rows)
 
 
 def test_the_mcp_call_went_through_our_server_and_its_result_reached_the_model(run):
