@@ -30,10 +30,8 @@ see. Idempotent: an event filled once is in the spool (or the ``.reconciled`` id
 from __future__ import annotations
 
 import json
-import os
 
 from lib import envelope, identity, spool
-from lib.paths import safe_segment
 
 FILL_TYPES = ("session_start", "prompt", "tool_call", "session_end")
 """Event types filled as the import gives them (their ids match the hook's)."""
@@ -47,11 +45,6 @@ def _importer(runtime: str):
 
         return iter_envelopes
     return None
-
-
-def reconciled_path(paths, runtime: str, stem: str) -> str:
-    """``spool/.state/<runtime>/<session file stem>.reconciled``: the ids a seal reconciled."""
-    return os.path.join(paths.state_dir, safe_segment(runtime), stem + ".reconciled")
 
 
 def captured_ids(files: list[str], session_id: str) -> tuple[set, dict]:
@@ -135,7 +128,7 @@ def reconcile(paths, runtime: str, stem: str, files: list[str], done: dict, *, f
         return 0
     sid = unquote(stem)
     have, first = captured_ids(files, sid)
-    rpath = reconciled_path(paths, runtime, stem)
+    rpath = paths.reconciled(runtime, stem)
     have |= _load_reconciled(rpath)
     fleet_id, agent_id = fleet_id or first.get("fleet_id"), agent_id or first.get("agent_id")
     if not (fleet_id and agent_id):
@@ -152,7 +145,7 @@ def reconcile(paths, runtime: str, stem: str, files: list[str], done: dict, *, f
     for env in filled:
         spool.append(target, envelope.dumps(env))
     for rec in quarantine:
-        spool.append(os.path.join(paths.quarantine_spool, f"{fleet_id}.ndjson"), json.dumps(rec) + "\n")
+        spool.append(paths.quarantine_spool_file(fleet_id), json.dumps(rec) + "\n")
     spool.atomic_write(rpath, "".join(i + "\n" for i in sorted(have)).encode())
     log("transcript_reconciled", session=f"{runtime}/{stem}", filled=len(filled),
         by_type={t: sum(1 for e in filled if e["event_type"] == t) for t in sorted({e["event_type"] for e in filled})})

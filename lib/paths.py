@@ -182,6 +182,11 @@ class Paths:
         (``stem``: the spool file name without ``.ndjson``, already a safe segment)."""
         return os.path.join(self.state_dir, safe_segment(runtime), stem + ".json")
 
+    def reconciled(self, runtime: str, stem: str) -> str:
+        """``spool/.state/<runtime>/<stem>.reconciled``: the event ids a seal's transcript
+        backstop reconciled (:mod:`lib.backstop`), so a resumed session is not filled twice."""
+        return os.path.join(self.state_dir, safe_segment(runtime), stem + ".reconciled")
+
     def unmapped_marker(self, runtime: str, event: str) -> str:
         """``spool/.state/unmapped/<runtime>-<event>``: an event the adapter does not map was
         logged once (the hook does not log it again)."""

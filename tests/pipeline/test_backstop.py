@@ -17,7 +17,7 @@ import shutil
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lib import backstop, hookproc, identity, lake, ship
+from lib import hookproc, identity, lake, ship
 from lib.paths import Paths
 from lib.store.file import FileStore
 from tests.conftest import FIXTURES
@@ -115,7 +115,7 @@ def test_a_resumed_session_is_not_refilled_from_its_earlier_part(tmp_path):
     host.hook(PAYLOADS[-1])
     stats = host.ship()
     assert stats.backstop_filled == 0 and stats.sealed == 1
-    assert os.path.exists(backstop.reconciled_path(host.paths, "claude_code", SID))
+    assert os.path.exists(host.paths.reconciled("claude_code", SID))
 
 
 def test_a_transcript_that_is_gone_fills_nothing_and_the_session_still_seals(tmp_path):
