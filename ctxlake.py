@@ -560,6 +560,47 @@ def cmd_query(args, cfg, out) -> int:
     return 0
 
 
+def cmd_migrate(args, cfg, out) -> int:
+    """Move the compacted lake from the old ``gen=<hash>`` layout into the fleet's Delta table,
+    once (docs/lake.md "Migration"). Idempotent: with no old layout left it changes nothing.
+
+    The migration is the first maintenance pass's (``maint --once`` does it too): this runs one,
+    under the maintenance lease, so it never races maint. ``--json`` prints
+    ``{"migrated": <old objects deleted>, "pending_before": <old objects found>, "table_version",
+    "already_done": bool}``. Example: ``ctxlake migrate --json``
+    """
+    import maint
+    from lib import lake
+    from lib.store import open_store
+
+    store = open_store(cfg.store, live=cfg.live_store)
+    pending = len(lake.legacy_keys(store, cfg.fleet_id))
+    report = {"fleet": cfg.fleet_id, "pending_before": pending, "migrated": 0, "already_done": not pending}
+    if pending:
+        summary = maint.run_once(cfg, store, lambda *a, **k: None)
+        if not summary.get("ran"):
+            raise Failure("refused", f"migrate: {summary.get('message')}; the pass holding the maintenance lease migrates "
+                                "the lake itself — run `ctxlake migrate` again after it to check")
+        if summary.get("lake_error") or summary.get("fenced"):
+            raise Failure("store", f"migrate: the lake was not migrated ({summary.get('lake_error') or summary.get('message')}); "
+                                   "nothing of the old layout was deleted, run it again once that is fixed")
+        report["migrated"] = summary.get("migrated") or 0
+    try:
+        table = lake.open_table(store, cfg.fleet_id)
+    except lake.TableError as exc:
+        raise Failure("store", f"migrate: {exc}") from None
+    report["table_version"] = table.version() if table is not None else None
+    if args.json:
+        out.write(json.dumps(report, sort_keys=True) + "\n")
+    elif report["already_done"]:
+        out.write(f"migrate: nothing to migrate for fleet {cfg.fleet_id}: no gen=<hash> layout left "
+                  f"(Delta table version {report['table_version']})\n")
+    else:
+        out.write(f"migrate: fleet {cfg.fleet_id}: the gen=<hash> layout is in the Delta table "
+                  f"(version {report['table_version']}); {report['migrated']} old object(s) deleted\n")
+    return 0
+
+
 def cmd_demo(args, cfg, out) -> int:
     """Run the whole pipeline on real fixtures in a temporary home (embedded file:// store).
 
@@ -811,6 +852,8 @@ def _main(argv: list[str], out, err) -> int:
     s = sub.add_parser("query", help=_help(cmd_query))
     s.add_argument("sql")
     s.add_argument("--json", action="store_true")
+    s = sub.add_parser("migrate", help=_help(cmd_migrate))
+    s.add_argument("--json", action="store_true")
     s = sub.add_parser("demo", help=_help(cmd_demo))
     s.add_argument("--fixtures", help="fixtures folder (default: tests/fixtures)")
     s.add_argument("--keep", action="store_true", help="keep the temporary home")
@@ -848,7 +891,7 @@ def _main(argv: list[str], out, err) -> int:
         err.write(f"ctxlake: note: no config at {config.config_file_path()}: fleet 'default', store {cfg.store}; "
                   "`ctxlake init` chooses them\n")
     return {"init": cmd_init, "status": cmd_status, "sessions": cmd_sessions, "import": cmd_import,
-            "install": cmd_install, "uninstall": cmd_uninstall, "query": cmd_query, "demo": cmd_demo,
+            "install": cmd_install, "uninstall": cmd_uninstall, "query": cmd_query, "migrate": cmd_migrate, "demo": cmd_demo,
             "claims": cmd_claims, "lease": cmd_lease}[args.verb](args, cfg, out)
 
 

@@ -111,6 +111,8 @@ def real_text_false_positives(max_files: int) -> dict:
         check("kept:image_base64_" + ("wrapped" if label.endswith("wrapped") else "one_line"), text)
     for line in real_text.checksums_uuids_paths():
         check("kept:checksum_uuid_path", line)
+    for text in real_text.conversation_strings():
+        check("locomo_conversation_strings", text)
     for row in cats.values():
         row["rate"] = row["fp"] / row["n"] if row["n"] else 0.0
         row["rules"] = dict(row["rules"])

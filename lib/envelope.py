@@ -168,7 +168,10 @@ class Builder:
         if role:
             env["role"] = role
         if content is not None and content != "":
-            text, out = redact.scrub(truncate(strip_ansi(to_text(content))), is_tool_output=False)
+            # prompts and assistant text get the entropy rule too (issue #17: a key pasted in a
+            # prompt becomes the digest's summary line in every agent's briefing); measured on
+            # real prose (fixture transcripts, LoCoMo) in bench/redact_corpus.py
+            text, out = redact.scrub(truncate(strip_ansi(to_text(content))), is_tool_output=True)
             outcomes.append(out)
             self._note(out, "content", eid, content)
             env["content"] = text

@@ -32,6 +32,7 @@ collision and never qualifies. Only claims with
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -49,7 +50,7 @@ FUSION_ALPHA = 0.7
 :data:`FUSION_ALPHAS` or this default. Measured on pooled LoCoMo (``bench/memory_eval.py``): with
 WordLlama, hit@5 0.697 → 0.704 and MRR@10 0.566 → 0.578 over RRF, because RRF throws away how far
 apart two candidates' scores are."""
-FUSION_ALPHAS = {embed.WORDLLAMA_ID: 0.7, embed.MINILM_ID: 0.7}
+FUSION_ALPHAS = {embed.WORDLLAMA_ID: 0.5, embed.MINILM_ID: 0.7}
 """Per semantic embedder, the fusion weight α: tuned by ``bench/memory_eval.py`` on the questions of
 five LoCoMo conversations and reported on the other five (docs/memory.md)."""
 
@@ -84,6 +85,7 @@ def _filters(subject: str | None, claim_type: str | None, args: list) -> tuple[l
     return where, args
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """Crude suffix stripping (``configuration``/``configure``/``config`` meet) for the word-overlap
     rule; FTS5's porter stemmer does the ranking, this only decides relevance."""
@@ -99,6 +101,8 @@ MAX_ENTITY_WORDS = 3
 """Longest subject (in words) that :meth:`SnapshotReader.entities` treats as a name."""
 RANK_DF_BUDGET = 2000
 """Most FTS5 matches one query ranks by bm25 (see :meth:`SnapshotReader.search`)."""
+_BLOB_CHUNK = 8 << 20
+"""Bytes read at a time from the shipped ``claim_index`` matrix (:meth:`DenseIndex._from_shipped`)."""
 COSINE_SCAN_CAP = 10_000
 """Most embedding postings one query reads (see :meth:`VectorIndex.search`)."""
 
@@ -316,33 +320,41 @@ class DenseIndex:
     @classmethod
     def _from_shipped(cls, conn: sqlite3.Connection, embedder_id: str) -> "DenseIndex | None":
         """The index maint shipped in the snapshot's ``claim_index`` table
-        (:func:`lib.snapshot.vector_index_rows`): one read and a zero-copy view instead of
-        decoding a blob per claim. ``None`` when the table is absent or its row for
+        (:func:`lib.snapshot.vector_index_rows`): one blob streamed into the final matrix
+        (8 MiB at a time) instead of decoding a blob per claim. ``None`` when the table is absent or its row for
         ``embedder_id`` is inconsistent (sizes that do not add up): the caller builds from
         ``claims`` instead."""
         import numpy as np
 
         try:
-            row = conn.execute("SELECT dim, n, ids, subjects, types, matrix FROM claim_index WHERE embedder = ?",
-                               (embedder_id,)).fetchone()
+            row = conn.execute("SELECT rowid, dim, n, ids, subjects, types, length(matrix), typeof(matrix) "
+                               "FROM claim_index WHERE embedder = ?", (embedder_id,)).fetchone()
         except sqlite3.Error:
             return None
         if row is None:
             return None
-        dim, n, ids, subjects, types, matrix = (row[i] for i in range(6))
-        if not (isinstance(dim, int) and isinstance(n, int) and dim > 0 and n > 0 and isinstance(matrix, bytes)
-                and len(matrix) == n * dim * 4 and all(isinstance(t, str) for t in (ids, subjects, types))):
+        rowid, dim, n, ids, subjects, types, size, kind = (row[i] for i in range(8))
+        if not (isinstance(dim, int) and isinstance(n, int) and dim > 0 and n > 0 and kind == "blob"
+                and size == n * dim * 4 and all(isinstance(t, str) for t in (ids, subjects, types))):
             return None
         id_list, subj_list, type_list = ids.split("\n"), subjects.split("\n"), types.split("\n")
         if not len(id_list) == len(subj_list) == len(type_list) == n:
             return None
+        matrix = np.empty((n, dim), dtype="<f4")
+        flat = matrix.reshape(-1).view(np.uint8)
+        try:  # streamed into the final array: peak memory is the matrix plus one chunk, not twice it
+            with conn.blobopen("claim_index", "matrix", rowid, readonly=True) as blob:
+                for start in range(0, size, _BLOB_CHUNK):
+                    chunk = blob.read(_BLOB_CHUNK)
+                    flat[start:start + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
+        except sqlite3.Error:
+            return None
         idx = cls(embedder_id)
         idx.ids = id_list
-        idx.matrix = np.frombuffer(matrix, dtype="<f4").reshape(n, dim)
+        idx.matrix = matrix
         for values, codes_attr, table in ((subj_list, "subjects", idx.subject_code), (type_list, "types", idx.type_code)):
-            uniq, inverse = np.unique(np.array(values, dtype=object).astype(str), return_inverse=True)
-            table.update({str(u): i for i, u in enumerate(uniq)})
-            setattr(idx, codes_attr, inverse.astype(np.int32))
+            codes = [table.setdefault(v, len(table)) for v in values]  # a dict pass: no object-array sort
+            setattr(idx, codes_attr, np.fromiter(codes, dtype=np.int32, count=n))
         return idx
 
     def __len__(self) -> int:
@@ -567,10 +579,12 @@ class SnapshotReader:
         usable = [e for e in embedders if embed.get(e)]
         cos: list[tuple[str, float]] = []
         ranking = "fts5 bm25 only"
+        qvec = None
         if usable:
             eid = usable[0]
             try:
-                cos, exact = self.vector_index(eid).search(embed.get(eid)(query), pool, subject, claim_type,
+                qvec = embed.get(eid)(query)  # once per search: a MiniLM query costs ~20 ms of CPU
+                cos, exact = self.vector_index(eid).search(qvec, pool, subject, claim_type,
                                                            exact_rows=self.embeddings_by_id, prefer=named)
                 ranking = f"rrf(fts5 bm25, cosine {eid})" if exact else \
                     f"rrf(fts5 bm25, cosine {eid} over the {COSINE_SCAN_CAP} most-contributing postings)"
@@ -611,13 +625,12 @@ class SnapshotReader:
         if semantic:  # FTS-only candidates get their cosine too, for the mixed rule
             missing = [cid for cid in fts_ids if cid not in cos_of]
             if missing:
-                qvec = embed.get(usable[0])(query)
+                import numpy as np  # a semantic embedder's dense index has loaded it already
+
+                q = np.asarray(qvec, dtype="<f4")
                 for cid, blob in self.embeddings_by_id(missing).items():
-                    try:
-                        vec = embed.from_blob(blob, len(qvec))
-                        cos_of[cid] = sum(x * y for x, y in zip(qvec, vec))
-                    except ValueError:
-                        continue
+                    if len(blob) == 4 * len(q):  # a blob of another size is not this embedder's
+                        cos_of[cid] = float(np.frombuffer(blob, dtype="<f4") @ q)
         qstems = {stem(t) for t in terms}
         name_stems = {stem(t) for n in named for t in embed.tokens(n)}
         content = (qstems - name_stems) or qstems  # a name is not evidence of relevance, unless it is all there is

@@ -415,10 +415,11 @@ _FOUND_MARKERS = [
     (b"ABSK", "aws_bedrock_api_key", _Lazy(rb"ABSK[A-Za-z0-9+/]{109,269}")),
     (b"bedrock-api-key-", "aws_bedrock_api_key", _Lazy(rb"bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=]{0,2000}")),
 ]
-_K8S_SECRET = _Lazy(rb"kind:[ \t]*[\"']?secret(?![a-z0-9_-])")
-_K8S_DATA_VALUE = _Lazy(rb"[\w.-]+:(?:[ \t]*[|>][-+]?)?[\s]*[\"']?([A-Za-z0-9+/]{10,}={0,3})(?![A-Za-z0-9+/=])")
+_K8S_SECRET = _Lazy(rb"kind:(?:[ \t]|\\t)*(?:\\?[\"'])?secret(?![a-z0-9_-])")
+_K8S_DATA_VALUE = _Lazy(rb"[\w.-]+:(?:(?:[ \t]|\\t)*[|>][-+]?)?(?:\s|\\[tnr])*(?:\\?[\"'])?([A-Za-z0-9+/]{10,}={0,3})(?![A-Za-z0-9+/=])")
 """``kind: Secret`` and, within 300 bytes, ``data:``: each ``name: <base64>`` after it (4 KiB) is
 a secret's value (gitleaks ``kubernetes-secret-yaml``)."""
+_AUTHRESS = _Lazy(rb"(?:(?<![A-Za-z0-9_])|(?<=\\[ntr]))(?:sc|ext|scauth|authress)_[a-z0-9]{5,30}\.[a-z0-9]{4,6}\.acc[_-][a-z0-9-]{10,32}\.[A-Za-z0-9+/_=-]{30,120}")
 _OPENSHIFT = _Lazy(rb"sha256~[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")
 _FACEBOOK_APP_TOKEN = _Lazy(rb"(?<![0-9])[0-9]{15,16}(?:\||%7[Cc]|%)([0-9a-zA-Z_-]{27,40})(?![0-9a-zA-Z_-])")
 """A Facebook app access token, ``<app id>|<app secret>`` (15–16 digit id; gitleaks
@@ -457,7 +458,7 @@ _PEM_PRIVATE = _Lazy(rb"-----BEGIN[A-Z0-9 _-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
 # KeywordDetector do): a name that means secret, an assignment operator, then a value only the
 # name identifies. Keywords are found with bytes.find over the lower-cased text; the name around
 # the keyword and the value after the operator are then read with one anchored regex.
-_KEYWORDS = (b"key", b"token", b"secret", b"pass", b"pwd", b"auth", b"cred")
+_KEYWORDS = (b"key", b"token", b"secret", b"pass", b"pwd", b"auth", b"cred", b"contribsys__com")
 """Substrings that make a name mean secret (gitleaks ``generic-api-key`` keywords: access, auth,
 api, credential, creds, key, passwd/password, secret, token; ``access``/``api`` names always
 hold one of ours: ``api_key``, ``access_token``)."""
@@ -533,7 +534,7 @@ _KEYWORD_REST = {b"pass": _Lazy(rb"(?:word|wd|phrase)?"), b"cred": _Lazy(rb"(?:e
 """The rest of the word a keyword stem begins (``pass`` → ``password``): the ≤ 20 characters of
 name that may follow a keyword are counted after it, as gitleaks counts them after
 ``password``/``credential`` (``administrator_login_password_prod = ...``)."""
-_XML_VALUE = _Lazy(rb"[A-Za-z0-9_.-]{0,20}\\?\"[ \t]*value[ \t]*=[ \t]*\\?\"([^\"\\\n]{1,256})\\?\"")
+_XML_VALUE = _Lazy(rb"[A-Za-z0-9_.-]{0,20}\\?\"(?:[ \t]|\\t)*value(?:[ \t]|\\t)*=(?:[ \t]|\\t)*\\?\"([^\"\\\n]{1,256})\\?\"")
 """An XML setting whose ``key`` attribute names the secret and whose ``value`` holds it
 (gitleaks ``nuget-config-password``)."""
 _QUOTE_NEAR = _Lazy(rb"[\"'`]")
@@ -544,10 +545,11 @@ _DIGIT_GROUPS = _Lazy(rb"[0-9]+")
 _HEXISH = _Lazy(rb"[0-9a-fA-F-]{16,}")
 
 
-def _keyed_name_ok(low: bytes, ks: int, ke: int) -> bool:
+def _keyed_name_ok(low: bytes, ks: int, ke: int, provider: bool = False) -> bool:
     """Whether the name around the keyword ``low[ks:ke]`` means secret: the word before it and
     the word after it (split on ``_ . -``, a JSON escape ends the name) are not on the
-    not-secret lists."""
+    not-secret lists. A provider name (``provider``) is judged by the word after it only:
+    ``x`` glued before ``kraken`` does not make ``xkraken`` an identifier as it does ``xauth``."""
     i = ks
     while i > 0 and ks - i < 50 and low[i - 1] in _NAME_CH and not (i >= 2 and low[i - 2] == 92):
         i -= 1
@@ -556,7 +558,7 @@ def _keyed_name_ok(low: bytes, ks: int, ke: int) -> bool:
         word = _NAME_SPLIT.split(before)[-1]  # letters glued to the keyword: "apikey", "bypass"
     else:
         word = _NAME_SPLIT.split(before.rstrip(b"_.-"))[-1] if before else b""
-    if word in _NOT_SECRET_BEFORE:
+    if word in _NOT_SECRET_BEFORE and not provider:
         return False
     j = ke
     while j < len(low) and j - ke < 24 and low[j] in _NAME_CH:
@@ -613,7 +615,7 @@ def _keyed_at(sc: "_Scan", ks: int, ke: int, kind: bytes) -> int:
     x = _XML_VALUE.match(b, ke)
     if x is not None:  # <add key="ClearTextPassword" value="..."/> (NuGet.config, app.config)
         v = x.group(1)
-        if _keyed_name_ok(low, ks, ke) and _keyed_value(v, kind in (b"pass", b"pwd"), kind == b"provider"):
+        if _keyed_name_ok(low, ks, ke, kind == b"provider") and _keyed_value(v, kind in (b"pass", b"pwd"), kind == b"provider"):
             sc.span(x.start(1), x.end(1), _P, "password_assignment" if kind in (b"pass", b"pwd") else "keyed_secret")
         return x.end()
     m = _KEYED_TAIL.match(b, ke)
@@ -632,6 +634,8 @@ def _keyed_at(sc: "_Scan", ks: int, ke: int, kind: bytes) -> int:
         return ve  # a comparison written as one (" == ", " != "), not an assignment
     if b.endswith(_DIGEST_PREFIXES, max(0, vs - 8), vs) or b.startswith((b"hf_", b"npm_", b"SG."), vs):
         return ve  # go.sum "h1:" hashes; prefixed tokens keep their prefix (docs/security.md, Redaction)
+    while vs < ve and b[vs] in b" \t":
+        vs += 1  # '" 353743932805425087"': blanks inside the quotes are not the value
     v = b[vs:ve]
     if _code_reference(v):
         return ve
@@ -643,12 +647,12 @@ def _keyed_at(sc: "_Scan", ks: int, ke: int, kind: bytes) -> int:
             if _secretish(v) and len(v) >= 8:
                 sc.marks.add(rule)
             return ve
-    if not _keyed_name_ok(low, ks, ke):
+    if not _keyed_name_ok(low, ks, ke, kind == b"provider"):
         return ve
     password = kind in (b"pass", b"pwd")
     if not _keyed_value(v, password, kind == b"provider"):
         cut = v.find(b"/")
-        if g != 5 or cut < 8 or not _keyed_value(v[:cut], password, kind == b"provider"):
+        if cut < 8 or not _keyed_value(v[:cut], password, kind == b"provider"):
             return ve
         ve = vs + cut  # "<token>/README.md": a secret as a path's first segment (gitleaks stops at "/")
     sc.span(vs, ve, _P, "password_assignment" if password else "keyed_secret")
@@ -684,6 +688,7 @@ authority full of ':' — the hook must not be a ReDoS target."""
 _CURL_USER = _Lazy(rb"(?:(?<=[ \t\n\r`])|(?<=\\[tnr]))(?:-u|--user)(?:=|(?:[ \t]|\\t){0,5})"
                    rb"(?:\\?\"([^\"\\\n]{3,256})\\?\"|'([^'\n]{3,256})'|([^\s\"'`\\]{3,256}))")
 _URL_SIG = _Lazy(rb"(?:sig|signature)=([A-Za-z0-9%+/=_-]{16,})")
+_SIG_PARAM = re.compile(rb"sig(?:nature)?=")
 _SIG_BEFORE = (b"?", b"&", b";", b"?x-amz-", b"&x-amz-", b"?x-goog-", b"&x-goog-")
 _CARD_SHAPE = re.compile(
     rb"dddd(?<![dw-]dddd)(?:d{9,15}|([s-])dddd\1dddd\1d{1,4}(?:\1d{1,4})?|([s-])dddddd\2d{4,5})(?![dw-])")
@@ -799,10 +804,15 @@ _LETTER_WORDS = _Lazy(rb"[A-Za-z]+(?:[-_. ][A-Za-z]+)*[-_.]?")
 _SAME_CHAR = _Lazy(rb"(.)\1+")
 
 
+_YAML_ALIAS = _Lazy(rb"\*+[A-Za-z0-9_.-]*")
+
+
 def _secretish(v: bytes) -> bool:
     """A keyed value that could be a secret (not a variable, placeholder or code reference)."""
-    if v[:1] in (b"$", b"%", b"@", b"*", b"&", b"!", b"#", b"|", b"{", b"<", b"[") or b"ctxlake:" in v:
+    if v[:1] in (b"$", b"%", b"@", b"&", b"!", b"#", b"|", b"{", b"<", b"[") or b"ctxlake:" in v:
         return False
+    if v[:1] == b"*" and _YAML_ALIAS.fullmatch(v):
+        return False  # "*", "*****", a YAML alias (*default_token); "*xbfY\/wW,1D'v" is a value
     if (v[:1] in (b"/", b"~", b".") or (b"/" in v and b"=" not in v and b"+" not in v)) and _wordy(v):
         return False  # a file path (GOOGLE_APPLICATION_CREDENTIALS=/etc/sa.json), not a secret
     if _LETTER_WORDS.fullmatch(v) or _SAME_CHAR.fullmatch(v):
@@ -886,10 +896,12 @@ def _marker_at(sc: _Scan, s: int, rows) -> None:
 _KEYED_MIN_RUN = 14
 """Shortest value the provider-name rule looks at (the shortest prefix-less provider keys:
 LinkedIn client ids, 14 characters; Dropbox keys, 15; Asana client ids, 16 digits)."""
+_OPENERS = "=:>,'\"` \t|"
+"""Bytes that may sit right before a value: operators, quotes, blanks."""
 _OPERATOR_NEAR = re.compile(rb"[=:>,|]").search
 """An assignment operator within the 17 bytes before a value (operator, blanks, quotes and
 their JSON escapes: :data:`_KEYED_TAIL`); without one no name can be assigned the value."""
-_VALUE_OPENERS = frozenset(b"=:>,'\"` \t|")
+_VALUE_OPENERS = frozenset(_OPENERS.encode())
 
 
 _NAME_CLS = _table({"abcdefghijklmnopqrstuvwxyz0123456789_. \t\\-'\"`=:>,|?": ord("n")}, ord(" "))
@@ -1057,15 +1069,23 @@ def _scan_keywords(sc: _Scan) -> None:
     for anchor, rule, rx in _FOUND_MARKERS:
         for i in _finds(b, anchor):
             m = rx.match(b, i)
-            if m and _mixed(m.group(0)[len(anchor):]) and (i == 0 or b[i - 1] not in _WORD_BYTES or anchor[-1] in b".~"):
+            if m and _mixed(m.group(0)[len(anchor):]) and (_bounded(b, i) or anchor[-1] == 46):
                 sc.marks.add(rule)
                 break
     for s in sc.secret_at:  # a Kubernetes Secret manifest ("kind: Secret"): every data value is a secret
-        i = low.rfind(b"kind:", max(0, s - 16), s)
+        i = low.rfind(b"kind:", max(0, s - 64), s)
         if i >= 0 and _K8S_SECRET.match(low, i):
             d = low.find(b"data:", i, i + 300)
-            for dm in _K8S_DATA_VALUE.finditer(b, d + 5, min(len(b), d + 4096)) if d >= 0 else ():
+            end = min(len(b), d + 4096)
+            if d < 0:  # data: before kind: (the key order is free)
+                d, end = low.rfind(b"data:", max(0, i - 300), i), i
+            for dm in _K8S_DATA_VALUE.finditer(b, d + 5, end) if d >= 0 else ():
                 sc.span(dm.start(1), dm.end(1), _P, "kubernetes_secret")
+    for i in _finds(b, b".acc"):  # Authress service keys: <sc|ext|...>_<id>.<4-6>.acc_<id>.<secret>
+        m = _AUTHRESS.search(b, max(0, i - 44), min(len(b), i + 200))
+        if m and m.start() < i < m.end():
+            sc.marks.add("authress_key")
+            break
     for i in _finds(b, b"SG."):  # SendGrid: SG.<22>.<43>, in place (docs/security.md, Redaction)
         sg = _bounded(b, i) and _SENDGRID.match(b, i)
         if sg and _mixed(sg.group(1)):
@@ -1111,15 +1131,15 @@ def _scan_structural(sc: _Scan) -> None:
             pw = b[a:z]
             if len(pw) >= 3 and not pw.startswith((b"$", b"<", b"[ctxlake")):
                 sc.span(a, z, _P, "uri_credentials")
-    for needle in (b"sig=", b"signature="):
-        for st in _finds(low, needle):
-            if not low.endswith(_SIG_BEFORE, max(0, st - 8), st):
-                continue  # a query parameter: ?sig= &sig= ;sig= ?X-Amz-Signature= &X-Goog-Signature=
-            m = _URL_SIG.match(low, st)
-            if m:
-                v = b[m.start(1):m.end(1)]
-                if _mixed(v) or b"%" in v:
-                    sc.span(m.start(1), m.end(1), _P, "url_signature")
+    for sm in _SIG_PARAM.finditer(low):  # one pass for sig= and signature= (literal prefix "sig")
+        st = sm.start()
+        if not low.endswith(_SIG_BEFORE, max(0, st - 8), st):
+            continue  # a query parameter: ?sig= &sig= ;sig= ?X-Amz-Signature= &X-Goog-Signature=
+        m = _URL_SIG.match(low, st)
+        if m:
+            v = b[m.start(1):m.end(1)]
+            if _mixed(v) or b"%" in v:
+                sc.span(m.start(1), m.end(1), _P, "url_signature")
     cls = b.translate(_DIGIT_CLS)
     pos = 0
     search = _CARD_SHAPE.search
@@ -1199,7 +1219,19 @@ def _kept(sc: "_Scan", s: int, j: int) -> bool:
     verdict = _base64_verdict(sc, s, j)
     if verdict is not None:
         return verdict
-    return _pathy(b, s, j)
+    return _pathy(b, s, j) or _url_path(b, s)
+
+
+_URL_BREAK = _Lazy(rb"[\s\"'<>`?#&=\\]")
+
+
+def _url_path(b: bytes, s: int) -> bool:
+    """The run at ``s`` lies in the path of a URL (after ``scheme://host``, before any ``?``,
+    ``#`` or ``=``): an image or page address people share (measured on LoCoMo's shared
+    image URLs, ``bench/redact_corpus.py``). Secrets in URL paths are caught by their markers
+    (Slack, Discord, Telegram webhooks) before this rule; query values by the keyed rules."""
+    p = b.rfind(b"://", max(0, s - 2048), s)
+    return p >= 0 and _URL_BREAK.search(b, p + 3, s) is None
 
 
 def _line_start(b: bytes, s: int) -> int:
@@ -1302,8 +1334,8 @@ def _pathy(b: bytes, s: int, j: int) -> bool:
     for piece in run.split(b"/"):
         if len(piece) <= 12 or _HEX.fullmatch(piece) or sum(48 <= c <= 57 for c in piece) >= len(piece) - 2:
             continue
-        if not all(len(p) <= 8 or _word_piece(p, strict=False) for p in _PIECES.split(piece)):
-            return False
+        if not all(len(p) <= 8 or _word_piece(p, strict=len(p) > 24) for p in _PIECES.split(piece)):
+            return False  # a 25+ character part must be words even by the strict test
     return True
 
 
@@ -1361,7 +1393,7 @@ _CONFUSABLE_LEADS = bytes(c for c in range(256) if not (0xCE <= c <= 0xD4 or c =
 """Delete table: what survives ``translate(None, _CONFUSABLE_LEADS)`` are the UTF-8 lead bytes of
 Greek and Cyrillic (U+0380–U+053F) and of the fullwidth forms (U+FF00–U+FFEF)."""
 _FULLWIDTH = re.compile(rb"\xef[\xbc\xbd]")
-_ZERO_WIDTH = re.compile(rb"\xe2\x80[\x8b-\x8d]|\xc2\xad")
+_ZERO_WIDTH = re.compile(rb"\xe2\x80[\x8b-\x8d]")  # a literal prefix: sre's fast search (an alternation costs 12 ms/MiB)
 _CONFUSABLES = {ord(k): v for k, v in zip(
     "аеорсухкіјѕԁһԛԝвмнтАВЕКМНОРСТУХІЈЅαοινκρτυχεΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
     "aeopcyxkijsdhqwbmhtABEKMHOPCTYXIJSaoivkptuxeABEZHIKMNOPTYX")}
@@ -1379,7 +1411,7 @@ def _needs_fold(b: bytes) -> bool:
     leads = b.translate(None, _CONFUSABLE_LEADS)
     if leads.strip(b"\xef") or (leads and _FULLWIDTH.search(b)):
         return True
-    return _ZERO_WIDTH.search(b) is not None
+    return _ZERO_WIDTH.search(b) is not None or b.find(b"\xc2\xad") >= 0
 
 
 def fold_confusables(text: str) -> str:

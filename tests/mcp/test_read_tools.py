@@ -371,16 +371,19 @@ def test_reads_write_nothing(make_session, cfg):
     assert FLEET in cfg.paths.fleet_cache(FLEET)
 
 
-@pytest.mark.skipif(embed.WORDLLAMA_ID not in embed.EMBEDDERS, reason="the wordllama wheel is not installed")
-def test_wordllama_snapshot_is_searched_with_wordllama(make_session, cfg):
-    eid, fn = embed.default_embedder()
-    assert eid == embed.WORDLLAMA_ID
+@pytest.mark.parametrize("eid", [embed.WORDLLAMA_ID, embed.MINILM_ID], ids=["wordllama", "minilm"])
+def test_semantic_snapshot_is_searched_with_its_embedder(make_session, cfg, eid):
+    if eid not in embed.EMBEDDERS:
+        pytest.skip(f"{eid}: its wheel is not installed")
+    fn = embed.EMBEDDERS[eid]
     rows = []
     for c in CLAIMS:
         r = dict(c, embedder=eid)
-        r["embedding"] = embed.to_blob(fn(c["claim"]))
+        r["embedding"] = embed.to_blob(fn(c["claim"]), embed.DIMS[eid])
         rows.append(r)
-    write_snapshot(cfg, claims=rows, meta={"embedder": eid})
+    meta = {"embedder": eid, "relevance_floor": embed.RELEVANCE_FLOORS[eid],
+            "relevance_floor_mixed": embed.RELEVANCE_FLOORS_MIXED[eid]}
+    write_snapshot(cfg, claims=rows, meta=meta)
     s = make_session()
     out = s.call("memory_search", {"query": "postgres migrations"})
     assert out["ranking"] == f"rrf(fts5 bm25, cosine {eid})"

@@ -62,3 +62,23 @@ def test_a_cached_blob_of_the_wrong_size_is_recomputed_and_unknown_ids_are_embed
     assert reused == 1 and set(vectors) == set(folded)
     assert list(vectors["b" * 24]) == list(embed.hash_embed("the staging database is postgres 15"))
     assert gate.embed_claims(folded, None, None, {}) == ({}, 0)
+
+
+def test_an_unreadable_published_snapshot_means_no_cache_and_a_log_line_not_a_failure():
+    from lib import lake, snapshot
+    from lib.store import OVERWRITE
+    from lib.store.memory import MemoryStore
+
+    store, logged = MemoryStore(), []
+    assert snapshot.previous_embeddings(store, "f", embed.HASH_EMBEDDER_ID) == {}  # nothing published yet
+    vec = embed.hash_embed("run pytest -x")
+    rows = [{"claim_id": "a" * 24, "claim": "run pytest -x", "claim_type": "outcome", "status": "promoted",
+             "visible_to_agents": 1, "embedding": embed.to_blob(vec), "embedder": embed.HASH_EMBEDDER_ID}]
+    data = snapshot.build("f", [], rows)
+    snapshot.publish(store, "f", data, maint_epoch=1, built_at="2026-11-29T12:00:00Z", claim_count=1, session_count=0)
+    assert snapshot.previous_embeddings(store, "f", embed.HASH_EMBEDDER_ID) == {"a" * 24: embed.to_blob(vec)}
+    assert snapshot.previous_embeddings(store, "f", embed.MINILM_ID) == {}  # another embedder's space
+    store.put(lake.snapshot_blob_key("f", snapshot.sha256(data)), b"not sqlite", OVERWRITE)
+    got = snapshot.previous_embeddings(store, "f", embed.HASH_EMBEDDER_ID,
+                                       log=lambda event, **kw: logged.append((event, kw)))
+    assert got == {} and logged[0][0] == "embedding_cache_unavailable" and "does not match" in logged[0][1]["error"]

@@ -127,6 +127,32 @@ def test_migration_keeps_rows_that_only_the_old_parts_hold(home, monkeypatch, la
     assert set(_table_keys(store)) == bronze  # the deleted session's rows came from its old generation
 
 
+def test_ctxlake_migrate_moves_the_gen_layout_once_and_then_changes_nothing(home, monkeypatch, lakedir):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    cfg = _cfg(home, monkeypatch, lakedir)
+    store = open_store(cfg.store)
+    bronze, _ = _bronze_keys(store)
+    pending = len(lake.legacy_keys(store, FLEET))
+
+    def migrate():
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "ctxlake.py"), "migrate", "--json"], capture_output=True,
+                           text=True, timeout=600, check=False, env=dict(os.environ))
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    first = migrate()
+    assert first == {"fleet": FLEET, "pending_before": pending, "migrated": pending, "already_done": False,
+                     "table_version": 0}
+    assert lake.legacy_keys(store, FLEET) == [] and set(_table_keys(store)) == bronze
+    second = migrate()
+    assert second == {"fleet": FLEET, "pending_before": 0, "migrated": 0, "already_done": True, "table_version": 0}
+    assert max(_table_keys(store).values()) == 1
+
+
 # -- MERGE on the event identity -------------------------------------------------------------
 
 def test_a_reshipped_event_updates_its_row_and_never_duplicates(home, monkeypatch, lakedir):

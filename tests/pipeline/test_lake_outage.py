@@ -48,7 +48,7 @@ def _maint(env: dict, disk_full_at: int | None = None) -> tuple[int, dict | None
     return r.returncode, json.loads(lines[-1]) if lines else None, r.stderr
 
 
-LEASE_TTL = 30
+LEASE_TTL = 60
 """The maintenance lease of these passes (s): a pass the outage stopped could not release its
 lease, so the next one starts once it lapsed (:func:`_next_pass`)."""
 
@@ -66,7 +66,7 @@ def _env(home: str, store_url: str, **extra) -> dict:
 def _next_pass(env: dict) -> tuple[int, dict | None, str]:
     """The next maintenance pass, as a CronJob would start it: again until the lease the
     interrupted pass left behind has lapsed (its TTL, plus slack for a loaded machine)."""
-    deadline = time.monotonic() + LEASE_TTL * 6
+    deadline = time.monotonic() + LEASE_TTL * 4
     while True:
         rc, summary, err = _maint(env)
         if (summary or {}).get("ran", True) or time.monotonic() > deadline:

@@ -97,10 +97,6 @@ JUDGED_HITS = {
     ("spotter__258c7280-ae70-4798-800f-63464d01a85d.jsonl", 1111, "tool.result"):
         (("high_entropy_run",), "Phoenix csrf-token meta tag (T1t_QhofQ146...) of a local dev server page the "
                                 "agent fetched, in a test failure: a real secret class (issue #16 fixture); correct"),
-    ("spotter__258c7280-ae70-4798-800f-63464d01a85d.subagents.agent-a881341.jsonl", 9, "tool.result"):
-        (("high_entropy_run",), "a CDN image URL's signature parameter (s=<hex>) and its content key "
-                                "(mintcdn.com/claude-code/tpQvD9DKENFo4zX_/...) in fetched docs: a signed URL, "
-                                "opaque, not a credential; acceptable"),
     ("spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 66, "tool.result"):
         (("high_entropy_run",), "Claude thinking-block 'signature' (opaque base64 blob) inside a transcript the agent "
                                 "read: not a credential, but opaque and useless in the lake; acceptable"),

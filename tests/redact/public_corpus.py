@@ -166,7 +166,7 @@ def spdb_rules(path: str = SPDB_YAML) -> list[dict]:
             re.compile(p["regex"])
         except re.error:
             continue
-        out.append({"id": p["name"], "regex": p["regex"], "entropy": 0.0, "secret_group": None,
+        out.append({"id": p["name"], "regex": p["regex"], "entropy": 0.0, "secret_group": "last",
                     "allow": [], "stopwords": []})
     return out
 
@@ -196,7 +196,11 @@ def generate(rules: list[dict], per_rule: int, seed: int, tries: int = 40) -> li
                 m = rx.search(text)
                 if not m:
                     continue
-                g = r["secret_group"] or (next((i for i in range(1, (m.lastindex or 0) + 1) if m.group(i)), 0))
+                groups = [i for i in range(1, (m.re.groups or 0) + 1) if m.group(i)]
+                if r["secret_group"] == "last":  # secrets-patterns-db: the value is the last group
+                    g = groups[-1] if groups else 0  # ("heroku(.{0,20})?['\"]([0-9a-f]{32})")
+                else:
+                    g = r["secret_group"] or (groups[0] if groups else 0)
                 secret = m.group(g) if g else m.group(0)
                 if len(secret.strip()) < 6 or secret in seen or _entropy(secret) < r["entropy"]:
                     continue

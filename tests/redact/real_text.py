@@ -12,7 +12,9 @@ one) that an agent's tool output really shows.
 * :func:`image_base64` — ``base64`` output (wrapped at 76 columns, as GNU ``base64`` prints it,
   and unwrapped) of image files installed with the packages (PNG, GIF, JPEG, SVG, ICO);
 * :func:`checksums_uuids_paths` — ``sha256sum`` / ``md5sum`` lines and paths of installed files,
-  and ``uuid.uuid5`` identifiers (no keyword near them).
+  and ``uuid.uuid5`` identifiers (no keyword near them);
+* :func:`conversation_strings` — LoCoMo's long chat conversations (the shared datasets folder,
+  read in place), the URLs people share in them included.
 """
 from __future__ import annotations
 
@@ -124,4 +126,37 @@ def checksums_uuids_paths(limit: int = 3000) -> list[str]:
         out.append(f"{digest}  {rel}")
         out.append(rel)
         out.append(f"id: {uuid.uuid5(uuid.NAMESPACE_URL, rel)}")
+    return out
+
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LOCOMO = os.environ.get("CTXLAKE_LOCOMO") or next(
+    (c for c in (os.path.join(up, "shared", "datasets", "locomo", "locomo10.json")
+                 for up in (os.path.dirname(_ROOT), os.path.dirname(os.path.dirname(_ROOT)))) if os.path.exists(c)), "")
+"""LoCoMo conversations (CC BY-NC 4.0, evaluation-only: read in place from the shared datasets
+folder next to the checkout or its parent, or ``$CTXLAKE_LOCOMO``; never copied into the
+repository; see its NOTICE.md)."""
+
+
+def conversation_strings(path: str = LOCOMO) -> list[str]:
+    """Every string of 8+ characters in the LoCoMo file (dialog turns, image URLs and captions,
+    observations, questions): real chat text with the URLs people share. Empty when the file is
+    not on this machine."""
+    import json
+
+    if not path or not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    out: list = []
+    stack = [data]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if len(v) >= 8:
+                out.append(v)
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
     return out

@@ -30,11 +30,11 @@ def test_public_corpus_recall_per_placement():
             ok = not public_corpus.leaked(_stored(**kw), where, smp["secret"])
             caught[where][0] += 1
             caught[where][1] += ok
-    # measured 2026-12-01 (bench/redact_corpus.py), all gitleaks families: 0.96-0.98 per
-    # placement (first round of issue #17: 0.71-0.85; before it: 0.22-0.57). The floor catches a
-    # regression; the target (0.99) is not met yet in prose placements (docs/security.md).
+    # measured 2026-12-01 (bench/redact_corpus.py), all gitleaks families: 0.99 in seven
+    # placements, 0.988 in file paths (first round of issue #17: 0.71-0.85; before it:
+    # 0.24-0.57). The floor catches a regression (docs/security.md, measured recall).
     for where, (n, c) in caught.items():
-        assert c / n >= 0.95, (where, c, n)
+        assert c / n >= 0.985, (where, c, n)
 
 
 # -- shapes the issue lists ------------------------------------------------------------------

@@ -106,7 +106,9 @@ def test_builder_scrubs_content_input_and_result_with_the_right_modes():
     tok = "Zx9Qw3Er7Ty1Ui5Op0AsDf2GhJk4LzXc"
     env = b.make("tool_call", content=f"prose {tok}", tool={
         "name": "Bash", "input": {"command": f"echo {tok}"}, "result": f"{tok}\npostgres://u:hunter22@h/x"})
-    assert env["content"] == f"prose {tok}"  # entropy rule: tool fields only
+    # issue #17: prose gets the entropy rule too (a key pasted in a prompt would become the
+    # digest's summary line in every agent's briefing)
+    assert env["content"] == "prose [ctxlake:redacted-secret]"
     assert tok not in env["tool"]["input"] and tok not in env["tool"]["result"]
     assert "hunter22" not in env["tool"]["result"]
     assert env["redaction"] == {"status": "redacted", "rules_fired": ["high_entropy_run", "uri_credentials"]}
