@@ -11,7 +11,8 @@ Builds one transcript of about ``--mb`` MB from the real transcripts in
 looks), then runs ``ctxlake.py import claude-code --path <file>`` as its own process, the way a
 user runs it, into a fresh ``CTXLAKE_HOME`` each time. With ``--baseline`` (another checkout of
 ctxlake, e.g. ``git archive main | tar -x -C /tmp/base``) the two are run interleaved, run by run,
-so both see the same machine load. Peak RSS is the child's ``ru_maxrss`` (``os.wait4``).
+so both see the same machine load. Peak RSS is the child's ``ru_maxrss`` (``os.wait4``); its CPU
+time (user + system) is printed too, since on a loaded machine it varies far less than wall time.
 
 Budget: peak RSS bounded (≤ 256 MiB whatever the file size: the importer streams) and
 throughput ≥ 0.8× the baseline's.
@@ -54,8 +55,8 @@ def build_transcript(path: str, target_mb: float) -> int:
     return size
 
 
-def run_import(checkout: str, transcript: str) -> tuple[float, float]:
-    """One import in a fresh home: ``(seconds, peak RSS MiB)``."""
+def run_import(checkout: str, transcript: str) -> tuple[float, float, float]:
+    """One import in a fresh home: ``(seconds, peak RSS MiB, CPU seconds user+system)``."""
     home = tempfile.mkdtemp(prefix="ctxlake-import-bench-")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
     env.update(CTXLAKE_HOME=home, CTXLAKE_CONFIG=os.path.join(home, "none.toml"), CTXLAKE_FLEET_ID="bench",
@@ -70,7 +71,7 @@ def run_import(checkout: str, transcript: str) -> tuple[float, float]:
     shutil.rmtree(home, ignore_errors=True)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"import failed in {checkout}: {err}")
-    return elapsed, usage.ru_maxrss / 1024
+    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def main(argv=None) -> int:
@@ -94,11 +95,12 @@ def main(argv=None) -> int:
     print(f"transcript: {mb:.1f} MB, {args.runs} run(s) each")
     rates = {}
     for name, runs in results.items():
-        best = min(t for t, _ in runs)
-        rss = max(r for _, r in runs)
+        best = min(t for t, _, _ in runs)
+        rss = max(r for _, r, _ in runs)
+        cpu = min(c for _, _, c in runs)
         rates[name] = mb / best
         print(f"  {name:9s} {rates[name]:6.2f} MB/s (best of {len(runs)}: {best:.2f} s)  peak RSS {rss:7.1f} MiB "
-              f"({rss / MAX_RSS_MB:.2f}× the {MAX_RSS_MB} MiB budget)")
+              f"({rss / MAX_RSS_MB:.2f}× the {MAX_RSS_MB} MiB budget); CPU {mb / cpu:6.2f} MB per CPU-second")
     if "baseline" in rates:
         print(f"  throughput ratio this/baseline: {rates['this'] / rates['baseline']:.2f} (budget ≥ {MIN_RATIO})")
     return 0
