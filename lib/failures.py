@@ -15,6 +15,9 @@ code   kind          meaning
 3      config        the ctxlake config file is missing where required, unreadable or invalid
 4      store         the store cannot be reached, refused the credentials, or has no bucket
 5      dependency    a Python package or a server the command needs is missing
+6      disk          the local disk refused a write: full, over quota, a file size limit,
+                     read-only (``ENOSPC``, ``EDQUOT``, ``EFBIG``, ``EROFS``; SQLite's FULL
+                     and IOERR, which is how a refused write reaches it)
 70     internal      a bug: an exception nobody anticipated (``--debug`` shows where)
 =====  ============  ==========================================================================
 
@@ -27,7 +30,7 @@ import os
 import sys
 import traceback
 
-EXIT_CODES = {"ok": 0, "refused": 1, "usage": 2, "config": 3, "store": 4, "dependency": 5, "internal": 70}
+EXIT_CODES = {"ok": 0, "refused": 1, "usage": 2, "config": 3, "store": 4, "dependency": 5, "disk": 6, "internal": 70}
 """Kind of failure → process exit code (stable: scripts branch on these)."""
 
 
@@ -71,8 +74,34 @@ def classify(exc: BaseException) -> Failure:
         return Failure("refused", str(exc))
     if isinstance(exc, KeyboardInterrupt):
         return Failure("refused", "interrupted")
+    disk = _disk_refusal(exc)
+    if disk:
+        return Failure("disk", f"the local disk refused an operation: {disk}; free space on the filesystem of CTXLAKE_HOME "
+                               "(or raise its quota or file size limit) and run again")
     return Failure("internal", f"unexpected {type(exc).__name__}: {str(exc)[:300]}; "
                                "run again with --debug for the traceback and report it")
+
+
+_DISK_ERRNOS = ("ENOSPC", "EDQUOT", "EFBIG", "EROFS")
+_SQLITE_DISK = {10: "disk I/O error", 13: "database or disk is full"}  # SQLITE_IOERR, SQLITE_FULL (primary codes)
+
+
+def _disk_refusal(exc: BaseException) -> str | None:
+    """Why the local disk refused a write, when ``exc`` (or an exception it was raised from) is
+    an ``OSError`` with one of :data:`_DISK_ERRNOS` or a ``sqlite3`` error whose primary result
+    code is SQLITE_IOERR or SQLITE_FULL (https://www.sqlite.org/rescode.html); else ``None``."""
+    import errno
+
+    codes = {getattr(errno, name) for name in _DISK_ERRNOS if hasattr(errno, name)}
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, OSError) and exc.errno in codes:
+            return f"{os.strerror(exc.errno)} ({errno.errorcode[exc.errno]})" + (f" at {exc.filename}" if exc.filename else "")
+        code = getattr(exc, "sqlite_errorcode", None)
+        if isinstance(code, int) and (code & 0xFF) in _SQLITE_DISK:
+            return f"SQLite: {exc}"
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
 
 
 def debug_requested(argv: list[str], environ=None) -> tuple[bool, list[str]]:

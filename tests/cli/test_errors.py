@@ -299,3 +299,33 @@ def test_a_held_lease_is_named_once(inited):
     assert inited.run("lease", "claim", "src/", "--holder", "bob", cwd=repo).returncode == 0
     line = assert_one_line_failure(inited.run("lease", "claim", "src/", cwd=repo), "refused", "held by bob")
     assert line.count("ctxlake") == 2 and line.startswith("ctxlake: lease claim: src/")  # prefix + the advisory note
+
+
+def test_a_refused_local_write_is_the_disk_kind_with_its_cause():
+    """ENOSPC/EFBIG from the OS and SQLite's FULL (a real database capped by max_page_count)
+    and IOERR reach the user as exit 6 with one line naming the cause (lib/failures.py)."""
+    import errno
+    import sqlite3
+
+    from lib import failures
+
+    f = failures.classify(OSError(errno.ENOSPC, "No space left on device", "/x/spool/a.ndjson"))
+    assert (f.kind, f.code) == ("disk", 6)
+    assert "No space left on device (ENOSPC) at /x/spool/a.ndjson" in str(f) and "free space" in str(f)
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("PRAGMA max_page_count = 2")
+    conn.execute("CREATE TABLE t (v TEXT)")
+    with pytest.raises(sqlite3.OperationalError) as caught:
+        conn.executemany("INSERT INTO t VALUES (?)", [("x" * 4000,)] * 50)
+    f = failures.classify(caught.value)
+    assert f.code == 6 and "database or disk is full" in str(f)
+
+    try:  # raised from the disk error: the cause is found through __cause__
+        try:
+            raise OSError(errno.EFBIG, "File too large")
+        except OSError as exc:
+            raise RuntimeError("snapshot build failed") from exc
+    except RuntimeError as exc:
+        assert failures.classify(exc).kind == "disk"
+    assert failures.classify(OSError(errno.ENOENT, "gone")).kind == "internal"
