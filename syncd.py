@@ -36,7 +36,9 @@ def refresh_cache(cfg, store, log) -> dict:
 
     res = snapshot.fetch(store, cfg.fleet_id, cfg.paths.snapshot(cfg.fleet_id))
     if res["changed"]:
-        log("snapshot_cached", sha256=res["sha256"])
+        log("snapshot_cached", sha256=res["sha256"], vectors=res.get("vectors"))
+    if res.get("vectors_error"):
+        log("snapshot_vectors_failed", error=res["vectors_error"])
     return {"snapshot_sha": res["sha256"], **render_briefing(cfg, log, have_snapshot=bool(res["sha256"]))}
 
 
