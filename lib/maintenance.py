@@ -384,3 +384,48 @@ def run_process(log=None, *, capture_stderr: bool = False) -> tuple[dict | None,
     except (ValueError, IndexError):
         log("maint_failed", error=f"maint.py --once exited {r.returncode} without a summary (its error is logged above)")
         return None, err, r.returncode
+
+
+def migrate(args, cfg, out) -> int:
+    """``ctxlake migrate [--json]``: move the compacted lake from the old ``gen=<hash>`` layout into
+    the fleet's Delta table, once, by running one maintenance pass (:func:`run_process`) when any
+    old object is left (docs/lake.md "Migration"); prints ``{"fleet", "migrated", "pending_before",
+    "table_version", "already_done"}`` with ``--json``, else one line; returns the exit code.
+    :raises lib.failures.Failure: ``store`` (the pass failed or the table is unreadable; nothing
+    old deleted), ``refused`` (another pass holds the maintenance lease)."""
+    from lib.failures import Failure
+
+    from lib import lake
+    from lib.store import open_store
+
+    store = open_store(cfg.store, live=cfg.live_store)
+    pending = len(lake.legacy_keys(store, cfg.fleet_id))
+    report = {"fleet": cfg.fleet_id, "pending_before": pending, "migrated": 0, "already_done": not pending}
+    if pending:
+        # maint.py's own process, like syncd's; its log lines are not ours to print
+        summary, err, code = run_process(capture_stderr=True)
+        if summary is None:
+            why = (err.strip().splitlines() or [f"exit {code}"])[-1]
+            raise Failure("store", f"migrate: the maintenance pass failed ({why[:300]}); nothing of the old layout "
+                                   "was deleted, run it again once that is fixed") from None
+        if not summary.get("ran"):
+            raise Failure("refused", f"migrate: {summary.get('message')}; the pass holding the maintenance lease migrates "
+                                "the lake itself — run `ctxlake migrate` again after it to check")
+        if summary.get("lake_error") or summary.get("fenced"):
+            raise Failure("store", f"migrate: the lake was not migrated ({summary.get('lake_error') or summary.get('message')}); "
+                                   "nothing of the old layout was deleted, run it again once that is fixed")
+        report["migrated"] = summary.get("migrated") or 0
+    try:
+        table = lake.open_table(store, cfg.fleet_id)
+    except lake.TableError as exc:
+        raise Failure("store", f"migrate: {exc}") from None
+    report["table_version"] = table.version() if table is not None else None
+    if args.json:
+        out.write(json.dumps(report, sort_keys=True) + "\n")
+    elif report["already_done"]:
+        out.write(f"migrate: nothing to migrate for fleet {cfg.fleet_id}: no gen=<hash> layout left "
+                  f"(Delta table version {report['table_version']})\n")
+    else:
+        out.write(f"migrate: fleet {cfg.fleet_id}: the gen=<hash> layout is in the Delta table "
+                  f"(version {report['table_version']}); {report['migrated']} old object(s) deleted\n")
+    return 0
