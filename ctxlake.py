@@ -160,9 +160,9 @@ def cmd_lease(args, cfg, out) -> int:
     Examples: ``ctxlake lease claim src/parser/ --reason "rewrite the parser"``,
     ``ctxlake lease release src/parser/`` (no path: everything you hold), ``ctxlake lease list``
     """
-    from lib import live
+    from lib.live import leases
 
-    return live.run_cli(args, cfg, out)
+    return leases.run_cli(args, cfg, out)
 
 
 def cmd_claims(args, cfg, out) -> int:

@@ -5,7 +5,7 @@ and its ``.pointer.json`` (store → cache leg) through :func:`write`, :func:`wr
 :func:`write_pointer_side` — atomic (temp, fsync, rename). Readers come in three kinds:
 
 - the hook's, :func:`read_for_hook`: standard library C codec only (no ``json``/``re``), fail
-  open, ``{}`` for anything but an object (the hook, ``lib.roster``, ``lib.live``, ``lib.briefing``);
+  open, ``{}`` for anything but an object (the hook, ``lib.live.presence``, ``lib.live.leases``, ``lib.briefing``);
 - the strict one, :func:`read_json`: size-capped, sanitized, a status instead of an
   exception (``mcp_server.py``, ``/metrics``, the briefing's roster); :func:`read_raw` for
   syncd amending its own views and ``ctxlake status``;
@@ -230,7 +230,7 @@ def leases(path: str, now: float) -> dict:
 
     Returns ``{"status", "detail"?, "view": the cleaned dict, "leases": [lease +
     "expires_in_secs"], "requests": [{record_id, ...}], "cache": file_age}``. Expiry is judged
-    by :func:`lib.live.view_leases` (store clock through the ``store_time``/``refreshed_at``
+    by :func:`lib.live.leases.view_leases` (store clock through the ``store_time``/``refreshed_at``
     offset, the one rule every lease reader uses); free, expired or malformed leases are
     skipped. ``requests`` accepts a ``{record_id: outcome}`` object or a list of outcomes
     carrying ``record_id``.
@@ -244,10 +244,10 @@ def leases(path: str, now: float) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get("leases", []), list):
         out.update(status=UNREADABLE, detail="not an object with a leases list")
         return out
-    from lib import live
+    from lib.live import leases
 
     out["view"] = data
-    out["leases"] = live.view_leases(data, now)
+    out["leases"] = leases.view_leases(data, now)
     reqs = data.get("requests")
     if isinstance(reqs, dict):
         out["requests"] = [dict(v, record_id=k) for k, v in reqs.items() if isinstance(v, dict)]

@@ -20,7 +20,7 @@ import os
 RUNTIMES = ("claude_code", "cursor", "hermes", "import")
 MCP_CONSUMERS = ("leases", "claims", "handoffs")
 """syncd's consumers of the MCP spool, each with its own offsets (:meth:`Paths.mcp_consumer_state`):
-lease requests and releases (:mod:`lib.livesync`), proposals and handoffs (``syncd.py``). A file
+lease requests and releases (:mod:`lib.live.sync`), proposals and handoffs (``syncd.py``). A file
 is reclaimed once all of them have read it to its end."""
 _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 

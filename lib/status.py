@@ -141,10 +141,10 @@ def next_step(st: dict) -> str:
 
 
 def _held_leases(view) -> list[dict]:
-    """Unexpired leases of the cached view by the store clock (:func:`lib.live.view_leases`)."""
-    from lib import live
+    """Unexpired leases of the cached view by the store clock (:func:`lib.live.leases.view_leases`)."""
+    from lib.live import leases
 
-    return live.view_leases(view) if isinstance(view, dict) else []
+    return leases.view_leases(view) if isinstance(view, dict) else []
 
 
 def _mib(n: int) -> str:

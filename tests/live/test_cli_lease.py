@@ -6,7 +6,7 @@ import io
 import json
 
 import ctxlake
-from lib import live
+from lib.live import leases
 from lib.store import open_store
 from tests.live.conftest import REPO_ID
 
@@ -44,14 +44,14 @@ def test_directories_and_subdirectories(cfg, git_repo, monkeypatch):
     assert cli(monkeypatch, "alice", "claim", "parser", "--reason", "restructure")[0] == 0  # existing dir → parser/
     code, out = cli(monkeypatch, "bob", "claim", "parser/lexer.py", "--reason", "typo")
     assert code == 1 and "src/parser/ is held by alice (restructure)" in out
-    rec, _ = live.read(open_store(cfg.store), live.lease_key(F, live.resource_key(REPO_ID, "src/parser/")))
+    rec, _ = leases.read(open_store(cfg.store), leases.lease_key(F, leases.resource_key(REPO_ID, "src/parser/")))
     assert rec["holder"] == "alice"
 
 
 def test_a_garbage_lease_object_does_not_stop_a_claim(cfg, git_repo, monkeypatch):
     monkeypatch.chdir(git_repo)
     store = open_store(cfg.store)
-    store.put(live.lease_key(F, live.resource_key(REPO_ID, "README.md")), b"<html>oops</html>")
+    store.put(leases.lease_key(F, leases.resource_key(REPO_ID, "README.md")), b"<html>oops</html>")
     code, out = cli(monkeypatch, "alice", "claim", "README.md", "--reason", "docs")
     assert code == 0 and "epoch 1" in out
 

@@ -1,4 +1,4 @@
-"""The operator's handlers called directly, and the lib.fleet decisions under them (issue #9)."""
+"""The operator's handlers called directly, and the lib.live.fleet decisions under them (issue #9)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,8 @@ import kopf
 import pytest
 
 import fleet_operator as op
-from lib import config, fleet, live
+from lib import config
+from lib.live import fleet, leases
 from lib.store import NotFound, OVERWRITE, PreconditionFailed, Unavailable, open_store
 from tests.operator.conftest import FLEET, populate
 
@@ -45,7 +46,7 @@ def test_the_kopf_handler_returns_nothing_so_kopf_never_patches_the_pod(store):
 def test_a_running_agent_pod_changes_nothing(store):
     held = populate(store)
     assert op.retire_for_pod("MODIFIED", _pod(), _memo(store), LOG) is None
-    assert all(live.read(store, k)[0]["holder"] == "alice" for k in held["alice"])
+    assert all(leases.read(store, k)[0]["holder"] == "alice" for k in held["alice"])
     assert _roster_ids(store) == ["alice", "bob"]
 
 
@@ -56,10 +57,10 @@ def test_an_ended_agent_pod_releases_its_leases_and_leaves_the_roster(store, eve
     assert sorted(out["leases_released"]) == sorted(held["alice"])
     assert out["heartbeat_deleted"] and out["roster_removed"]
     for key in held["alice"]:
-        rec, _ = live.read(store, key)
+        rec, _ = leases.read(store, key)
         assert rec["holder"] is None and rec["epoch"] == 1  # released by CAS, fencing epoch kept
-    assert live.read(store, held["bob"][0])[0]["holder"] == "bob"
-    assert live.read(store, live.lease_key(FLEET, live.MAINTENANCE))[0]["holder"] == "maint@node-1:7"
+    assert leases.read(store, held["bob"][0])[0]["holder"] == "bob"
+    assert leases.read(store, leases.lease_key(FLEET, leases.MAINTENANCE))[0]["holder"] == "maint@node-1:7"
     with pytest.raises(NotFound):
         store.get(fleet.heartbeat_key(FLEET, "alice"))
     store.get(fleet.heartbeat_key(FLEET, "bob"))
@@ -153,11 +154,11 @@ def test_roster_without_handles_both_roster_shapes():
 
 def test_summarize_counts_only_fresh_heartbeats_and_unexpired_leases():
     now = 10_000.0
-    leases = [{"holder": "a", "expires_at": now + 5, "resource": "r1", "epoch": 1},
-              {"holder": "a", "expires_at": now - 5, "resource": "r2", "epoch": 1},  # expired
-              {"holder": None, "expires_at": now + 5, "resource": "r3", "epoch": 2},  # free
-              {"holder": "maint@x", "expires_at": now + 5, "resource": live.MAINTENANCE, "epoch": 3}]
-    s = fleet.summarize([("a", now - 10), ("old", now - 301), ("never", None)], leases,
+    records = [{"holder": "a", "expires_at": now + 5, "resource": "r1", "epoch": 1},
+               {"holder": "a", "expires_at": now - 5, "resource": "r2", "epoch": 1},  # expired
+               {"holder": None, "expires_at": now + 5, "resource": "r3", "epoch": 2},  # free
+               {"holder": "maint@x", "expires_at": now + 5, "resource": leases.MAINTENANCE, "epoch": 3}]
+    s = fleet.summarize([("a", now - 10), ("old", now - 301), ("never", None)], records,
                         {"built_at": "garbage"}, now - 42, now=now, presence_ttl=300)
     assert s["agents"] == ["a"] and s["live_agents"] == 1
     assert s["leases_held"] == 1 and s["leases_by_agent"] == {"a": 1} and s["maintenance_holder"] == "maint@x"

@@ -4,7 +4,7 @@ Where it sits: the Kubernetes operator (``fleet_operator.py``) calls it when an 
 and on a timer for the ``CtxlakeFleet`` status; nothing on an agent's path uses it.
 
 - :func:`retire_agent` — an agent is gone for good (its pod ended): release every lease it holds
-  (CAS through :func:`lib.live.release`), delete its heartbeat, and drop it from the roster by
+  (CAS through :func:`lib.live.leases.release`), delete its heartbeat, and drop it from the roster by
   CAS, so teammates see it gone at their next cache refresh instead of after the 5-minute TTL.
   Every step is idempotent: retiring twice, or an agent that never existed, changes nothing.
 - :func:`fleet_status` — live agents (heartbeats younger than the presence TTL by the store
@@ -31,9 +31,9 @@ from urllib.parse import unquote
 
 
 # One definition of each live-plane key: the roster module's and the lease module's.
-from lib.live import leases_prefix  # noqa: E402  (live/<fleet>/leases/)
-from lib.roster import agents_prefix as heartbeat_prefix  # noqa: E402  (live/<fleet>/agents/)
-from lib.roster import heartbeat_key, roster_key  # noqa: E402
+from lib.live.leases import leases_prefix  # noqa: E402  (live/<fleet>/leases/)
+from lib.live.presence import agents_prefix as heartbeat_prefix  # noqa: E402  (live/<fleet>/agents/)
+from lib.live.presence import heartbeat_key, roster_key  # noqa: E402
 
 
 def roster_without(doc, agent_id: str):
@@ -90,13 +90,13 @@ def retire_agent(store, fleet_id: str, agent_id: str, log=None) -> dict:
     :raises lib.store.Unavailable: the store is unreachable (steps done so far stay done;
         calling again finishes the rest).
     """
-    from lib import live
+    from lib.live import leases
     from lib.store import NotFound
 
     released = []
     for entry in store.list(leases_prefix(fleet_id)):
-        record, _ = live.read(store, entry.key)
-        if record and record.get("holder") == agent_id and live.release(store, entry.key, holder=agent_id):
+        record, _ = leases.read(store, entry.key)
+        if record and record.get("holder") == agent_id and leases.release(store, entry.key, holder=agent_id):
             released.append(entry.key)
     hb = heartbeat_key(fleet_id, agent_id)
     try:
@@ -115,12 +115,12 @@ def retire_agent(store, fleet_id: str, agent_id: str, log=None) -> dict:
     return result
 
 
-def summarize(heartbeats: list[tuple[str, float | None]], leases: list[dict], pointer: dict | None,
+def summarize(heartbeats: list[tuple[str, float | None]], records: list[dict], pointer: dict | None,
               pointer_modified: float | None, *, now: float, presence_ttl: float) -> dict:
     """Fleet status from plain inputs (all times store-clock epoch seconds).
 
     :param heartbeats: ``(agent_id, last_modified)`` per heartbeat object.
-    :param leases: lease records (as stored); only live ones (holder set, unexpired) count, and
+    :param records: lease records (as stored); only live ones (holder set, unexpired) count, and
         the maintenance lease is reported apart.
     :param pointer: the snapshot pointer (``built_at`` ISO time) or ``None``;
         ``pointer_modified`` is its object's ``last_modified`` (used when ``built_at`` is bad).
@@ -128,16 +128,16 @@ def summarize(heartbeats: list[tuple[str, float | None]], leases: list[dict], po
         "leases_by_agent": {agent: n}, "maintenance_holder": str|None,
         "snapshot_built_at": str|None, "snapshot_age_s": int|None}``.
     """
-    from lib import live
+    from lib.live import leases
     from lib.clock import parse_time_strict
 
     agents = sorted({a for a, t in heartbeats if t is not None and now - t <= presence_ttl})
     by_agent: dict[str, int] = {}
     maintenance = None
-    for rec in leases:
-        if not live.is_live(rec, now):
+    for rec in records:
+        if not leases.is_live(rec, now):
             continue
-        if rec.get("resource") == live.MAINTENANCE:
+        if rec.get("resource") == leases.MAINTENANCE:
             maintenance = rec.get("holder")
             continue
         by_agent[rec["holder"]] = by_agent.get(rec["holder"], 0) + 1
@@ -161,7 +161,8 @@ def fleet_status(store, fleet_id: str, *, presence_ttl: float = 300) -> dict:
     Costs one listing of heartbeats, one listing plus one GET per lease, and one GET of the
     snapshot pointer. :raises lib.store.Unavailable: the store is unreachable.
     """
-    from lib import lake, live
+    from lib import lake
+    from lib.live import leases
     from lib.store import NotFound
 
     now = store.clock()
@@ -171,11 +172,11 @@ def fleet_status(store, fleet_id: str, *, presence_ttl: float = 300) -> dict:
         name = entry.key[len(prefix):]
         if name.endswith(".json") and "/" not in name:
             heartbeats.append((unquote(name[:-5]), entry.last_modified))
-    leases = []
+    records = []
     for entry in store.list(leases_prefix(fleet_id)):
-        record, server_time = live.read(store, entry.key)
+        record, server_time = leases.read(store, entry.key)
         if record:
-            leases.append(record)
+            records.append(record)
         now = server_time or now
     try:
         obj = store.get(lake.snapshot_pointer_key(fleet_id))
@@ -184,5 +185,5 @@ def fleet_status(store, fleet_id: str, *, presence_ttl: float = 300) -> dict:
         now = obj.server_time or now
     except (NotFound, ValueError):
         pointer, pointer_modified = None, None
-    return summarize(heartbeats, leases, pointer if isinstance(pointer, dict) else None, pointer_modified,
+    return summarize(heartbeats, records, pointer if isinstance(pointer, dict) else None, pointer_modified,
                      now=now, presence_ttl=presence_ttl)

@@ -1,7 +1,7 @@
-"""Live plane: advisory leases by compare-and-swap on the store (docs/design.md §9).
+"""Advisory leases by compare-and-swap on the store (docs/design.md §9).
 
 Where it sits: agents ask for leases through the MCP spool and syncd applies them
-(:mod:`lib.livesync`); ``ctxlake lease`` and ``maint.py`` (the ``_maintenance`` lease) call the
+(:mod:`lib.live.sync`); ``ctxlake lease`` and ``maint.py`` (the ``_maintenance`` lease) call the
 same functions directly; the hook reads the cached view (:func:`read_view`,
 :func:`conflicts_for_paths`) and never the store.
 
@@ -119,7 +119,7 @@ class Unsafe(Exception):
     granted or taken on it (docs/design.md §8, §9). ``reason`` says which condition it ignored.
 
     Raised by every lease write (:func:`acquire`, :func:`renew`, :func:`release`, :func:`claim`)
-    and by the roster's CAS writes (:mod:`lib.roster`) through :func:`require_conditional`."""
+    and by the roster's CAS writes (:mod:`lib.live.presence`) through :func:`require_conditional`."""
 
     def __init__(self, reason: str):
         self.reason = reason
