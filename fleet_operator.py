@@ -124,7 +124,8 @@ def retire_for_pod(event_type: str | None, pod, memo, logger) -> dict | None:
     if who is None or uid in memo.retired:
         return None
     fleet_id, agent_id = who
-    result = retrying(lambda: fleet.retire_agent(memo.store, fleet_id, agent_id), key=fleet.roster_key(fleet_id))
+    result = retrying(lambda: fleet.retire_agent(memo.store, fleet_id, agent_id, presence_ttl=memo.cfg.sync.presence_ttl_secs),
+                      key=fleet.roster_key(fleet_id))
     memo.retired[uid] = True
     while len(memo.retired) > RETIRED_MEMORY:
         memo.retired.popitem(last=False)

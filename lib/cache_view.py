@@ -197,10 +197,13 @@ def roster(path: str, now: float, presence_ttl: float) -> dict:
 
     Returns ``{"status", "detail"?, "agents": [entry + "age_secs"], "dropped_stale": n,
     "cache": file_age}``. Entries that are not objects or lack a string ``agent_id`` are
-    skipped; entries whose ``updated_at`` is older than ``presence_ttl`` seconds by the store
-    clock are dropped (docs/design.md §9); an entry without a parseable ``updated_at`` is kept with
+    skipped; entries that are not live by the one rule (:func:`lib.live.presence.is_fresh`:
+    ``updated_at`` older than ``presence_ttl`` seconds by the store clock, or ended) are dropped
+    (docs/design.md §9); an entry without a parseable ``updated_at`` is kept with
     ``age_secs: null`` rather than guessed about.
     """
+    from lib.live import presence
+
     data, status, detail = read_json(path)
     out = {"status": status, "agents": [], "dropped_stale": 0}
     if detail:
@@ -217,7 +220,7 @@ def roster(path: str, now: float, presence_ttl: float) -> dict:
         if not isinstance(a, dict) or not isinstance(a.get("agent_id"), str) or not a["agent_id"]:
             continue
         t = parse_time(a.get("updated_at"))
-        if t is not None and store_now - t > presence_ttl:
+        if t is not None and not presence.is_fresh(dict(a, updated_at=t), store_now, presence_ttl):
             out["dropped_stale"] += 1
             continue
         out["agents"].append(dict(a, age_secs=None if t is None else max(0, int(store_now - t))))

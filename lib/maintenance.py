@@ -22,28 +22,6 @@ import sys
 import time
 
 
-class LeaseRenewer:
-    """Renews the maintenance lease (:func:`lib.live.leases.renew`) when ``tick()`` is called ``ttl/5``
-    seconds or more after the last renewal. Cadence only uses the monotonic clock; expiry is
-    judged by the store. :raises lib.live.leases.Lost: from ``tick()`` when the lease lapsed or was taken
-    (the pass must stop: another maint may be working with a higher epoch). :raises
-    lib.live.leases.Unsafe: the periodic probe found the store ignoring conditional writes (stop too)."""
-
-    def __init__(self, store, key, holder, ttl, log):
-        self.store, self.key, self.holder, self.ttl, self.log = store, key, holder, ttl, log
-        self.last = time.monotonic()
-        self.epoch = None
-
-    def tick(self, force: bool = False):
-        from lib.live import leases
-
-        if force or time.monotonic() - self.last >= self.ttl / 5:
-            rec = leases.renew(self.store, self.key, holder=self.holder, ttl=self.ttl, log=self.log)
-            if rec["epoch"] != self.epoch:
-                raise leases.Lost(rec)
-            self.last = time.monotonic()
-
-
 def _scan_sessions(store, fleet: str) -> dict:
     """``{dt: {prefix: {"segs": [...], "sealed": bool, "digest": bool}}}`` from one listing."""
     from lib import lake
@@ -231,8 +209,7 @@ def _digests(cfg, store, scan: dict, lake_state: dict, renew, log, summary: dict
     are one session; the digest lives in the first). A stored ``digest.json`` is reused unless
     the session got rows this pass or the digest schema changed; the others are computed from
     the session's rows read back from the table."""
-    from lib import digest as digestmod
-    from lib import lake
+    from lib import digest as digestmod, lake
     from lib.store import NotFound
 
     groups: dict[tuple, list[tuple[str, dict]]] = {}
@@ -313,8 +290,7 @@ def run_once(cfg, store, log, now=time.time) -> dict:
     except leases.Unsafe as exc:  # no maintenance lease on a store that ignores conditional writes
         log("maint_refused", reason=exc.reason, detail=str(exc))
         return {"ran": False, "refused": exc.reason, "message": str(exc)}
-    renew = LeaseRenewer(store, key, holder, ttl, log)
-    renew.epoch = lease["epoch"]
+    renew = leases.Renewer(store, key, holder=holder, ttl=ttl, epoch=lease["epoch"], log=log)
     summary = {"ran": True, "maint_epoch": lease["epoch"], "partitions": 0, "compacted": 0, "rows_out": 0,
                "digested": 0, "sessions": 0, "snapshot": None}
     try:

@@ -424,6 +424,46 @@ def renew(store, key: str, *, holder: str, ttl: float = DEFAULT_TTL, attempts: i
     return record
 
 
+RENEW_FRACTION = 5
+"""A held lease is renewed once ``ttl / RENEW_FRACTION`` seconds have passed since its last renewal
+(docs/design.md §9): four renewals in a row can fail before it lapses."""
+
+
+def renew_due(renewed_at: float, now: float, ttl: float) -> bool:
+    """True when ``ttl / RENEW_FRACTION`` seconds or more passed from ``renewed_at`` to ``now``
+    (seconds on one clock: the store's for the leases syncd holds for its agents, the monotonic
+    one for a maintenance pass). Cadence only: expiry is judged by the store."""
+    return now - renewed_at >= ttl / RENEW_FRACTION
+
+
+class Renewer:
+    """The one lease renewer: keeps ``holder``'s lease at ``key`` held while its holder works.
+    :meth:`tick` renews it (:func:`renew`) when :func:`renew_due` says so by ``clock``
+    (``time.monotonic`` for a pass; syncd passes the store time it read this pass and the store
+    time of the last renewal as ``renewed_at``). With ``epoch`` given, a renewal that finds another
+    epoch is a lost lease (fencing: someone else acquired it in between)."""
+
+    def __init__(self, store, key: str, *, holder: str, ttl: float, epoch: int | None = None,
+                 renewed_at: float | None = None, clock=time.monotonic, log=None):
+        self.store, self.key, self.holder, self.ttl, self.epoch, self.clock, self.log = \
+            store, key, holder, ttl, epoch, clock, log
+        self.renewed_at = clock() if renewed_at is None else renewed_at
+
+    def tick(self, force: bool = False) -> dict | None:
+        """Renew when due (always with ``force``); returns the renewed record, ``None`` when not
+        due. :raises Lost: the lease lapsed or was taken, or came back with another epoch (the
+        holder must stop: another may be working under a higher epoch). :raises Unsafe: the
+        periodic probe found the store ignoring conditional writes (stop too).
+        :raises lib.store.Unavailable:"""
+        if not force and not renew_due(self.renewed_at, self.clock(), self.ttl):
+            return None
+        rec = renew(self.store, self.key, holder=self.holder, ttl=self.ttl, log=self.log)
+        if self.epoch is not None and rec["epoch"] != self.epoch:
+            raise Lost(rec)
+        self.renewed_at = self.clock()
+        return rec
+
+
 def release(store, key: str, *, holder: str, attempts: int = 8, log=None) -> bool:
     """Release ``holder``'s lease at ``key`` (CAS to free, epoch kept). True if this call freed
     it; False when there was nothing of ``holder``'s to free.

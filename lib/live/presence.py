@@ -92,8 +92,13 @@ def valid_heartbeat(data) -> bool:
 
 
 def is_fresh(entry: dict, now: float, ttl: float) -> bool:
-    """True when ``entry`` is a valid heartbeat not ended and not older than ``ttl`` seconds at
-    store time ``now``."""
+    """The one rule for a live agent (docs/design.md §9): ``entry`` is a valid heartbeat, not
+    ended, whose ``updated_at`` (store-clock epoch seconds, written by the agent's syncd) is at
+    most ``ttl`` seconds before store time ``now``. Every reader applies it: the roster build and
+    edit here, the cached-roster view (:func:`lib.cache_view.roster`: the hook, ``fleet_status``,
+    the briefing, ``ctxlake status``) and the operator's fleet status (:mod:`lib.live.fleet`).
+    The heartbeat object's ``Last-Modified`` is not a second rule: the roster agents read is built
+    from the bodies, so judging by it could count an agent the agents do not see."""
     return valid_heartbeat(entry) and not entry.get("ended") and now - float(entry["updated_at"]) <= ttl
 
 

@@ -9,7 +9,8 @@ Where it sits: one :class:`LivePlane` per syncd process, run once per pass after
    :func:`lib.spool.consume_records`) applied with the same CAS code as ``ctxlake lease`` and maint
    (:func:`lib.live.leases.claim`, :func:`lib.live.leases.release`); the outcome of each is kept by
    ``record_id``;
-4. leases held for this host's agents renewed every ttl/5 while their session is open,
+4. leases held for this host's agents renewed every ttl/5 while their session is open
+   (:class:`lib.live.leases.Renewer`, the renewer maint uses for its lease too),
    released when it ends;
 5. heartbeats written every ``heartbeat_secs`` (and at once when an agent joins or switches
    session), carrying forward what did not change; deleted when the agent's sessions end,
@@ -358,10 +359,10 @@ class LivePlane:
                 summary["released"] += 1
                 self.log("lease_released_session_ended", key=key, agent=agent, path=h.get("path"))
             elif renewable:
-                if now - float(h.get("renewed_at") or 0) < float(h["ttl"]) / 5:
-                    continue
+                renewer = leases.Renewer(store, key, holder=agent, ttl=float(h["ttl"]),
+                                         renewed_at=float(h.get("renewed_at") or 0), clock=lambda: now, log=self.log)
                 try:
-                    rec = leases.renew(store, key, holder=agent, ttl=h["ttl"], log=self.log)
+                    rec = renewer.tick()
                 except leases.Lost as exc:
                     self.state["held"].pop(key)
                     lost = {"agent_id": agent, "repo": h.get("repo"), "path": h.get("path"), "at": exc.now,
@@ -369,6 +370,8 @@ class LivePlane:
                     self.state["lost"] = (self.state["lost"] + [lost])[-LOST_KEPT:]
                     self.log("lease_lost", key=key, agent=agent, path=h.get("path"), now_held_by=lost["now_held_by"])
                     continue
+                if rec is None:
+                    continue  # renewed less than ttl/5 ago
                 h.update(renewed_at=rec["updated_at"], expires_at=rec["expires_at"])
                 summary["renewed"] += 1
             elif now >= float(h.get("expires_at") or 0):

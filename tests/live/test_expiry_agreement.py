@@ -11,8 +11,7 @@ import os
 import time
 
 import ctxlake
-from lib import syncpass
-from lib import mcp_tools, metrics
+from lib import mcp_tools, metrics, syncpass
 from lib.live import leases
 from lib.store import open_store
 from tests.live.helpers import Log, hook, prompt, tool

@@ -91,8 +91,7 @@ def test_garbage_in_the_fleet_listing_is_shown_as_free(home, cfg):
 
 
 def test_a_garbage_maintenance_lease_cannot_reset_fencing(cfg, mem_store):
-    from lib import maintenance
-    from lib import lake
+    from lib import lake, maintenance
 
     mem_store.put(lake.snapshot_pointer_key(F), json.dumps({"sha256": "0" * 64, "maint_epoch": 12}).encode())
     mem_store.put(leases.lease_key(F, leases.MAINTENANCE), b"garbage")

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from lib import maintenance
-from lib import lake, snapshot
+from lib import lake, maintenance, snapshot
 from lib.live import leases
 from tests.live.helpers import Log
 
@@ -66,7 +65,7 @@ def test_a_maint_whose_lease_lapsed_stops_before_the_swap(cfg, mem_store, store_
 
 def test_even_without_noticing_the_lapse_a_stale_epoch_cannot_swap_the_pointer(cfg, mem_store, store_clock, monkeypatch):
     seen = _lapse_and_take_over(mem_store, store_clock, cfg, monkeypatch)
-    monkeypatch.setattr(maintenance.LeaseRenewer, "tick", lambda self, force=False: None)  # a maint that never checks
+    monkeypatch.setattr(leases.Renewer, "tick", lambda self, force=False: None)  # a maint that never checks
     log = Log()
     a = maintenance.run_once(cfg, mem_store, log)
     assert a["fenced"] and "maint epoch" in a["message"]

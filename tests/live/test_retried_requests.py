@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from lib import syncpass
-from lib import mcp_tools
+from lib import mcp_tools, syncpass
 from lib.live import leases
 from lib.store import open_store
 from tests.live.conftest import REPO_ID

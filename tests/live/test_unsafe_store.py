@@ -12,9 +12,7 @@ import threading
 import pytest
 
 import ctxlake
-from lib import maintenance
-from lib import syncpass
-from lib import config
+from lib import config, maintenance, syncpass
 from lib.live import leases, presence
 from lib.store import Unavailable, open_store
 from lib.store.memory import MemoryStore
