@@ -7,7 +7,7 @@ Where it sits: one :class:`LivePlane` per syncd process, run once per pass after
 2. the store clock, once (every age and expiry below is judged by it — invariant 6);
 3. lease requests from the MCP spool (``lease_request`` / ``lease_release``, own offsets via
    :func:`lib.spool.consume_records`) applied with the same CAS code as ``ctxlake lease`` and maint
-   (:func:`lib.live.leases.claim`, :func:`lib.live.leases.release`); the outcome of each is kept by
+   (:func:`lib.live.leases.hold`, :func:`lib.live.leases.release`); the outcome of each is kept by
    ``record_id``;
 4. leases held for this host's agents renewed every ttl/5 while their session is open
    (:class:`lib.live.leases.Renewer`, the renewer maint uses for its lease too),
@@ -285,10 +285,10 @@ class LivePlane:
         if rec.get("fleet_id") not in (None, self.fleet):
             return dict(base, outcome="error", error=f"record for fleet {clean(str(rec.get('fleet_id')), 100, True)}")
         if kind == mcp_records.LEASE_REQUEST:
-            return self._claim(store, rec, base, now, open_keys)
+            return self._hold(store, rec, base, now, open_keys)
         return self._release(store, rec, base)
 
-    def _claim(self, store, rec: dict, base: dict, now: float, open_keys: set) -> dict:
+    def _hold(self, store, rec: dict, base: dict, now: float, open_keys: set) -> dict:
         agent = rec["agent_id"]
         resources, error = self._resources(rec)
         if error:
@@ -303,7 +303,7 @@ class LivePlane:
         sid = rec.get("session_id") if isinstance(rec.get("session_id"), str) else (
             self.activity.sessions[skey]["session_id"] if skey else None)
         try:
-            records = leases.claim(store, self.fleet, resources, holder=agent, session_id=sid, reason=reason, ttl=ttl,
+            records = leases.hold(store, self.fleet, resources, holder=agent, session_id=sid, reason=reason, ttl=ttl,
                                  view=self.lease_view, view_time=self.lease_view_time, log=self.log)
         except leases.Refused as exc:
             r = exc.record

@@ -238,10 +238,10 @@ def test_garbage_overwrite_is_compare_and_swap_against_that_exact_version(store_
 
 def test_claim_is_all_or_nothing_and_keeps_renewals(mem_store):
     res = [{"repo": "r", "path": "a.py"}, {"repo": "r", "path": "b.py"}, {"repo": "r", "path": "c.py"}]
-    leases.claim(mem_store, "f", [res[0]], holder="me", reason="first", ttl=100)
-    leases.claim(mem_store, "f", [res[2]], holder="other", reason="theirs", ttl=100)
+    leases.hold(mem_store, "f", [res[0]], holder="me", reason="first", ttl=100)
+    leases.hold(mem_store, "f", [res[2]], holder="other", reason="theirs", ttl=100)
     with pytest.raises(leases.Refused) as exc:
-        leases.claim(mem_store, "f", res, holder="me", reason="all three", ttl=100)
+        leases.hold(mem_store, "f", res, holder="me", reason="all three", ttl=100)
     assert exc.value.holder == "other"
     state = {r["path"]: leases.read(mem_store, leases.lease_key("f", leases.resource_key("r", r["path"])))[0] for r in res}
     assert state["a.py"]["holder"] == "me"          # held before this call: kept
@@ -250,15 +250,15 @@ def test_claim_is_all_or_nothing_and_keeps_renewals(mem_store):
 
 
 def test_claim_under_another_agents_directory_lease_is_refused(mem_store):
-    leases.claim(mem_store, "f", [{"repo": "r", "path": "src/"}], holder="other", reason="restructure", ttl=100)
+    leases.hold(mem_store, "f", [{"repo": "r", "path": "src/"}], holder="other", reason="restructure", ttl=100)
     view, now = leases.list_leases(mem_store, "f")
     with pytest.raises(leases.Refused) as exc:
-        leases.claim(mem_store, "f", [{"repo": "r", "path": "src/x.py"}], holder="me", ttl=100, view=view, view_time=now)
+        leases.hold(mem_store, "f", [{"repo": "r", "path": "src/x.py"}], holder="me", ttl=100, view=view, view_time=now)
     assert exc.value.holder == "other" and "restructure" in str(exc.value)
 
 
 def test_list_leases_uses_conditional_reads_and_skips_garbage(mem_store):
-    leases.claim(mem_store, "f", [{"repo": "r", "path": "a.py"}], holder="me", ttl=100)
+    leases.hold(mem_store, "f", [{"repo": "r", "path": "a.py"}], holder="me", ttl=100)
     mem_store.put(leases.lease_key("f", "garbage"), b"[]")
     cache = {}
     first, _ = leases.list_leases(mem_store, "f", cache=cache)

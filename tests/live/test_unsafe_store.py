@@ -45,7 +45,7 @@ def test_eight_two_agent_races_through_the_stripping_proxy_grant_nothing(proxied
             store = open_store(store_url)
             barrier.wait()
             try:
-                leases.claim(store, F, [{"repo": REPO_ID, "path": f"src/race-{i}.py"}], holder=agent, reason="race")
+                leases.hold(store, F, [{"repo": REPO_ID, "path": f"src/race-{i}.py"}], holder=agent, reason="race")
                 outcomes.append("granted")
             except leases.Unsafe as exc:
                 outcomes.append(("unsafe", exc.reason))
@@ -60,9 +60,9 @@ def test_eight_two_agent_races_through_the_stripping_proxy_grant_nothing(proxied
     assert list(open_store(store_url).list(leases.leases_prefix(F))) == []  # not one lease object written
     out = io.StringIO()
     monkeypatch.chdir(git_repo)
-    assert ctxlake.main(["lease", "claim", "src/app.py", "--reason", "x"], out, out) == 1
+    assert ctxlake.main(["lease", "acquire", "src/app.py", "--reason", "x"], out, out) == 1
     line, = out.getvalue().splitlines()
-    assert line.startswith("ctxlake: lease claim: store does not honour conditional writes (")
+    assert line.startswith("ctxlake: lease acquire: store does not honour conditional writes (")
     assert "run `ctxlake doctor`" in line
 
 
