@@ -61,9 +61,9 @@ class SchemaMismatch(ValueError):
 
 def default_path(environ=None) -> str:
     """``$HERMES_HOME/state.db``, else ``~/.hermes/state.db``."""
-    env = os.environ if environ is None else environ
-    base = env.get("HERMES_HOME") or os.path.join(os.path.expanduser("~"), ".hermes")
-    return os.path.join(os.path.expanduser(base), "state.db")
+    from lib.adapters.hermes import transcript_path
+
+    return transcript_path({}, environ)
 
 
 def open_readonly(path: str) -> sqlite3.Connection:

@@ -80,6 +80,15 @@ class Fleet:
         with open(self.config, "w", encoding="utf-8") as fh:
             fh.write(text)
 
+    def set_sync(self, key: str, value: int) -> None:
+        """Set ``[sync] <key> = <value>`` in ctxlake.toml (what an operator edits)."""
+        with open(self.config, encoding="utf-8") as fh:
+            text = fh.read()
+        line = f"{key} = {value}\n"
+        text = text.replace("[sync]\n", "[sync]\n" + line, 1) if "[sync]\n" in text else text + "\n[sync]\n" + line
+        with open(self.config, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
     def env(self, **extra) -> dict:
         return clean_env(**dict({"CTXLAKE_HOME": self.home, "CTXLAKE_CONFIG": self.config}, **extra))
 
