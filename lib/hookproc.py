@@ -243,6 +243,12 @@ def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
         except spool.SpoolFull as exc:
             _log_error(paths, runtime, event, "quarantine", exc)
     done = adapter.done_marker(event, payload)
+    transcript = getattr(adapter, "transcript_path", None)
+    environ = ctx.environ if ctx.environ is not None else os.environ
+    if done is not None and transcript is not None and "transcript_path" not in done:
+        named = transcript(payload, environ)  # Hermes: its state.db
+        if named:
+            done["transcript_path"] = named
     if done is not None:
         # the marker is on disk too: its transcript path (HOME, the cwd's slug, the session id)
         # gets the rules of cwd, which its parts are stored under already; the entropy rule of
@@ -256,14 +262,13 @@ def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
             os.unlink(paths.session_done(runtime, sid))
         except FileNotFoundError:
             pass
-    transcript = getattr(adapter, "transcript_path", None)
     if done is None and transcript is not None:
         # the runtime's process and transcript, so syncd can seal the session if it never ends
         from lib import idle_seal
         from lib.paths import safe_segment
 
         idle_seal.record(paths.session_process(runtime, safe_segment(sid)), ctx.runtime_pid,
-                         transcript(payload, ctx.environ if ctx.environ is not None else os.environ),
+                         transcript(payload, environ),
                          scrub=lambda text: redact.scrub(text, is_tool_output=False)[0])
 
 

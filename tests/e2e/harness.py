@@ -282,11 +282,17 @@ class HermesAgent(Agent):
     def env(self, **extra) -> dict:
         return super().env(HERMES_HOME=self.hermes_home, **extra)
 
+    def _argv(self, prompt: str) -> list[str]:
+        return [runtimes.hermes_bin(), "-z", prompt, "--accept-hooks", "--usage-file", os.path.join(self.root, "usage.json")]
+
+    def start(self, prompt: str) -> subprocess.Popen:
+        """Start ``hermes -z <prompt>`` in the background (an agent that is still working)."""
+        return subprocess.Popen(self._argv(prompt), cwd=self.project, env=self.env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
     def run(self, prompt: str) -> str:
         """``hermes -z <prompt> --accept-hooks`` (one-shot) in the project; its stdout."""
-        binary = runtimes.hermes_bin()
-        r = self.fleet.timed(f"hermes:{self.name}", subprocess.run,
-                             [binary, "-z", prompt, "--accept-hooks", "--usage-file", os.path.join(self.root, "usage.json")],
+        r = self.fleet.timed(f"hermes:{self.name}", subprocess.run, self._argv(prompt),
                              cwd=self.project, env=self.env(), capture_output=True, text=True, timeout=RUN_TIMEOUT)
         assert r.returncode == 0, f"hermes exited {r.returncode}\nstdout: {r.stdout[-3000:]}\nstderr: {r.stderr[-3000:]}"
         self.fleet.wait_hooks()
