@@ -187,6 +187,12 @@ class Paths:
         backstop reconciled (:mod:`lib.backstop`), so a resumed session is not filled twice."""
         return os.path.join(self.state_dir, safe_segment(runtime), stem + ".reconciled")
 
+    def session_process(self, runtime: str, stem: str) -> str:
+        """``spool/.state/<runtime>/<stem>.proc``: the session's runtime process and transcript
+        path as the hooks saw them (:mod:`lib.idle_seal`), so syncd can seal a session that
+        never sent its end event."""
+        return os.path.join(self.state_dir, safe_segment(runtime), stem + ".proc")
+
     def unmapped_marker(self, runtime: str, event: str) -> str:
         """``spool/.state/unmapped/<runtime>-<event>``: an event the adapter does not map was
         logged once (the hook does not log it again)."""

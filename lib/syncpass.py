@@ -87,8 +87,9 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     if not spool.wait_for_hooks(cfg.paths.state_dir, timeout=5):
         log("hook_captures_still_running", detail="shipping what is complete; the rest goes next pass")
     stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, should_stop=should_stop,
-                          observe=plane.observe)
+                          observe=plane.observe, idle_secs=cfg.sync.idle_seal_secs)
     summary = {"shipped": stats.envelopes, "segments": stats.segments, "sealed": stats.sealed,
+               "idle_sealed": stats.idle_sealed,
                "backstop_filled": stats.backstop_filled, "dropped_lines": stats.dropped_lines,
                "last_quarantine_reason": stats.last_quarantine_reason,
                "quarantine_records": stats.quarantine_records,

@@ -13,7 +13,9 @@ An adapter module exposes:
 - ``answer(event, payload, ctx) -> dict`` — the JSON the runtime reads on stdout;
 - ``to_envelopes(event, payload, builder, ctx) -> list[dict]`` — runs in the capture child;
 - ``done_marker(event, payload) -> dict | None`` — ``<session>.done`` contents on session end;
-- optionally ``runtime_version(payload) -> str | None``.
+- optionally ``runtime_version(payload) -> str | None``;
+- optionally ``transcript_path(payload, environ) -> str | None`` — where the runtime keeps the
+  session's own record (what the transcript backstop reads, :mod:`lib.backstop`).
 
 ``ctx`` is a :class:`HookContext`.
 """
@@ -49,11 +51,16 @@ class HookContext:
     ``paths`` is a :class:`lib.paths.Paths`; ``policy(cached)`` a callable returning the lease
     policy (``warn``/``block``) given the one cached in ``leases.json`` (or ``None``), called only
     when a conflict is found (loading the config file costs time the hook rarely needs). Reads are lazy and fail open (a missing or corrupt cache file
-    is "nothing known"). ``injected`` collects claim ids shown to the agent.
+    is "nothing known"). ``injected`` collects claim ids shown to the agent. ``runtime_pid``
+    (the hook's parent: the runtime's process, or ``None``) and ``environ`` (the hook's
+    environment, or ``None`` for ``os.environ``) go into the session's process record
+    (:mod:`lib.idle_seal`).
     """
 
-    def __init__(self, paths, fleet_id: str, agent_id: str, policy=lambda cached=None: cached or "warn"):
+    def __init__(self, paths, fleet_id: str, agent_id: str, policy=lambda cached=None: cached or "warn",
+                 runtime_pid: int | None = None, environ=None):
         self.paths, self.fleet_id, self.agent_id, self.policy = paths, fleet_id, agent_id, policy
+        self.runtime_pid, self.environ = runtime_pid, environ
         self.injected: list[str] = []
         self._leases = None
         self._roster = None

@@ -304,6 +304,12 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
                          event_id=identity.event_id(sid, "end"), **common)]
 
 
+def transcript_path(payload: dict, environ=None) -> str | None:
+    """The session's transcript file when Cursor names one (``transcript_path``), or ``None``."""
+    path = payload.get("transcript_path")
+    return path if isinstance(path, str) and path else None
+
+
 def done_marker(event: str, payload: dict) -> dict | None:
     """Contents of ``<session>.done`` when ``event`` is sessionEnd, else ``None``."""
     if event != "sessionEnd":

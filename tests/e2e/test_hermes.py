@@ -63,7 +63,7 @@ def run(hermes_bin, model, tmp_path_factory, scenario_timer):
         sid = recorded_first[0]["payload"]["session_id"]
         spool_first = fleet.spool("hermes", sid)
         first_bodies = model.bodies("h")
-        fleet.syncd_once()
+        pass_first = fleet.syncd_pass()
         fleet.maint_once()
         fleet.syncd_once()
         briefing = fleet.cache_file("briefing.json")
@@ -85,7 +85,7 @@ def run(hermes_bin, model, tmp_path_factory, scenario_timer):
         recorded = agent.recorded()
         out = {"fleet": fleet, "agent": agent, "installed": installed, "model_url": model.url, "sid": sid, "sid2": sid2,
                "recorded_first": recorded_first, "recorded": recorded, "spool_first": spool_first,
-               "spool_second": spool_second,
+               "spool_second": spool_second, "pass_first": pass_first,
                "briefing": briefing, "s1": first_bodies, "s2": second_bodies,
                "s3": model.bodies("h")[len(first_bodies) + len(second_bodies):]}
     if capture.capturing():
@@ -228,3 +228,12 @@ def test_payload_shapes_match_the_committed_capture(run):
     assert os.path.exists(path), f"no capture for Hermes {runtimes.HERMES_VERSION}: run `make e2e-capture`"
     live = capture.shapes(capture.payloads(run["recorded"]))
     assert live == capture.shapes(capture.load_json(path)), "Hermes' hook payloads changed shape: re-capture"
+
+
+def test_the_seal_reconciled_the_session_with_state_db_and_found_nothing_missing(run):
+    """The transcript backstop reads Hermes' state.db at the seal (the .done names it); with
+    every hook run it fills nothing: hooks and state.db give each event the same id."""
+    p = run["pass_first"]
+    assert p["errors"] == 0 and p["sealed"] == 1, p
+    print(f"\nHermes seal: backstop filled {p['backstop_filled']} event(s)")
+    assert p["backstop_filled"] == 0
