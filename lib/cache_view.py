@@ -12,7 +12,8 @@ and its ``.pointer.json`` (store → cache leg) through :func:`write`, :func:`wr
 - the status views (:func:`roster`, :func:`leases`, :func:`sync_status`, :func:`file_age`).
 
 ``snapshot.bin`` is a SQLite file: :func:`write_blob` puts it there, ``lib.snapshot`` and
-``lib.memory_index`` open it as a database, read-only. ``mcp_server.py`` reads the cache through
+``lib.memory_index`` open it as a database, read-only. ``snapshot.bin.vectors`` (its vector
+index, :mod:`lib.vector_file`) is written by :func:`write_chunks` and mapped by :func:`map_readonly`. ``mcp_server.py`` reads the cache through
 this module and never touches the store. Every file is
 untrusted input written by other agents' sessions via a daemon: it is size-capped, parsed
 strictly (no NaN), shape-checked by hand for the fields used, depth-limited, and every string
@@ -67,6 +68,29 @@ def write_blob(path: str, data: bytes) -> None:
     from lib.spool import atomic_write
 
     atomic_write(path, data, mode=0o644)
+
+
+def write_chunks(path: str, chunks) -> None:
+    """Replace the cache file ``path`` with the concatenated bytes ``chunks`` (an iterable),
+    atomically (as :func:`write`), without holding them all in memory: the snapshot's vector
+    index file (:mod:`lib.vector_file`)."""
+    from lib.spool import atomic_write
+
+    atomic_write(path, chunks, mode=0o644)
+
+
+def map_readonly(path: str):
+    """``path`` mapped read-only (:class:`mmap.mmap`, pages read from the page cache as they are
+    touched), or ``None`` when it is missing. :raises OSError: it exists but cannot be mapped
+    (an empty file, no permission)."""
+    import mmap
+
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return None
+    with fh:
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def read_blob(path: str) -> bytes | None:

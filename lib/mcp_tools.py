@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 
 from lib import mcp_records
@@ -317,6 +318,10 @@ def _dedupe(items: list[str]) -> list[str]:
     return out
 
 
+SNAPSHOT_TOOLS = frozenset({"fleet_history", "memory_search", "memory_timeline"})
+"""The tools that read the cached snapshot: they take the snapshot lock (:meth:`Tools.start_warm_up`)."""
+
+
 class Tools:
     """The tool handlers bound to one :class:`Context`; :meth:`list` gives the
     :class:`lib.jsonrpc.Tool` objects in their published order.
@@ -327,13 +332,44 @@ class Tools:
 
     def __init__(self, ctx):
         self._ctx = ctx
+        self._ctx_lock = threading.Lock()  # the warm-up thread and the first tool call may both ask
+        self._snapshot_lock = threading.Lock()  # the warm-up thread and the tools reading the snapshot
+        self._warm_up: threading.Thread | None = None
         self._queued: dict | None = None  # the record the current write call queued, once it is
 
     @property
     def ctx(self) -> Context:
-        if not isinstance(self._ctx, Context):
-            self._ctx = self._ctx()
-        return self._ctx
+        with self._ctx_lock:
+            if not isinstance(self._ctx, Context):
+                self._ctx = self._ctx()
+            return self._ctx
+
+    def start_warm_up(self, params: dict | None = None) -> threading.Thread:
+        """Prepare the first ``memory_search`` on a daemon thread (the server calls it on the
+        client's ``notifications/initialized``): load the config, then, unless the local summarize
+        mode is ``none``, :meth:`lib.memory_index.SnapshotReader.warm_up` (the vector file mapped,
+        the embedder loaded, one search run), holding the snapshot lock every tool that reads the
+        snapshot takes, so a tool call that arrives meanwhile waits for it instead of loading the
+        same things again. Logged as ``mcp_warmed_up``; a failure is logged (``mcp_warm_up_failed``)
+        and changes nothing — the first search then loads what it needs itself. Returns the
+        started thread (the same one on a second call)."""
+        def run():
+            try:
+                ctx = self.ctx
+                if ctx.cfg.summarize_mode != "none":
+                    ctx.log("mcp_warmed_up", **ctx.snapshot.warm_up())
+            except Exception as exc:  # a warm-up is an optimisation: never an error the agent sees
+                log = self._ctx.log if isinstance(self._ctx, Context) else None
+                if log:
+                    log("mcp_warm_up_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+            finally:
+                self._snapshot_lock.release()
+        if self._warm_up is not None:  # a client that sends notifications/initialized twice
+            return self._warm_up
+        self._snapshot_lock.acquire()  # taken here, so a tool call right behind the notification waits for it
+        self._warm_up = threading.Thread(target=run, name="ctxlake-warm-up", daemon=True)
+        self._warm_up.start()
+        return self._warm_up
 
     def list(self) -> list[Tool]:
         handlers = {"fleet_status": self.fleet_status, "fleet_claim": self.fleet_claim,
@@ -362,6 +398,9 @@ class Tools:
 
             self._queued = None
             try:
+                if fn.__name__ in SNAPSHOT_TOOLS:
+                    with self._snapshot_lock:  # waits for a warm-up under way (start_warm_up)
+                        return clean_deep(fn(args))
                 return clean_deep(fn(args))
             except (ToolError, RpcError):
                 raise
