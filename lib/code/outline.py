@@ -51,8 +51,8 @@ def load(path: str, config, real: str | None = None, extract: bool = True, want=
     """
     languages.require_backend(path)
     src = source.read(path, config.limits.max_file_bytes, real)
-    parsed = languages.parse(path, src.data)
-    syms = symbols.extract(parsed, src.line_starts(), want) if extract else None
+    parsed = languages.parse(path, src.data, outline=extract)
+    syms = symbols.extract(parsed, want) if extract else None
     return src, parsed, syms
 
 
