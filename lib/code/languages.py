@@ -413,9 +413,6 @@ def parse(path: str, data: bytes, outline: bool = False) -> Parsed:
         return _parse_header(data)
     if outline:
         tree = _parse_skeleton(name, grammar, data)
-        if tree is None and name in ("c", "cpp"):
-            spans = mask_spans(data)  # annotation macros, blanked as for the full parse below
-            tree = _parse_skeleton(name, grammar, mask_annotations(data, spans)) if spans else None
         if tree:
             return Parsed(name, tree, data, 0, 0)
     tree, errors, size = _parse(grammar, data)

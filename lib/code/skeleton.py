@@ -96,20 +96,23 @@ def _word_before(data: bytes, i: int, floor: int) -> tuple:
 
 
 def _open_paren(data: bytes, close: int, floor: int) -> int:
-    """Index of the ``(`` matching the ``)`` at ``close`` (literals not skipped), or -1."""
-    depth, i = 0, close
-    while i >= floor:
-        c = data[i]
-        if c == 41:  # )
+    """Index of the ``(`` matching the ``)`` at ``close``, not before ``floor`` (literals not
+    skipped), or -1."""
+    depth, pos = 1, close
+    rfind = data.rfind
+    while True:
+        o = rfind(b"(", floor, pos)
+        if o < 0:
+            return -1
+        c = rfind(b")", o, pos)
+        if c > o:
             depth += 1
-        elif c == 40:  # (
+            pos = c
+        else:
             depth -= 1
             if depth == 0:
-                return i
-        elif c in (59, 123, 125):  # ; { }
-            return -1
-        i -= 1
-    return -1
+                return o
+            pos = o
 
 
 def _defines_function(data: bytes, brace: int, floor: int) -> bool:
@@ -286,31 +289,36 @@ def holes(language: str, data: bytes) -> list:
     verbatim = lexer.get("verbatim")
     specials = b"{}\"/" + (b"'" if chars or single else b"") + (b"`" if backtick else b"")
     find = data.find
-    nxt = {c: find(bytes([c])) for c in specials}
+    keys = [bytes([c]) for c in specials]
+    slot = {c: k for k, c in enumerate(specials)}
+    nxt = [find(key) for key in keys]  # the next position of each special byte, n when none
+    nxt = [v if v >= 0 else n for v in nxt]
     out, stack, inside = [], [], -1  # stack of (brace, candidate, Java enum); inside: depth of an open candidate
-    pos = floor = 0
+    floor = 0
+    java = language == "java"
     while True:
-        live = [v for v in nxt.values() if v >= 0]
-        if not live:
+        i = min(nxt)
+        if i >= n:
             break
-        i = min(live)
         c = data[i]
-        if c == 123:  # {
-            body = inside < 0 and _is_body(language, data, i, floor, bool(stack) and stack[-1][2])
-            if body:
-                inside = len(stack)
-            enum = language == "java" and not body and _has_word(data, b"enum", floor, i)
-            stack.append((i, body, enum))
-            pos = floor = i + 1
-        elif c == 125:  # }
-            if stack:
+        if c == 123 or c == 125:  # { }: only this byte's next position moves
+            if c == 123:
+                body = inside < 0 and _is_body(language, data, i, floor, bool(stack) and stack[-1][2])
+                if body:
+                    inside = len(stack)
+                stack.append((i, body, java and not body and _has_word(data, b"enum", floor, i)))
+            elif stack:
                 start, body, _ = stack.pop()
                 if body:
                     inside = -1
                     if i - start > 2 and not _keeps(language, data, start + 1, i):
                         out.append((start + 1, i))
-            pos = floor = i + 1
-        elif c == 47:  # /
+            floor = i + 1
+            k = slot[c]
+            v = find(keys[k], floor)
+            nxt[k] = v if v >= 0 else n
+            continue
+        if c == 47:  # /
             after = data[i + 1:i + 2]
             if after == b"/":
                 k = find(b"\n", i)
@@ -334,9 +342,10 @@ def holes(language: str, data: bytes) -> list:
             pos = _skip_string(data, i, c, n)
         if pos >= n:
             break
-        for key, value in nxt.items():
-            if 0 <= value < pos:
-                nxt[key] = find(bytes([key]), pos)
+        for k, v in enumerate(nxt):
+            if v < pos:
+                v = find(keys[k], pos)
+                nxt[k] = v if v >= 0 else n
     return out
 
 
