@@ -87,7 +87,7 @@ def middle_symbol(path: str) -> str | None:
 
     with open(path, "rb") as fh:
         data = fh.read()
-    tops = lookup.top_level(symbols.extract(languages.parse(path, data, outline=True)))
+    tops = lookup.top_level(symbols.extract(languages.parse(path, data, skip_bodies=True)))
     return tops[len(tops) // 2].name if tops else None
 
 
@@ -116,7 +116,7 @@ def parse_cpu_per_kline(path: str, repeat: int = 20) -> dict:
 
     with open(path, "rb") as fh:
         data = fh.read()
-    parsed = languages.parse(path, data, outline=True)
+    parsed = languages.parse(path, data, skip_bodies=True)
     symbols.extract(parsed)  # load the grammar and query once
 
     def best(fn) -> float:
@@ -128,7 +128,7 @@ def parse_cpu_per_kline(path: str, repeat: int = 20) -> dict:
             runs.append(time.process_time() - start)
         return min(runs) * 1e6 / (repeat * lines_of(path))
 
-    out = {"outline": best(lambda: languages.parse(path, data, outline=True)),
+    out = {"outline": best(lambda: languages.parse(path, data, skip_bodies=True)),
            "full": best(lambda: languages.parse(path, data)),
            "extract": best(lambda: symbols.extract(parsed))}
     out["total"] = out["outline"] + out["extract"]
@@ -178,7 +178,7 @@ def ctxctl_symbols(path: str) -> list:
 
     with open(path, "rb") as fh:
         data = fh.read()
-    return symbols.extract(languages.parse(path, data, outline=True))
+    return symbols.extract(languages.parse(path, data, skip_bodies=True))
 
 
 def comparable_name(name: str, language: str) -> list:

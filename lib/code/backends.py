@@ -663,8 +663,8 @@ _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 def _html(node, data, parent):
     if node.type in ("element", "script_element", "style_element"):
-        tag = next((c for c in node.children if c.type in ("start_tag", "self_closing_tag")), None)
-        if tag is None:
+        tag = node.child(0)  # the start tag comes first (``children`` would build every child)
+        if tag is None or tag.type not in ("start_tag", "self_closing_tag"):
             return [], True
         specs = []
         for attr in (c for c in tag.children if c.type == "attribute"):

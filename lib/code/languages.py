@@ -394,10 +394,11 @@ def _parse_skeleton(name: str, grammar: str, data: bytes):
     return tree
 
 
-def parse(path: str, data: bytes, outline: bool = False) -> Parsed:
-    """Parse ``data`` with the backend chosen for ``path``; with ``outline``, function bodies
-    whose statements no symbol needs are left out of the parse where the language allows it
-    (:mod:`lib.code.skeleton`): the tree then serves symbols, not imports.
+def parse(path: str, data: bytes, skip_bodies: bool = False) -> Parsed:
+    """Parse ``data`` with the backend chosen for ``path``; with ``skip_bodies``, function
+    bodies whose statements no symbol needs are left out of the parse where the language
+    allows it (:mod:`lib.code.skeleton`): the tree then serves symbols, and imports only of
+    the languages whose imports never sit in a function (:data:`skeleton.IMPORTS_OUTSIDE_BODIES`).
 
     :raises ExitError: code 2 for an unsupported extension.
     """
@@ -411,7 +412,7 @@ def parse(path: str, data: bytes, outline: bool = False) -> Parsed:
         grammar = name
     if name in ("c", "cpp") and base.endswith(".h"):
         return _parse_header(data)
-    if outline:
+    if skip_bodies:
         tree = _parse_skeleton(name, grammar, data)
         if tree:
             return Parsed(name, tree, data, 0, 0)

@@ -38,6 +38,13 @@ LEXERS = {
 ``single`` a ``'…'`` string, ``backtick`` a `` `…` `` string (Go raw, JS template),
 ``verbatim`` C#'s ``@"…"`` (``""`` escapes a quote)."""
 
+IMPORTS_OUTSIDE_BODIES = frozenset({"c", "cpp", "go", "java", "csharp", "rust"})
+"""Languages whose imports ``deps`` reads outside function bodies (C's ``#include`` and C++'s
+``using`` outside functions, Go's and Java's imports and C#'s ``using`` directives at top or
+namespace level, Rust's ``use`` at top level and in ``mod`` blocks): ``deps`` can use the
+outline parse too. JavaScript's and TypeScript's ``require``/``import()``, Ruby's and Lua's
+``require`` are read anywhere, so ``deps`` parses those files whole."""
+
 TYPE_WORDS = {
     "c": (b"struct", b"union", b"enum"),
     "cpp": (b"struct", b"union", b"enum", b"class", b"namespace"),

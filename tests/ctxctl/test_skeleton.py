@@ -28,7 +28,7 @@ def real(name: str) -> bytes:
 @pytest.mark.parametrize("name", SKELETON_FILES)
 def test_outline_of_the_skeleton_parse_equals_the_full_parse_on_real_files(name):
     data = real(name)
-    full, outline = languages.parse(name, data), languages.parse(name, data, outline=True)
+    full, outline = languages.parse(name, data), languages.parse(name, data, skip_bodies=True)
     if full.errors == 0:
         assert rows(outline) == rows(full)
     else:  # the full parse misreads a body (macros, grammar gaps): the outline only gains
@@ -50,7 +50,7 @@ def test_real_files_leave_most_of_their_bodies_out():
 def test_a_c_function_the_full_parse_loses_to_a_body_error_is_listed():
     """libuv's core.c: a ``#ifdef`` inside ``uv_available_parallelism`` breaks the full parse,
     which lists its locals instead of it; its skeleton has no body to misread."""
-    syms = symbols.extract(languages.parse("core.c", real("libuv_core.c"), outline=True))
+    syms = symbols.extract(languages.parse("core.c", real("libuv_core.c"), skip_bodies=True))
     by = {s.name: s for s in syms}
     assert by["uv_available_parallelism"].kind == "function"
     assert by["uv_available_parallelism"].signature == "unsigned int uv_available_parallelism(void)"
@@ -64,7 +64,7 @@ def padded(text: str, comment: str = "//") -> bytes:
 
 def names_both_ways(path: str, data: bytes) -> tuple:
     full = [s.name for s in symbols.extract(languages.parse(path, data))]
-    return full, [s.name for s in symbols.extract(languages.parse(path, data, outline=True))]
+    return full, [s.name for s in symbols.extract(languages.parse(path, data, skip_bodies=True))]
 
 
 @pytest.mark.parametrize("path,text,expected", [
@@ -100,13 +100,32 @@ def test_a_syntax_error_in_a_header_still_exits_3_on_a_large_file(ctxctl, write)
 
 
 def test_a_syntax_error_inside_a_left_out_body_does_not_flag_a_complete_outline(ctxctl, write):
-    """The contract's exit 3 says the symbol list may be incomplete; an error inside a body
-    the outline parse leaves out cannot make it so (docs/ctxctl.md, "Outline parse")."""
-    path = write("big.go", padded("package p\nfunc A() { x := ; }\nfunc B() {}\n").decode())
+    """The contract's exit 3 says the symbol or import list may be incomplete; an error inside
+    a body the outline parse leaves out cannot make it so (docs/ctxctl.md, "Outline parse")."""
+    path = write("big.go", padded('package p\nimport "fmt"\nfunc A() { x := ; }\nfunc B() {}\n').decode())
     r = ctxctl("outline", path, "--json")
     assert r.code == 0, r.err
     assert [s["name"] for s in json.loads(r.out)["symbols"]] == ["A", "B"]
-    assert ctxctl("deps", path).code == 3  # deps parses the whole file: the error is seen there
+    r = ctxctl("deps", path, "--json")
+    assert r.code == 0 and [i["target"] for i in json.loads(r.out)["imports"]] == ["fmt"]
+
+
+def test_deps_parses_whole_the_languages_that_import_inside_functions(ctxctl, write):
+    path = write("big.js", padded("function a() { const x = require('left-pad'); return x; }\n").decode())
+    r = ctxctl("deps", path, "--json")
+    assert r.code == 0  # the `require` inside the function is read: the whole file was parsed
+    assert [i["target"] for i in json.loads(r.out)["imports"]] == ["left-pad"]
+
+
+@pytest.mark.parametrize("name", [n for n in SKELETON_FILES
+                                  if languages.backend_for(n) in skeleton.IMPORTS_OUTSIDE_BODIES])
+def test_imports_of_the_skeleton_parse_equal_the_full_parse_on_real_files(name):
+    from lib.code import backends
+
+    data = real(name)
+    full, outline = languages.parse(name, data), languages.parse(name, data, skip_bodies=True)
+    imports = backends.BACKENDS[full.language].imports
+    assert imports(outline.tree.root_node, data) == imports(full.tree.root_node, data)
 
 
 def test_holes_on_arbitrary_bytes_are_sorted_disjoint_interiors():
