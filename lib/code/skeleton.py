@@ -32,13 +32,14 @@ LEXERS = {
     "c": {"chars": True}, "cpp": {"chars": True}, "csharp": {"chars": True, "verbatim": True},
     "java": {"chars": True}, "go": {"chars": True, "backtick": True}, "rust": {"chars": True},
     "typescript": {"backtick": True, "single": True}, "javascript": {"backtick": True, "single": True},
+    "python": {},
 }
 """Languages with a skeleton parse, and their literals beyond ``"…"`` and C comments:
 ``chars`` a one-character ``'x'``/``'\\n'`` literal (a Rust lifetime ``'a`` is none),
 ``single`` a ``'…'`` string, ``backtick`` a `` `…` `` string (Go raw, JS template),
 ``verbatim`` C#'s ``@"…"`` (``""`` escapes a quote)."""
 
-IMPORTS_OUTSIDE_BODIES = frozenset({"c", "cpp", "go", "java", "csharp", "rust"})
+IMPORTS_OUTSIDE_BODIES = frozenset({"c", "cpp", "go", "java", "csharp", "rust", "python"})
 """Languages whose imports ``deps`` reads outside function bodies (C's ``#include`` and C++'s
 ``using`` outside functions, Go's and Java's imports and C#'s ``using`` directives at top or
 namespace level, Rust's ``use`` at top level and in ``mod`` blocks): ``deps`` can use the
@@ -285,9 +286,114 @@ def _skip_string(data: bytes, i: int, quote: int, n: int, verbatim: bool = False
         j = k + 1
 
 
+def _triple_strings(data: bytes) -> list:
+    """Sorted ``(start, end)`` spans of the file's triple-quoted strings, each ``\"\"\"`` or
+    ``\'\'\'`` paired with the next of the same kind (approximate: a misread shows as a
+    syntax error in the skeleton's tree, or as a ``def`` inside a hole, and costs the hole)."""
+    out, pos, n = [], 0, len(data)
+    find = data.find
+    dq, sq = find(b'"""'), find(b"'''")
+    while True:
+        if dq < 0 and sq < 0:
+            return out
+        i, q = (dq, b'"""') if sq < 0 or 0 <= dq < sq else (sq, b"'''")
+        k = find(q, i + 3)
+        end = n if k < 0 else k + 3
+        out.append((i, end))
+        if end >= n:
+            return out
+        # a kind absent past here stays absent: searching again would rescan the file's tail
+        dq = find(b'"""', end) if dq >= 0 else -1
+        sq = find(b"'''", end) if sq >= 0 else -1
+
+
+def _balanced(seg: bytes) -> bool:
+    """``seg`` closes every bracket it opens (literals not skipped)."""
+    return seg.count(b"(") == seg.count(b")") and seg.count(b"[") == seg.count(b"]") and \
+        seg.count(b"{") == seg.count(b"}")
+
+
+def _python_header_end(data: bytes, i: int, n: int) -> int:
+    """Index of the ``:`` that ends the ``def`` header starting at ``i`` (brackets balanced,
+    so annotations and defaults may hold ``:``), or -1."""
+    j = data.find(b":", i)
+    while 0 <= j < n:
+        if _balanced(data[i:j]):
+            return j
+        j = data.find(b":", j + 1)
+    return -1
+
+
+_CLAUSES = (b"except", b"else", b"elif", b"finally")
+"""Lines that continue a compound statement at its own indentation: no statement starts there."""
+
+
+def _python_holes(data: bytes) -> list:
+    """Python's holes: the statements of a ``def`` body between its first (which may be the
+    docstring the outline reads) and its last (kept so that the function's node ends where
+    its body ends), when no ``def`` or ``class`` sits among them. The body is the lines
+    indented deeper than the ``def`` (blank and comment lines do not end it; lines inside a
+    triple-quoted string do not count); a statement starts on a line at the body's
+    indentation, not an ``except``/``else``/``elif``/``finally`` clause, with every bracket
+    opened before it closed. A body indented with tabs is kept."""
+    from bisect import bisect_right
+    from itertools import accumulate
+
+    lines = data.split(b"\n")
+    starts = [0]
+    starts += accumulate(len(line) + 1 for line in lines)
+    stripped = [line.lstrip(b" ") for line in lines]
+    indent = [len(a) - len(b) for a, b in zip(lines, stripped)]
+    code = [b != b"" and b[0] != 35 for b in stripped]  # not blank, not a comment
+    for a, b in _triple_strings(data):  # lines that start inside a string are no code lines
+        first, last = bisect_right(starts, a), bisect_right(starts, b - 1) - 1
+        for k in range(first, min(last, len(lines) - 1) + 1):
+            code[k] = False
+    out, floor, n, count = [], 0, len(lines), data.count
+    i = data.find(b"def ")
+    while i >= 0:
+        row = bisect_right(starts, i) - 1
+        head = stripped[row]
+        if row < floor or not (head.startswith(b"def ") or head.startswith(b"async def ")) or b"\t" in lines[row][:8]:
+            i = data.find(b"def ", i + 4)
+            continue
+        colon = _python_header_end(data, i, len(data))
+        if colon < 0:
+            break
+        crow = bisect_right(starts, colon) - 1
+        rest = data[colon + 1:starts[crow] + len(lines[crow])].strip()
+        if rest and rest[0] != 35:  # a one-line body: `def f(): pass`
+            i = data.find(b"def ", i + 4)
+            continue
+        depth, body_indent, stmts, mark, j = indent[row], None, [], None, crow + 1
+        while j < n:
+            if code[j]:
+                if indent[j] <= depth:
+                    break  # a code line no deeper than the def: the body has ended
+                if body_indent is None:
+                    body_indent, mark = indent[j], starts[j]
+                    stmts.append(j)
+                elif indent[j] == body_indent and not stripped[j].startswith(_CLAUSES):
+                    seg = (mark, starts[j])
+                    if (count(b"(", *seg) + count(b"[", *seg) + count(b"{", *seg)
+                            == count(b")", *seg) + count(b"]", *seg) + count(b"}", *seg)):
+                        stmts.append(j)
+                        mark = starts[j]
+            j += 1
+        if len(stmts) >= 3:
+            a, b = starts[stmts[1]], starts[stmts[-1]]
+            if not (_declares(data, b"def", a, b) or _declares(data, b"class", a, b)):
+                out.append((a, b))
+                floor = stmts[-1]
+        i = data.find(b"def ", i + 4)
+    return out
+
+
 def holes(language: str, data: bytes) -> list:
     """Sorted, disjoint ``(start, end)`` byte ranges: the interiors of function bodies that can
     be left out of the outline parse. Empty for a language without a skeleton parse."""
+    if language == "python":
+        return _python_holes(data)
     lexer = LEXERS.get(language)
     if lexer is None:
         return []

@@ -36,6 +36,28 @@ def test_outline_of_the_skeleton_parse_equals_the_full_parse_on_real_files(name)
         assert {r[0] for r in rows(outline)} >= {r[0] for r in rows(full) if r[1] != "var"}
 
 
+PYTHON_MODULES = [("boto3", "session.py"), ("botocore", "handlers.py"), ("botocore", "utils.py"), ("botocore", "client.py"),
+                  ("botocore", "credentials.py"), ("pyarrow", "parquet/core.py"), ("jsonschema", "validators.py")]
+
+
+@pytest.mark.parametrize("package,rel", PYTHON_MODULES)
+def test_python_outline_of_the_skeleton_parse_equals_the_full_parse_on_installed_packages(package, rel):
+    """Python's holes are found by indentation (lib/code/skeleton.py): real modules of the
+    packages installed in this venv, with their docstrings, decorators and nested functions."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    path = os.path.join(list(spec.submodule_search_locations)[0], rel) if spec else ""
+    if not os.path.isfile(path):
+        pytest.skip(f"{package}/{rel} not installed")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    full, outline = languages.parse(path, data), languages.parse(path, data, skip_bodies=True)
+    assert full.errors == 0
+    assert rows(outline) == rows(full)
+    assert languages._parse_skeleton("python", "python", data), "the skeleton parse was used"
+
+
 def test_real_files_leave_most_of_their_bodies_out():
     """The point of the design: the parse reads a fraction of these files."""
     for name in ("libuv_core.c", "zap_json_encoder.go", "serde_json_read.rs", "ky_Ky.ts",
@@ -82,11 +104,15 @@ def names_both_ways(path: str, data: bytes) -> tuple:
              "(function () { function hidden() {} })();\n", ["module.exports.get", "hidden"]),
     ("a.go", "package p\nfunc F(a int) (int, error) { s := `}`; _ = s; return a, nil }\n"
              "type T struct { A int }\nfunc (t *T) M() { r := '}'; _ = r }\n", ["F", "T", "M"]),
+    ("a.py", 'class A:\n    def m(self, a=(1,\n2)):\n        """Doc."""\n        try:\n            x = [\n1]\n'
+             "        except E:\n            pass\n        s = '''\n}\n'''\n        def inner():\n            pass\n"
+             "        return x\n\n    def n(self):\n        y = 1\n        z = 2\n        return y\n",
+     ["A", "m", "inner", "n"]),
     ("a.c", "struct s { int a; };\nstatic int f(int x) { char c = '}'; return x; }\n"
             "int g(void) { return f(1); }\n", ["s", "a", "f", "g"]),
 ])
 def test_bodies_that_hold_listed_definitions_are_kept_and_literals_are_skipped(path, text, expected):
-    full, outline = names_both_ways(path, padded(text))
+    full, outline = names_both_ways(path, padded(text, "#" if path.endswith(".py") else "//"))
     assert full == outline
     assert [n for n in outline if n in expected] == expected
 
