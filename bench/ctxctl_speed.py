@@ -111,7 +111,8 @@ def parse_cpu_per_kline(path: str, repeat: int = 20) -> dict:
     outline's parse (``outline``, what ``outline``/``symbol`` run: function bodies left out
     where the language allows, lib/code/skeleton.py), the whole file's parse (``full``, what
     ``deps`` runs), and the symbol extraction on the outline's tree (``extract``: the query or
-    walk, names, signatures). Best of three batches each (the machine is shared)."""
+    walk, names, signatures). The three are timed in interleaved batches, the best batch of
+each kept (the machine is shared: load only adds time)."""
     from lib.code import languages, symbols
 
     with open(path, "rb") as fh:
@@ -119,18 +120,16 @@ def parse_cpu_per_kline(path: str, repeat: int = 20) -> dict:
     parsed = languages.parse(path, data, skip_bodies=True)
     symbols.extract(parsed)  # load the grammar and query once
 
-    def best(fn) -> float:
-        runs = []
-        for _ in range(3):
+    work = {"outline": lambda: languages.parse(path, data, skip_bodies=True),
+            "full": lambda: languages.parse(path, data), "extract": lambda: symbols.extract(parsed)}
+    runs = {key: [] for key in work}
+    for _ in range(7):  # interleaved batches, the best of each kept: a shared machine only adds time
+        for key, fn in work.items():
             start = time.process_time()
-            for _ in range(repeat):
+            for _ in range(max(1, repeat // 4)):
                 fn()
-            runs.append(time.process_time() - start)
-        return min(runs) * 1e6 / (repeat * lines_of(path))
-
-    out = {"outline": best(lambda: languages.parse(path, data, skip_bodies=True)),
-           "full": best(lambda: languages.parse(path, data)),
-           "extract": best(lambda: symbols.extract(parsed))}
+            runs[key].append((time.process_time() - start) / max(1, repeat // 4))
+    out = {key: min(times) * 1e6 / lines_of(path) for key, times in runs.items()}
     out["total"] = out["outline"] + out["extract"]
     return out
 

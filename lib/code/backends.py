@@ -658,7 +658,7 @@ def _lua_imports(root, data):
 
 # -- Markup ------------------------------------------------------------------------------------
 
-_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_HEADING_BYTES = frozenset({b"h1", b"h2", b"h3", b"h4", b"h5", b"h6"})
 
 
 def _html(node, data, parent):
@@ -666,6 +666,11 @@ def _html(node, data, parent):
         tag = node.child(0)  # the start tag comes first (``children`` would build every child)
         if tag is None or tag.type not in ("start_tag", "self_closing_tag"):
             return [], True
+        tag_name = tag.child(1)
+        heading = (tag_name is not None and tag_name.type == "tag_name"
+                   and data[tag_name.start_byte:tag_name.end_byte].lower() in _HEADING_BYTES)
+        if not heading and b"id" not in data[tag.start_byte:tag.end_byte].lower():
+            return [], True  # neither a heading nor an `id` anywhere in the tag: most elements
         specs = []
         for attr in (c for c in tag.children if c.type == "attribute"):
             key = next((c for c in attr.children if c.type == "attribute_name"), None)
@@ -679,8 +684,7 @@ def _html(node, data, parent):
             if name:
                 specs.append(Spec(name, "element", node, node, None))
                 break
-        tag_name = next((c for c in tag.children if c.type == "tag_name"), None)
-        if tag_name is not None and text(tag_name, data).lower() in _HEADINGS:
+        if heading:
             words = " ".join(_html_text(node, data).split())
             if words:
                 specs.append(Spec(words, "heading", node, node, None))
