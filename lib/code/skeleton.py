@@ -11,13 +11,14 @@ where the source has ``f(a) { … }``; every node keeps its offsets and points i
 so a function's extent, its line range and its header signature are the full parse's.
 
 The scan skips comments, string and character literals (per language: :data:`LEXERS`).
-A ``{`` opens a function body when its header — the text since the previous ``; { }`` —
-has a ``)`` (parameters) and no type-declaration keyword before its first ``(``
-(``class``, ``struct``, ``impl``, ``record``, ``namespace``…, :data:`TYPE_WORDS`), nor
-``new`` (an anonymous class). A body is kept whole (parsed) when its interior may hold a
-definition the backend lists there (:func:`_keeps`): Java's local and anonymous classes,
-Rust's nested items, C#'s local functions, TypeScript's and JavaScript's nested named
-functions, classes and object-literal methods. C, C++ and Go list nothing inside a function.
+A ``{`` opens a function body when its header — the text since the previous ``; { }``,
+comments removed — has a ``)`` (parameters) and no type word (``class``, ``struct``,
+``impl``, ``record``, ``namespace``, ``new``…, :data:`TYPE_WORDS`; in C# only before the
+first ``(``, as ``where T : class`` constrains a method). A body is kept whole (parsed) when
+its interior may hold a definition the backend lists there (:func:`_keeps`): Java's local and
+anonymous classes, Rust's nested items, C#'s local functions, TypeScript's and JavaScript's
+nested named functions, classes and object-literal methods. C, C++ and Go list nothing
+inside a function. Python's bodies are found by indentation (:func:`_python_holes`).
 The test ``tests/ctxctl/test_skeleton.py`` checks, on real files of every such language,
 that the outline of the skeleton parse equals the outline of the full parse.
 
@@ -34,7 +35,8 @@ LEXERS = {
     "typescript": {"backtick": True, "single": True}, "javascript": {"backtick": True, "single": True},
     "python": {},
 }
-"""Languages with a skeleton parse, and their literals beyond ``"…"`` and C comments:
+"""Languages with a skeleton parse, and the literals their brace scan knows beyond ``"…"`` and
+C comments (Python has its own scan, by indentation):
 ``chars`` a one-character ``'x'``/``'\\n'`` literal (a Rust lifetime ``'a`` is none),
 ``single`` a ``'…'`` string, ``backtick`` a `` `…` `` string (Go raw, JS template),
 ``verbatim`` C#'s ``@"…"`` (``""`` escapes a quote)."""
@@ -56,8 +58,8 @@ TYPE_WORDS = {
     "typescript": (b"class", b"interface", b"enum", b"namespace", b"module"),
     "javascript": (b"class",),
 }
-"""Words that, before a header's first ``(``, make its ``{`` something other than a function
-body (a type's member list, an anonymous class, an object initializer)."""
+"""Words that, in a ``{``'s header, make it something other than a function body (a type's
+member list, an anonymous class, an object initializer)."""
 
 NESTED_WORDS = {
     "java": (b"class", b"interface", b"enum", b"record"),
