@@ -646,3 +646,59 @@ def first_request(candidates, key: str, now: float) -> dict | None:
         if best is None or at < best[0]:
             best = (at, c)
     return best[1] if best else None
+
+
+def run_cli(args, cfg, out) -> int:
+    """``ctxlake lease claim|release|list [PATH...]``, directly on the store with the code syncd
+    uses: paths resolve against the current directory's git repository (:func:`resolve`); one line
+    per lease to ``out`` (JSON for ``list --json``); returns the exit code.
+    :raises lib.failures.Failure: ``usage`` (a path outside a repository, none named), ``refused``
+    (another holder, or a store that ignores conditional writes)."""
+    import json
+    import os
+
+    from lib.failures import Failure
+    from lib.store import open_store
+
+    store = open_store(cfg.store, live=cfg.live_store)  # leases live where syncd keeps them
+    holder = args.holder or cfg.agent_id
+    view, now = list_leases(store, cfg.fleet_id)
+    if args.action == "list":
+        held = [r for r in view if is_live(r, now)]
+        if args.json:
+            out.write(json.dumps(held, sort_keys=True) + "\n")
+            return 0
+        for r in sorted(held, key=lambda r: (str(r.get("repo")), str(r.get("path")))):
+            out.write(f"{r.get('repo') or '-'}  {r.get('path') or r.get('resource')}  held by {r.get('holder')} "
+                      f"({r.get('reason') or 'no reason'}), {max(0, int(float(r['expires_at']) - now))} s left, epoch {r.get('epoch')}\n")
+        out.write(f"{len(held)} lease(s) held in fleet {cfg.fleet_id}. {ADVISORY_NOTE}\n")
+        return 0
+    resources = []
+    for p in args.paths:
+        where = resolve(p, os.getcwd())
+        if where is None:
+            raise Failure("usage", f"lease: {p} is not inside a git repository (leases are keyed by repository and path)")
+        resources.append(where)
+    if args.action == "claim":
+        if not resources:
+            raise Failure("usage", "lease claim: name at least one path")
+        try:
+            records = claim(store, cfg.fleet_id, resources, holder=holder, reason=args.reason or "",
+                                 ttl=args.ttl or cfg.leases.ttl_secs, view=view, view_time=now)
+        except Refused as exc:
+            raise Failure("refused", f"lease claim: {str(exc).removeprefix('ctxlake: ')}") from None
+        except Unsafe as exc:
+            raise Failure("refused", f"lease claim: {exc}") from None
+        for r in records:
+            out.write(f"claimed {r['path']} in {r['repo']} as {holder} until "
+                      f"{time.strftime('%H:%M:%SZ', time.gmtime(r['expires_at']))} (epoch {r['epoch']})\n")
+        out.write("claim again to renew before it expires. " + ADVISORY_NOTE + "\n")
+        return 0
+    keys = ([lease_key(cfg.fleet_id, resource_key(r["repo"], r["path"])) for r in resources] if resources
+            else [r["key"] for r in view if r.get("holder") == holder])
+    try:
+        freed = sum(release(store, k, holder=holder) for k in keys)
+    except Unsafe as exc:
+        raise Failure("refused", f"lease release: {exc}") from None
+    out.write(f"released {freed} lease(s) held by {holder}\n")
+    return 0

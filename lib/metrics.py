@@ -97,7 +97,7 @@ class SyncdMetrics:
             self.last_error, self.last_error_at = message[:300], self.clock()
 
     def observe_pass(self, summary: dict) -> None:
-        """Add one syncd pass summary (as returned by ``syncd.run_pass``).
+        """Add one syncd pass summary (as returned by :func:`lib.syncpass.run_pass`).
 
         Reads ``shipped``, ``segments``, ``sealed``, ``dropped_lines``, ``hook_lost``, ``errors``,
         ``cache_refreshed`` (bool), ``cache_error`` and ``lease_outcomes``

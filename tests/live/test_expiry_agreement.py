@@ -11,7 +11,7 @@ import os
 import time
 
 import ctxlake
-import syncd
+from lib import syncpass
 from lib import live, mcp_tools, metrics
 from lib.store import open_store
 from tests.live.helpers import Log, hook, prompt, tool
@@ -49,7 +49,7 @@ def test_status_hook_lease_list_fleet_status_and_metrics_agree_around_an_expiry(
     out = io.StringIO()
     assert ctxlake.main(["lease", "claim", "src/app.py", "--reason", "refactor", "--ttl", str(TTL)], out) == 0
     store = open_store(cfg.store)
-    syncd.run_pass(cfg, store, Log())  # leases.json now lists alice's lease; nothing renews it
+    syncpass.run_pass(cfg, store, Log())  # leases.json now lists alice's lease; nothing renews it
     (record,), now = live.list_leases(store, F)
     assert record["holder"] == "alice" and record["expires_at"] - now > 1.5
     assert read_all(home, cfg, git_repo) == {k: 1 for k in ("status", "lease list", "fleet_status", "/metrics", "hook")}

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-import syncd
+from lib import syncpass
 from lib import live, livesync, roster
 from lib.store import Unavailable, open_store
 from lib.store.memory import MemoryStore
@@ -34,12 +34,12 @@ def test_store_outage_keeps_the_last_view_and_says_how_old_it_is(home, cfg, git_
     hook(home, "alice", prompt("sess-alice", git_repo, "split the lexer"))
     store = open_store(cfg.store)
     mcp_record(cfg.paths, "lease_request", "alice", paths=["src/parser/"], reason="split the lexer", cwd=git_repo)
-    syncd.run_pass(cfg, store, Log())
+    syncpass.run_pass(cfg, store, Log())
     good = read_json(cfg.paths.leases(F))
     good_roster = read_json(cfg.paths.roster(F))
     queued = mcp_record(cfg.paths, "lease_request", "alice", paths=["README.md"], reason="docs", cwd=git_repo)
     log = Log()
-    summary = syncd.run_pass(cfg, DownStore(), log)
+    summary = syncpass.run_pass(cfg, DownStore(), log)
     assert summary["errors"] >= 1 and "Unavailable" in summary["live"]["live_error"]
     stale = read_json(cfg.paths.leases(F))
     assert stale["leases"] == good["leases"] and stale["refreshed_at"] == good["refreshed_at"]
@@ -52,18 +52,18 @@ def test_store_outage_keeps_the_last_view_and_says_how_old_it_is(home, cfg, git_
                                                                 "old_string": "a", "new_string": "b"}))
     assert "held by alice (split the lexer)" in ans["hookSpecificOutput"]["additionalContext"]
     # a second failed pass keeps the first failure time
-    syncd.run_pass(cfg, DownStore(), Log())
+    syncpass.run_pass(cfg, DownStore(), Log())
     assert read_json(cfg.paths.leases(F))["stale_since"] == stale["stale_since"]
     # the store comes back: the queued request is applied and the view is fresh again
     log = Log()
-    syncd.run_pass(cfg, store, log)
+    syncpass.run_pass(cfg, store, log)
     back = read_json(cfg.paths.leases(F))
     assert back["stale_since"] is None and back["requests"][queued]["outcome"] == "granted"
     assert back["refreshed_at"] > good["refreshed_at"] and "live_view_recovered" in log.names()
 
 
 def test_a_first_pass_without_a_store_writes_an_empty_view_marked_stale(home, cfg):
-    syncd.run_pass(cfg, DownStore(), Log())
+    syncpass.run_pass(cfg, DownStore(), Log())
     view = read_json(cfg.paths.leases(F))
     assert view["leases"] == [] and view["stale_since"] and view["refreshed_at"] is None
     assert live.conflicts_for_paths(view, "a", ["x"], None) == []
@@ -75,7 +75,7 @@ def test_a_garbage_lease_object_is_treated_as_free_overwritten_by_cas_and_logged
     store.put(key, b'{"holder": "ghost", "epoch": "seven"')  # truncated and mistyped
     rid = mcp_record(cfg.paths, "lease_request", "alice", paths=["README.md"], reason="docs", cwd=git_repo)
     log = Log()
-    syncd.run_pass(cfg, store, log)
+    syncpass.run_pass(cfg, store, log)
     assert read_json(cfg.paths.leases(F))["requests"][rid]["outcome"] == "granted"
     assert ("lease_garbage" in log.names())
     rec, _ = live.read(store, key)
@@ -86,18 +86,18 @@ def test_garbage_in_the_fleet_listing_is_shown_as_free(home, cfg):
     store = open_store(cfg.store)
     store.put(live.lease_key(F, "0" * 64), b"\xff\xfe")
     log = Log()
-    syncd.run_pass(cfg, store, log)
+    syncpass.run_pass(cfg, store, log)
     assert read_json(cfg.paths.leases(F))["leases"] == [] and "lease_garbage" in log.names()
 
 
 def test_a_garbage_maintenance_lease_cannot_reset_fencing(cfg, mem_store):
-    import maint
+    from lib import maintenance
     from lib import lake
 
     mem_store.put(lake.snapshot_pointer_key(F), json.dumps({"sha256": "0" * 64, "maint_epoch": 12}).encode())
     mem_store.put(live.lease_key(F, live.MAINTENANCE), b"garbage")
     log = Log()
-    summary = maint.run_once(cfg, mem_store, log)
+    summary = maintenance.run_once(cfg, mem_store, log)
     assert summary["ran"] and summary["maint_epoch"] == 13 and "lease_garbage" in log.names()
     assert json.loads(mem_store.get(lake.snapshot_pointer_key(F)).data)["maint_epoch"] == 13
 

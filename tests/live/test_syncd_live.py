@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-import syncd
+from lib import syncpass
 from lib import live, livesync, roster
 from lib.store import open_store
 from lib.store.memory import MemoryStore
@@ -32,7 +32,7 @@ def start_alice(home, repo, session="sess-alice"):
 def test_an_open_session_gets_a_heartbeat_roster_entry_and_briefing_line(home, cfg, git_repo):
     start_alice(home, git_repo)
     store = open_store(cfg.store)
-    summary = syncd.run_pass(cfg, store, Log())
+    summary = syncpass.run_pass(cfg, store, Log())
     assert summary["errors"] == 0 and summary["live"]["heartbeats"] == 1
     beat = roster.read_heartbeat(store, F, "alice")
     assert beat["session_id"] == "sess-alice" and beat["task"] == "Split the lexer into tokens and spans"
@@ -50,9 +50,9 @@ def test_an_open_session_gets_a_heartbeat_roster_entry_and_briefing_line(home, c
 def test_heartbeat_rewrite_after_a_restart_keeps_session_task_and_paths(home, cfg, git_repo):
     start_alice(home, git_repo)
     store = open_store(cfg.store)
-    syncd.run_pass(cfg, store, Log())
+    syncpass.run_pass(cfg, store, Log())
     os.unlink(cfg.paths.live_state(F))  # syncd restarted and lost its memory; nothing new was spooled
-    syncd.run_pass(with_sync(cfg, heartbeat_secs=0), store, Log())
+    syncpass.run_pass(with_sync(cfg, heartbeat_secs=0), store, Log())
     beat = roster.read_heartbeat(store, F, "alice")
     assert beat["session_id"] == "sess-alice" and beat["task"].startswith("Split the lexer")
     assert "src/parser/lexer.py" in beat["paths"]
@@ -62,11 +62,11 @@ def test_an_ended_session_disappears_at_the_next_pass_not_after_the_ttl(home, cf
     start_alice(home, git_repo)
     hook(home, "bob", prompt("sess-bob", git_repo, "Write the docs"))
     store = open_store(cfg.store)
-    syncd.run_pass(cfg, store, Log())
+    syncpass.run_pass(cfg, store, Log())
     assert {a["agent_id"] for a in read_json(cfg.paths.roster(F))["agents"]} == {"alice", "bob"}
     hook(home, "alice", session_end("sess-alice", git_repo))
     log = Log()
-    syncd.run_pass(cfg, store, log)
+    syncpass.run_pass(cfg, store, log)
     assert ("agent_left", {"agent": "alice", "detail": "no open session: heartbeat deleted"}) in log.events
     assert roster.read_heartbeat(store, F, "alice") is None
     assert [a["agent_id"] for a in json.loads(store.get(roster.roster_key(F)).data)["agents"]] == ["bob"]
@@ -78,7 +78,7 @@ def test_an_idle_session_is_not_presence(home, cfg, git_repo):
     old = os.path.getmtime(cfg.paths.session_spool("claude_code", "sess-alice")) - cfg.sync.session_idle_secs - 5
     os.utime(cfg.paths.session_spool("claude_code", "sess-alice"), (old, old))
     store = open_store(cfg.store)
-    assert syncd.run_pass(cfg, store, Log())["live"]["live_agents"] == 0
+    assert syncpass.run_pass(cfg, store, Log())["live"]["live_agents"] == 0
     assert roster.read_heartbeat(store, F, "alice") is None
 
 
@@ -89,7 +89,7 @@ def test_lease_requests_from_the_mcp_spool_are_applied_within_one_pass(home, cfg
     p = cfg.paths
     r1 = mcp_record(p, "lease_request", "alice", paths=["src/parser/"], reason="split the lexer", ttl_secs=600,
                     cwd=git_repo)
-    syncd.run_pass(cfg, store, Log())
+    syncpass.run_pass(cfg, store, Log())
     view = read_json(p.leases(F))
     assert view["requests"][r1]["outcome"] == "granted" and view["requests"][r1]["agent_id"] == "alice"
     (lease,) = view["leases"]
@@ -100,7 +100,7 @@ def test_lease_requests_from_the_mcp_spool_are_applied_within_one_pass(home, cfg
                     resources=[{"path": "src/parser/lexer.py", "repo": REPO_ID, "rel": "src/parser/lexer.py"}],
                     ttl_secs=300, cwd=git_repo)
     r3 = mcp_record(p, "lease_request", "bob", paths=["src/parser/"], reason="me too", cwd=git_repo)
-    syncd.run_pass(cfg, store, Log())
+    syncpass.run_pass(cfg, store, Log())
     reqs = read_json(p.leases(F))["requests"]
     for rid in (r2, r3):
         assert reqs[rid]["outcome"] == "refused" and reqs[rid]["holder"] == "alice"
@@ -108,7 +108,7 @@ def test_lease_requests_from_the_mcp_spool_are_applied_within_one_pass(home, cfg
         assert "advisory" in reqs[rid]["message"]
     r4 = mcp_record(p, "lease_release", "alice", all=True)
     r5 = mcp_record(p, "lease_request", "bob", paths=["src/parser/lexer.py"], reason="typo", cwd=git_repo)
-    syncd.run_pass(cfg, store, Log())
+    syncpass.run_pass(cfg, store, Log())
     view = read_json(p.leases(F))
     assert view["requests"][r4]["outcome"] == "released" and view["requests"][r4]["released"][0]["path"] == "src/parser/"
     assert view["requests"][r5]["outcome"] == "granted"
@@ -119,7 +119,7 @@ def test_lease_requests_from_the_mcp_spool_are_applied_within_one_pass(home, cfg
 
 def test_a_request_outside_a_repository_is_answered_with_an_error(home, cfg, tmp_path):
     rid = mcp_record(cfg.paths, "lease_request", "alice", paths=["notes.txt"], reason="x", cwd=str(tmp_path))
-    syncd.run_pass(cfg, open_store(cfg.store), Log())
+    syncpass.run_pass(cfg, open_store(cfg.store), Log())
     out = read_json(cfg.paths.leases(F))["requests"][rid]
     assert out["outcome"] == "error" and "not inside a git repository" in out["error"]
 
@@ -132,7 +132,7 @@ def test_other_mcp_record_kinds_are_left_for_their_consumers(home, cfg, git_repo
     store = open_store(cfg.store)
     log = Log()
     for _ in range(3):
-        syncd.run_pass(cfg, store, log)
+        syncpass.run_pass(cfg, store, log)
     assert log.names().count("lease_request_applied") == 1  # consumed once, by its watermark
     assert read_json(p.leases(F))["requests"][rid]["outcome"] == "granted"
     kinds = []
@@ -249,7 +249,7 @@ def test_an_agent_retired_by_the_fleet_operator_is_not_resurrected_until_it_work
 
     cfg, store, clock, plane, log, repo = plane_env
     start_alice(home, repo)
-    syncd.run_pass(cfg, store, log, plane=plane)  # shipped: the plane knows alice's activity
+    syncpass.run_pass(cfg, store, log, plane=plane)  # shipped: the plane knows alice's activity
     mcp_record(cfg.paths, "lease_request", "alice", paths=["src/app.py"], reason="app", ttl_secs=100, cwd=repo)
     run(plane, store)
     assert roster.read_heartbeat(store, F, "alice") is not None
@@ -262,7 +262,7 @@ def test_an_agent_retired_by_the_fleet_operator_is_not_resurrected_until_it_work
     assert "agent_retired_elsewhere" in log.names() and plane.state["held"] == {}
     assert read_json(cfg.paths.roster(F))["agents"] == []
     hook(home, "alice", prompt("sess-alice", repo, "back to work"))  # new activity: she rejoins
-    syncd.run_pass(cfg, store, log, plane=plane)
+    syncpass.run_pass(cfg, store, log, plane=plane)
     assert roster.read_heartbeat(store, F, "alice")["task"] == "back to work"
 
 
@@ -278,7 +278,7 @@ def test_fleet_claim_and_release_through_the_real_mcp_tools(home, cfg, git_repo)
     queued = alice.fleet_claim({"paths": ["src/parser/"], "reason": "rewrite the parser"})
     assert queued["queued"] is True
     store = open_store(cfg.store)
-    syncd.run_pass(cfg, store, Log())
+    syncpass.run_pass(cfg, store, Log())
     status = alice.fleet_status({})
     mine = [r for r in status["my_requests"] if r["record_id"] == queued["record_id"]]
     assert mine and mine[0]["outcome"]["outcome"] == "granted"
@@ -287,10 +287,10 @@ def test_fleet_claim_and_release_through_the_real_mcp_tools(home, cfg, git_repo)
     bob = mcp_tools.Tools(mcp_tools.Context(bob_cfg, cwd=git_repo, clock=time.time))
     answer = bob.fleet_claim({"paths": ["src/parser/lexer.py"], "reason": "typo"})
     assert [h["holder"] for h in answer["held_by_others_as_of_cache"]] == ["alice"]
-    syncd.run_pass(cfg, store, Log())
+    syncpass.run_pass(cfg, store, Log())
     out = read_json(cfg.paths.leases(F))["requests"][answer["record_id"]]
     assert out["outcome"] == "refused" and out["holder"] == "alice" and out["reason"] == "rewrite the parser"
     released = alice.fleet_release({})
-    syncd.run_pass(cfg, store, Log())
+    syncpass.run_pass(cfg, store, Log())
     assert read_json(cfg.paths.leases(F))["requests"][released["record_id"]]["outcome"] == "released"
     assert read_json(cfg.paths.leases(F))["leases"] == []

@@ -12,8 +12,8 @@ import threading
 import pytest
 
 import ctxlake
-import maint
-import syncd
+from lib import maintenance
+from lib import syncpass
 from lib import config, live, roster
 from lib.store import Unavailable, open_store
 from lib.store.memory import MemoryStore
@@ -75,7 +75,7 @@ def test_syncd_and_maint_refuse_and_say_so_once_per_pass_while_hooks_keep_captur
     store = open_store(cfg.store)
     for _ in range(2):
         log = Log()
-        summary = syncd.run_pass(cfg, store, log)
+        summary = syncpass.run_pass(cfg, store, log)
         assert "ignored" in summary["live"]["live_refused"] and "live_error" not in summary["live"]
         assert log.names().count("live_plane_refused") == 1
     leases_view, roster_view = read_json(cfg.paths.leases(F)), read_json(cfg.paths.roster(F))
@@ -96,7 +96,7 @@ def test_syncd_and_maint_refuse_and_say_so_once_per_pass_while_hooks_keep_captur
         assert any((json.loads(line).get("tool") or {}).get("name") == "Edit" for line in fh if line.strip())
     # maint takes no maintenance lease there: refused, logged once, exit 1
     log = Log()
-    summary = maint.run_once(cfg, store, log)
+    summary = maintenance.run_once(cfg, store, log)
     assert summary["ran"] is False and "ignored" in summary["refused"]
     assert log.names().count("maint_refused") == 1
     assert list(store.list(live.leases_prefix(F))) == []

@@ -23,10 +23,10 @@ def setup(home: str):
 
 def ship_and_maint(paths, store, cfg) -> tuple[ship.ShipStats, dict]:
     """One shipping pass then one maintenance pass; returns both summaries."""
-    import maint
+    from lib import maintenance
 
     stats = ship.ship_all(store, paths, batch_rows=500)
-    summary = maint.run_once(cfg, store, lambda *a, **k: None)
+    summary = maintenance.run_once(cfg, store, lambda *a, **k: None)
     return stats, summary
 
 
