@@ -292,7 +292,7 @@ def _triple_strings(data: bytes) -> list:
     """Sorted ``(start, end)`` spans of the file's triple-quoted strings, each ``\"\"\"`` or
     ``\'\'\'`` paired with the next of the same kind (approximate: a misread shows as a
     syntax error in the skeleton's tree, or as a ``def`` inside a hole, and costs the hole)."""
-    out, pos, n = [], 0, len(data)
+    out, n = [], len(data)
     find = data.find
     dq, sq = find(b'"""'), find(b"'''")
     while True:
