@@ -5,7 +5,7 @@ and its ``.pointer.json`` (store → cache leg) through :func:`write`, :func:`wr
 :func:`write_pointer_side` — atomic (temp, fsync, rename). Readers come in three kinds:
 
 - the hook's, :func:`read_for_hook`: standard library C codec only (no ``json``/``re``), fail
-  open, ``{}`` for anything but an object (the hook, ``lib.roster``, ``lib.live``, ``lib.briefing``);
+  open, ``{}`` for anything but an object (the hook, ``lib.live.presence``, ``lib.live.leases``, ``lib.briefing``);
 - the strict one, :func:`read_json`: size-capped, sanitized, a status instead of an
   exception (``mcp_server.py``, ``/metrics``, the briefing's roster); :func:`read_raw` for
   syncd amending its own views and ``ctxlake status``;
@@ -221,10 +221,13 @@ def roster(path: str, now: float, presence_ttl: float) -> dict:
 
     Returns ``{"status", "detail"?, "agents": [entry + "age_secs"], "dropped_stale": n,
     "cache": file_age}``. Entries that are not objects or lack a string ``agent_id`` are
-    skipped; entries whose ``updated_at`` is older than ``presence_ttl`` seconds by the store
-    clock are dropped (docs/design.md §9); an entry without a parseable ``updated_at`` is kept with
+    skipped; entries that are not live by the one rule (:func:`lib.live.presence.is_fresh`:
+    ``updated_at`` older than ``presence_ttl`` seconds by the store clock, or ended) are dropped
+    (docs/design.md §9); an entry without a parseable ``updated_at`` is kept with
     ``age_secs: null`` rather than guessed about.
     """
+    from lib.live import presence
+
     data, status, detail = read_json(path)
     out = {"status": status, "agents": [], "dropped_stale": 0}
     if detail:
@@ -241,7 +244,7 @@ def roster(path: str, now: float, presence_ttl: float) -> dict:
         if not isinstance(a, dict) or not isinstance(a.get("agent_id"), str) or not a["agent_id"]:
             continue
         t = parse_time(a.get("updated_at"))
-        if t is not None and store_now - t > presence_ttl:
+        if t is not None and not presence.is_fresh(dict(a, updated_at=t), store_now, presence_ttl):
             out["dropped_stale"] += 1
             continue
         out["agents"].append(dict(a, age_secs=None if t is None else max(0, int(store_now - t))))
@@ -254,7 +257,7 @@ def leases(path: str, now: float) -> dict:
 
     Returns ``{"status", "detail"?, "view": the cleaned dict, "leases": [lease +
     "expires_in_secs"], "requests": [{record_id, ...}], "cache": file_age}``. Expiry is judged
-    by :func:`lib.live.view_leases` (store clock through the ``store_time``/``refreshed_at``
+    by :func:`lib.live.leases.view_leases` (store clock through the ``store_time``/``refreshed_at``
     offset, the one rule every lease reader uses); free, expired or malformed leases are
     skipped. ``requests`` accepts a ``{record_id: outcome}`` object or a list of outcomes
     carrying ``record_id``.
@@ -268,10 +271,10 @@ def leases(path: str, now: float) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get("leases", []), list):
         out.update(status=UNREADABLE, detail="not an object with a leases list")
         return out
-    from lib import live
+    from lib.live import leases
 
     out["view"] = data
-    out["leases"] = live.view_leases(data, now)
+    out["leases"] = leases.view_leases(data, now)
     reqs = data.get("requests")
     if isinstance(reqs, dict):
         out["requests"] = [dict(v, record_id=k) for k, v in reqs.items() if isinstance(v, dict)]

@@ -21,7 +21,7 @@ import os
 RUNTIMES = ("claude_code", "cursor", "hermes", "import")
 MCP_CONSUMERS = ("leases", "claims", "handoffs")
 """syncd's consumers of the MCP spool, each with its own offsets (:meth:`Paths.mcp_consumer_state`):
-lease requests and releases (:mod:`lib.livesync`), proposals and handoffs (``syncd.py``). A file
+lease requests and releases (:mod:`lib.live.sync`), proposals and handoffs (``syncd.py``). A file
 is reclaimed once all of them have read it to its end."""
 _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
@@ -193,6 +193,12 @@ class Paths:
         """``spool/.state/<runtime>/<stem>.reconciled``: the event ids a seal's transcript
         backstop reconciled (:mod:`lib.backstop`), so a resumed session is not filled twice."""
         return os.path.join(self.state_dir, safe_segment(runtime), stem + ".reconciled")
+
+    def session_process(self, runtime: str, stem: str) -> str:
+        """``spool/.state/<runtime>/<stem>.proc``: the session's runtime process and transcript
+        path as the hooks saw them (:mod:`lib.idle_seal`), so syncd can seal a session that
+        never sent its end event."""
+        return os.path.join(self.state_dir, safe_segment(runtime), stem + ".proc")
 
     def unmapped_marker(self, runtime: str, event: str) -> str:
         """``spool/.state/unmapped/<runtime>-<event>``: an event the adapter does not map was
