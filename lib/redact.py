@@ -1035,13 +1035,14 @@ def _scan_tokens(sc: _Scan) -> None:
                 sc.marks.add("facebook_access_token")
 
 
-def _finds(hay: bytes, needle: bytes, start: int = 0):
-    """Every start position of ``needle`` in ``hay`` from ``start`` (bytes.find: far faster than
+def _finds(hay: bytes, needle: bytes, start: int = 0, stop: int | None = None):
+    """Every start position of ``needle`` in ``hay[start:stop]`` (bytes.find: far faster than
     a regex's own literal-prefix scan for needles of 4+ bytes)."""
-    i = hay.find(needle, start)
+    stop = len(hay) if stop is None else stop
+    i = hay.find(needle, start, stop)
     while i >= 0:
         yield i
-        i = hay.find(needle, i + 1)
+        i = hay.find(needle, i + 1, stop)
 
 
 def _tildes(b: bytes, sha256: bool = False):
@@ -1059,6 +1060,45 @@ def _tildes(b: bytes, sha256: bool = False):
             return
         yield i
         i = b.find(b"~", i + 1)
+
+
+_WIDE_CLS = _table({_ALNUM + "_-+/=.": ord("a")}, ord(" "))
+"""Bytes of the found markers, Authress keys and SendGrid keys: every match of theirs lies inside
+one run of these, at least :data:`_WIDE_MIN_RUN` long."""
+_WIDE_MIN_RUN = 30
+"""Shortest match of a wide marker (``whsec_`` + 24)."""
+_WIDE_ANCHORS = tuple(a for a, _, _ in _FOUND_MARKERS) + (b".acc", b"SG.")
+_WIDE_ANY = re.compile(b"|".join(re.escape(a) for a in _WIDE_ANCHORS))
+
+
+def _scan_wide(sc: _Scan) -> None:
+    """Markers whose alphabet leaves the token-run class (:data:`_FOUND_MARKERS`), Authress
+    service keys and SendGrid keys (in place), whole field. One translate finds the runs of
+    :data:`_WIDE_CLS` of ≥ 30 bytes; only a run holding an anchor is read further, each
+    anchor by ``bytes.find`` within the run (anchors may overlap: ``SG.acc``)."""
+    b = sc.b
+    search = _WIDE_ANY.search
+    for k, j in _runs(b.translate(_WIDE_CLS), _WIDE_MIN_RUN):
+        if search(b, k, j) is None:
+            continue
+        for anchor, rule, rx in _FOUND_MARKERS:
+            if rule in sc.marks:
+                continue
+            for i in _finds(b, anchor, k, j):
+                m = rx.match(b, i)
+                if m and _mixed(m.group(0)[len(anchor):]) and (_bounded(b, i) or anchor[-1] == 46):
+                    sc.marks.add(rule)
+                    break
+        if "authress_key" not in sc.marks:
+            for i in _finds(b, b".acc", k, j):  # Authress service keys: <sc|ext|...>_<id>.<4-6>.acc_<id>.<secret>
+                m = _AUTHRESS.search(b, max(0, i - 44), min(len(b), i + 200))
+                if m and m.start() < i < m.end():
+                    sc.marks.add("authress_key")
+                    break
+        for i in _finds(b, b"SG.", k, j):  # SendGrid: SG.<22>.<43>, in place (docs/security.md, Redaction)
+            sg = _bounded(b, i) and _SENDGRID.match(b, i)
+            if sg and _mixed(sg.group(1)):
+                sc.span(sg.start(1), sg.end(1), _P, "sendgrid_key")
 
 
 def _scan_keywords(sc: _Scan) -> None:
@@ -1080,12 +1120,6 @@ def _scan_keywords(sc: _Scan) -> None:
             v = b[m.start(1):m.end(1)]
             if _mixed(v) and _secretish(v):
                 sc.span(m.start(1), m.end(1), _P, "bearer_token")
-    for anchor, rule, rx in _FOUND_MARKERS:
-        for i in _finds(b, anchor):
-            m = rx.match(b, i)
-            if m and _mixed(m.group(0)[len(anchor):]) and (_bounded(b, i) or anchor[-1] == 46):
-                sc.marks.add(rule)
-                break
     for s in sc.secret_at:  # a Kubernetes Secret manifest ("kind: Secret"): every data value is a secret
         i = low.rfind(b"kind:", max(0, s - 64), s)
         if i >= 0 and _K8S_SECRET.match(low, i):
@@ -1095,15 +1129,7 @@ def _scan_keywords(sc: _Scan) -> None:
                 d, end = low.rfind(b"data:", max(0, i - 300), i), i
             for dm in _K8S_DATA_VALUE.finditer(b, d + 5, end) if d >= 0 else ():
                 sc.span(dm.start(1), dm.end(1), _P, "kubernetes_secret")
-    for i in _finds(b, b".acc"):  # Authress service keys: <sc|ext|...>_<id>.<4-6>.acc_<id>.<secret>
-        m = _AUTHRESS.search(b, max(0, i - 44), min(len(b), i + 200))
-        if m and m.start() < i < m.end():
-            sc.marks.add("authress_key")
-            break
-    for i in _finds(b, b"SG."):  # SendGrid: SG.<22>.<43>, in place (docs/security.md, Redaction)
-        sg = _bounded(b, i) and _SENDGRID.match(b, i)
-        if sg and _mixed(sg.group(1)):
-            sc.span(sg.start(1), sg.end(1), _P, "sendgrid_key")
+    _scan_wide(sc)
     for i in _finds(b, b"-----BEGIN"):
         if _PEM_PRIVATE.match(b, i):
             sc.marks.add("private_key")
@@ -1403,11 +1429,11 @@ def _apply(b: bytes, spans: list) -> bytes:
     return b"".join(out)
 
 
-_CONFUSABLE_LEADS = bytes(c for c in range(256) if not (0xCE <= c <= 0xD4 or c == 0xEF))
-"""Delete table: what survives ``translate(None, _CONFUSABLE_LEADS)`` are the UTF-8 lead bytes of
-Greek and Cyrillic (U+0380–U+053F) and of the fullwidth forms (U+FF00–U+FFEF)."""
+_CONFUSABLE_LEADS = tuple(bytes([c]) for c in range(0xCE, 0xD5))
+"""UTF-8 lead bytes of Greek and Cyrillic (U+0380–U+053F); each is looked for with one memchr."""
 _FULLWIDTH = re.compile(rb"\xef[\xbc\xbd]")
-_ZERO_WIDTH = re.compile(rb"\xe2\x80[\x8b-\x8d]")  # a literal prefix: sre's fast search (an alternation costs 12 ms/MiB)
+_ZERO_WIDTH = re.compile(rb"\xe2\x80[\x8b-\x8d]")
+_SOFT_HYPHEN = re.compile(rb"\xc2\xad")
 _CONFUSABLES = {ord(k): v for k, v in zip(
     "аеорсухкіјѕԁһԛԝвмнтАВЕКМНОРСТУХІЈЅαοινκρτυχεΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
     "aeopcyxkijsdhqwbmhtABEKMHOPCTYXIJSaoivkptuxeABEZHIKMNOPTYX")}
@@ -1419,13 +1445,32 @@ keyword (zero-width space / non-joiner / joiner, soft hyphen), dropped."""
 
 def _needs_fold(b: bytes) -> bool:
     """Whether the UTF-8 text holds a Greek, Cyrillic, fullwidth or invisible character that
-    could disguise a keyword (two C-speed passes when it does not: one translate, one search)."""
+    could disguise a keyword: ~12 single-byte ``find`` s (memchr) when it does not, a regex only
+    where the memchr saw a byte the character needs."""
     if b.isascii():
         return False
-    leads = b.translate(None, _CONFUSABLE_LEADS)
-    if leads.strip(b"\xef") or (leads and _FULLWIDTH.search(b)):
+    find = b.find
+    if any(find(c) >= 0 for c in _CONFUSABLE_LEADS):
         return True
-    return _ZERO_WIDTH.search(b) is not None or b.find(b"\xc2\xad") >= 0
+    return (_by_memchr(b, b"\xef", _FULLWIDTH, 0)
+            or any(_by_memchr(b, c, _ZERO_WIDTH, 2) for c in (b"\x8b", b"\x8c", b"\x8d"))
+            or _by_memchr(b, b"\xad", _SOFT_HYPHEN, 1))
+
+
+def _by_memchr(b: bytes, byte: bytes, rx, back: int) -> bool:
+    """Whether ``rx`` (a short literal-led pattern holding ``byte`` ``back`` bytes after its start)
+    occurs in ``b``: each occurrence of ``byte`` (memchr) is checked with ``rx.match`` at
+    ``i - back``; past 64 occurrences one ``rx.search`` decides."""
+    i = b.find(byte)
+    seen = 0
+    while i >= 0:
+        seen += 1
+        if seen > 64:
+            return rx.search(b, max(0, i - back)) is not None
+        if i >= back and rx.match(b, i - back):
+            return True
+        i = b.find(byte, i + 1)
+    return False
 
 
 def fold_confusables(text: str) -> str:
