@@ -491,11 +491,13 @@ _PROVIDER_NAMES = (
     b"twilio", b"sendgrid", b"sendinblue", b"duffel", b"easypost", b"flutterwave", b"frameio", b"gcp",
     b"cisco", b"gitlab", b"clickhouse", b"clojars", b"dynatrace", b"maxmind", b"prefect", b"readme", b"kubernetes",
     b"adafruit", b"cloudflare", b"dnkey", b"discord", b"fastly", b"finnhub", b"flickr", b"hubspot", b"kucoin",
-    b"sendbird", b"contribsys", b"snyk", b"squarespace", b"sumo", b"travis", b"twitter", b"typeform", b"mailchimpsdk")
+    b"sendbird", b"contribsys", b"snyk", b"squarespace", b"sumo", b"travis", b"twitter", b"typeform", b"mailchimpsdk",
+    b"sourcegraph")
 """Provider names that mark a value as that provider's credential when it is assigned to a name
 holding them (``HEROKU_API = <uuid>``, ``datadog: <40 hex>``): the providers whose key shapes
 have no prefix of their own. Source: the keyword lists of the gitleaks rules for those
-providers (``config/gitleaks.toml``, MIT)."""
+providers (``config/gitleaks.toml``, MIT). ``sourcegraph``: legacy Sourcegraph tokens are any 40
+hex digits, so only a name holding the provider's name identifies one (a bare SHA stays clean)."""
 
 
 def _trie_pattern(words) -> bytes:
@@ -573,6 +575,9 @@ name that may follow a keyword are counted after it, as gitleaks counts them aft
 _XML_VALUE = _Lazy(rb"[A-Za-z0-9_.-]{0,20}\\?\"(?:[ \t]|\\t)*value(?:[ \t]|\\t)*=(?:[ \t]|\\t)*\\?\"([^\"\\\n]{1,256})\\?\"")
 """An XML setting whose ``key`` attribute names the secret and whose ``value`` holds it
 (gitleaks ``nuget-config-password``)."""
+_XML_VALUE_CLOSED = _Lazy(rb"[A-Za-z0-9_.-]{0,20}\\?\"(?:[ \t]|\\t)*value(?:[ \t]|\\t)*=(?:[ \t]|\\t)*\\?\"(.{1,256}?)\\?\"(?:[ \t]|\\t)*/>")
+"""The same setting whose value holds quotes or backslashes (``value="bHG]|}0"\\[vjy" />``): the
+value runs to the quote that closes the element (gitleaks ``nuget-config-password``: ``.{8,}``)."""
 _QUOTE_NEAR = _Lazy(rb"[\"'`]")
 _NAME_CH = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
 _NAME_CH_SP = _NAME_CH | frozenset(b" \t")
@@ -648,7 +653,7 @@ def _keyed_at(sc: "_Scan", ks: int, ke: int, kind: bytes) -> int:
     done = _KEYWORD_REST.get(kind)
     if done is not None:
         ke = done.match(low, ke).end()  # "password", "credentials": the name window starts after the word
-    x = _XML_VALUE.match(b, ke)
+    x = _XML_VALUE_CLOSED.match(b, ke) or _XML_VALUE.match(b, ke)
     if x is not None:  # <add key="ClearTextPassword" value="..."/> (NuGet.config, app.config)
         v = x.group(1)
         if _keyed_name_ok(low, ks, ke, kind == b"provider") and _keyed_value(v, kind in (b"pass", b"pwd"), kind == b"provider"):
@@ -723,6 +728,11 @@ _PLACEHOLDER_PASSWORDS = frozenset((b"password", b"passwd", b"pass", b"pwd", b"p
 authority full of ':' — the hook must not be a ReDoS target."""
 _CURL_USER = _Lazy(rb"(?:(?<=[ \t\n\r`])|(?<=\\[tnr]))(?:-u|--user)(?:=|(?:[ \t]|\\t){0,5})"
                    rb"(?:\\?\"([^\"\\\n]{3,256})\\?\"|'([^'\n]{3,256})'|([^\s\"'`\\]{3,256}))")
+_CURL_KEY_HEADER = _Lazy(rb"(?:(?<=[ \t\n\r`])|(?<=\\[tnr]))(?:-H|--header)(?:=|(?:[ \t]|\\t){0,5})\\?[\"']"
+                         rb"(?i:(?:x-(?:[a-z]+-)?)?(?:api-?)?(?:key|token)):(?:[ \t]|\\t){0,5}([\w=~@.+/-]{8,})")
+"""A key header of a curl command (``-H "X-Api-Key: ..."``, ``-H 'Token: ...'``): its value is a
+credential (gitleaks ``curl-auth-header``; ``Authorization:`` is the ``authorization_header``
+marker)."""
 _URL_SIG = _Lazy(rb"(?:sig|signature)=([A-Za-z0-9%+/=_-]{16,})")
 _SIG_PARAM = re.compile(rb"sig(?:nature)?=")
 _SIG_BEFORE = (b"?", b"&", b";", b"?x-amz-", b"&x-amz-", b"?x-goog-", b"&x-goog-")
@@ -1180,6 +1190,10 @@ def _scan_structural(sc: _Scan) -> None:
         if i < end or not _bounded(low, i):
             continue
         end = min(len(b), i + 1024)
+        for hm in _CURL_KEY_HEADER.finditer(b, i, end):  # -H "X-Api-Key: <value>" (gitleaks curl-auth-header)
+            v = hm.group(1)
+            if _secretish(v):
+                sc.span(hm.start(1), hm.end(1), _P, "keyed_secret")
         for cm in _CURL_USER.finditer(b, i, end):
             cred = cm.group(1) or cm.group(2) or cm.group(3)
             cs = cm.start(1) if cm.group(1) else cm.start(2) if cm.group(2) else cm.start(3)
