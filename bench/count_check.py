@@ -11,7 +11,7 @@ importer's code — prompts (the "User records" rules of docs/architecture.md: a
 nobody but a person wrote), tool calls by name (``tool_use`` ids), finished calls and failed ones
 (``tool_result`` ``is_error``), tokens per kind (each API message id once, at its last record: the
 final streamed usage), and sessions. Then it imports the file into a fresh ``CTXLAKE_HOME`` the
-real way (``lib.importers.claude_code.import_path`` → syncd's shipping → ``maint.run_once`` on a
+real way (``lib.importers.claude_code.import_path`` → syncd's shipping → ``lib.maintenance.run_once`` on a
 ``file://`` store) and reads the Delta table back: each figure must agree exactly, and each
 session must have exactly one ``session_start`` and one ``session_end``.
 """
@@ -84,8 +84,7 @@ def independent(path: str) -> dict:
 
 def from_lake(path: str) -> tuple[dict, list[str]]:
     """The same figures from the lake after a real import of ``path``; plus start/end problems."""
-    import maint
-    from lib import config, lake, ship
+    from lib import config, lake, maintenance, ship
     from lib.importers.claude_code import import_path
     from lib.paths import Paths
     from lib.store.file import FileStore
@@ -97,7 +96,7 @@ def from_lake(path: str) -> tuple[dict, list[str]]:
     store = FileStore(cfg.store)
     import_path(path, paths, fleet_id="count", agent_id="count")
     ship.ship_all(store, paths)
-    maint.run_once(cfg, store, lambda *a, **k: None)
+    maintenance.run_once(cfg, store, lambda *a, **k: None)
     t = lake.query(store, "count", "SELECT envelope_json FROM events")
     rows = [] if t is None else [json.loads(r) for r in t.column("envelope_json").to_pylist()]
     calls = [e for e in rows if e["event_type"] == "tool_call" and not e.get("orphan_result")]

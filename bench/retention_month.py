@@ -36,7 +36,7 @@ def month(retain: bool, days: int, sessions: int, events: int, passes: int) -> d
     home = tempfile.mkdtemp(prefix="ctxlake-bench-month-")
     os.environ.update(CTXLAKE_HOME=home, CTXLAKE_FLEET_ID="bench", CTXLAKE_AGENT_ID="bench",
                       CTXLAKE_CONFIG=os.path.join(home, "none.toml"))
-    import maint
+    from lib import maintenance
     from bench.maint_scale import build_spool
     from lib import config, ship
     from lib.paths import Paths
@@ -53,7 +53,7 @@ def month(retain: bool, days: int, sessions: int, events: int, passes: int) -> d
         ship.ship_all(store, paths, batch_rows=5000)
         for p in range(passes):
             clock = t0 + day * 86400 + p * 3600
-            maint.run_once(cfg, store, lambda *a, **k: None, now=lambda c=clock: c)
+            maintenance.run_once(cfg, store, lambda *a, **k: None, now=lambda c=clock: c)
     lake_root = os.path.join(home, "lake")
     return {sub: _size(lake_root, sub) for sub in ("sessions", "compacted", "snapshot")}
 

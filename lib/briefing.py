@@ -127,3 +127,60 @@ def read_for_hook(path: str) -> tuple[str | None, list[str]]:
     ids = data.get("claim_ids")
     ids = [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
     return fence(clean(text.strip(), 1 << 16)), ids
+
+
+def refresh(cfg, store, log) -> dict:
+    """Store → cache: snapshot mirror and briefing. Returns ``{snapshot_sha, briefing_chars}``.
+
+    :raises: store errors (the caller logs them and keeps the last cache).
+    """
+    from lib import snapshot
+
+    res = snapshot.fetch(store, cfg.fleet_id, cfg.paths.snapshot(cfg.fleet_id))
+    if res["changed"]:
+        log("snapshot_cached", sha256=res["sha256"], vectors=res.get("vectors"))
+    if res.get("vectors_error"):  # the snapshot is in place; the MCP server reads its index from it meanwhile
+        log("snapshot_vectors_failed", error=res["vectors_error"])
+    return {"snapshot_sha": res["sha256"], **render_cached(cfg, log, have_snapshot=bool(res["sha256"]))}
+
+
+def render_cached(cfg, log, *, have_snapshot: bool = True) -> dict:
+    """Render ``cache/<fleet>/briefing.json`` from the cached roster and snapshot; returns
+    ``{"briefing_chars": n}``.
+
+    The briefing shows the snapshot's newest handoff notes, the cached roster, the snapshot's
+    recent sessions and, in summarize mode ``agent``, its agent-visible claims (``shadow`` and ``none`` show none). Both inputs are
+    untrusted cache content: a roster that is not one (:func:`lib.cache_view.roster`) or a
+    snapshot that cannot be read is logged as a warning (``briefing_input_unreadable``) and
+    left out, so the briefing still renders from what is readable. Never raises on cache
+    content; :raises OSError: the briefing file could not be written.
+    """
+    import os
+    import sqlite3
+    import time
+
+    from lib import snapshot
+    from lib.clock import format_time
+
+    paths = cfg.paths
+    sessions, claims, handoffs = [], [], []
+    if have_snapshot and os.path.exists(paths.snapshot(cfg.fleet_id)):
+        try:
+            conn = snapshot.open_readonly(paths.snapshot(cfg.fleet_id))
+            try:
+                # sessions with nothing to say (no prompt, no command) are not worth an agent's context
+                sessions = [d for d in snapshot.recent_sessions(conn, 50)
+                            if d.get("turn_count") or d.get("commands_ok") or d.get("commands_failed")][:5]
+                if cfg.summarize_mode == "agent":
+                    claims = snapshot.visible_claims(conn, 5)
+                handoffs = snapshot.recent_handoffs(conn, 5)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            log("briefing_input_unreadable", file="snapshot.bin", error=str(exc)[:200])
+    view = cache_view.roster(paths.roster(cfg.fleet_id), time.time(), cfg.sync.presence_ttl_secs)
+    if view["status"] == cache_view.UNREADABLE:
+        log("briefing_input_unreadable", file="roster.json", error=str(view.get("detail"))[:200])
+    text, ids = render(view["agents"], sessions, claims, handoffs=handoffs)
+    cache_view.write(paths.briefing(cfg.fleet_id), {"text": text, "claim_ids": ids, "rendered_at": format_time()})
+    return {"briefing_chars": len(text)}

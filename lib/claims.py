@@ -367,3 +367,50 @@ def _rid(rec: dict, suffix: str) -> str | None:
     at = parse_time(str(rec.get("requested_at") or ""))
     ms = int(at * 1000) if at is not None else 0
     return ulid_at(ms, rid) + suffix
+
+
+def run_cli(args, cfg, out) -> int:
+    """``ctxlake claims [--status S] [--explain] | --approve ID | --retire ID --reason R``: list
+    the gate's folds (``claims/fleet/<f>/``) by status, one line each to ``out`` (JSON with
+    ``--json``), or write a human ClaimEvent the next maintenance pass folds in (an id prefix
+    names the claim); returns the exit code. :raises lib.failures.Failure: ``usage`` (a prefix
+    matching no claim or several, ``--retire`` without ``--reason``)."""
+    import json
+
+    from lib import keys
+    from lib.failures import Failure
+    from lib.store import open_store
+
+    store = open_store(cfg.store, live=cfg.live_store)
+    if args.approve or args.retire:
+        cid = args.approve or args.retire
+        folded = fold(load_events(store, cfg.fleet_id))
+        matches = [c for c in folded if c.startswith(cid)]
+        if len(matches) != 1:
+            raise Failure("usage", f"claims: {cid!r} matches {len(matches)} claims; give more of the id")
+        if args.retire and not args.reason:
+            raise Failure("usage", "claims: --retire needs --reason")
+        kind = "approved" if args.approve else "retired"
+        write_event(store, cfg.fleet_id, "_human", {"kind": kind, "claim_id": matches[0], "by": cfg.agent_id,
+                                                           "reason": args.reason})
+        out.write(f"{kind} {matches[0]}; takes effect at the next `ctxlake maint --once`\n")
+        return 0
+    rows = []
+    for entry in store.list(keys.claim_folds_prefix(cfg.fleet_id)):
+        try:
+            c = json.loads(store.get(entry.key).data)
+        except ValueError:
+            continue
+        if not args.status or c.get("status") == args.status:
+            rows.append(c)
+    if args.json:
+        out.write(json.dumps(rows, sort_keys=True, default=str) + "\n")
+        return 0
+    for c in sorted(rows, key=lambda c: (c.get("status") or "", -(c.get("confidence") or 0))):
+        out.write(f"{c['claim_id']}  {c.get('status'):<10} {c.get('claim_type'):<11} conf {c.get('confidence') or 0:.2f}  "
+                  f"{len(c.get('evidence') or [])} cite(s)  {str(c.get('claim'))[:80]}\n")
+        if args.explain:
+            out.write(f"    why: {c.get('explain') or c.get('reason') or '-'}\n")
+    if not rows:
+        out.write("no claims" + (f" with status {args.status}" if args.status else "") + "\n")
+    return 0

@@ -99,6 +99,10 @@ class SyncConfig:
     """A session whose spool has not been written for this long is not presence (no heartbeat,
     its leases are not renewed) until it writes again: a crashed runtime that never sent
     SessionEnd must not look active forever."""
+    idle_seal_secs: int = 1800
+    """A session that never sent its end event (its runtime was killed, the laptop died) is
+    sealed once no hook wrote to it for this long and its runtime process is gone or cannot be
+    checked (:mod:`lib.idle_seal`; 0 = never). A resumed session is sealed again at its end."""
     metrics_port: int = 0
     """TCP port of syncd's ``/healthz``, ``/readyz`` and Prometheus ``/metrics`` (0 = off). Off by
     default because a laptop needs no scrape target; the Helm chart turns it on. Loop mode only:
@@ -284,3 +288,67 @@ def render_toml(store: str, fleet_id: str, agent_id: str | None = None) -> str:
               "# Credentials are never stored here: S3 uses boto3's normal chain (env, profile, IRSA).\n")
     body = tomli_w.dumps({**top, "summarize": {"mode": "agent"}, "leases": {"policy": "warn", "ttl_secs": 300}})
     return header + body
+
+
+def init(args, cfg, out) -> int:
+    """``ctxlake init --store URL --fleet F [--agent-id A] [--force]``: write the config file
+    (:func:`render_toml`, no secrets) after proving the store with a real write and read back of
+    the fleet marker; the URL is saved absolute (:func:`store_url`). ``cfg`` is the config in
+    force (an existing file with another fleet or store is replaced only with ``--force``).
+    Writes what it did and the next step to ``out``; returns the exit code.
+    :raises lib.failures.Failure: ``usage`` (a bad URL, an empty fleet), ``refused`` (a config
+    exists), ``store`` (the write or read back failed: nothing saved)."""
+    import json
+    import time
+
+    from lib import install, keys
+    from lib.failures import Failure
+    from lib.store import CREATE, PreconditionFailed, StoreError, open_store
+
+    try:
+        url = store_url(args.store)
+    except ConfigError as exc:
+        raise Failure("usage", f"init: {exc}") from None
+    if not args.fleet.strip():
+        raise Failure("usage", "init: --fleet is empty; name the fleet every host of the team shares")
+    try:
+        store = open_store(url)
+    except ValueError as exc:
+        raise Failure("usage", f"init: {exc}") from None
+    path = config_file_path()
+    text = render_toml(url, args.fleet, args.agent_id)
+    old = _read_text(path)
+    if old is not None and old != text and not args.force:
+        raise Failure("refused", f"init: {path} already exists (fleet {cfg.fleet_id}, store {cfg.store}); "
+                                 "pass --force to replace it, then run `ctxlake install` again so the hooks speak "
+                                 "the new fleet")
+    try:
+        key = keys.fleet_marker_key(args.fleet)
+        body = json.dumps({"fleet_id": args.fleet, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode()
+        try:
+            store.put(key, body, CREATE)
+        except PreconditionFailed:
+            pass
+        store.get(key)
+    except (StoreError, OSError) as exc:
+        raise Failure("store", f"init: the store {url} failed a write and read back: {exc}; "
+                               "nothing was saved, fix it and run init again") from None
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    from lib.spool import atomic_write
+
+    atomic_write(path, text.encode(), mode=0o644)
+    out.write(f"wrote {path}\nstore {store.url} is writable and readable (fleet {args.fleet})\n")
+    installed = install.installed_identities()
+    stale = sorted({f for f, _ in installed.values()} - {args.fleet})
+    if stale:
+        out.write(f"note: installed hooks still speak fleet {', '.join(stale)}; run `ctxlake install --all` again\n")
+    out.write("next: ctxlake install --all   (hooks + MCP), then: ctxlake sync\n")
+    return 0
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -97,7 +97,7 @@ class SyncdMetrics:
             self.last_error, self.last_error_at = message[:300], self.clock()
 
     def observe_pass(self, summary: dict) -> None:
-        """Add one syncd pass summary (as returned by ``syncd.run_pass``).
+        """Add one syncd pass summary (as returned by :func:`lib.syncpass.run_pass`).
 
         Reads ``shipped``, ``segments``, ``sealed``, ``dropped_lines``, ``hook_lost``, ``errors``,
         ``cache_refreshed`` (bool), ``cache_error`` and ``lease_outcomes``
@@ -216,12 +216,13 @@ class _ScrapeTimeCollector:
 
 
 def _cached_lease_count(path: str, now: float) -> int:
-    """Unexpired leases in the cached view at ``path`` at local time ``now`` (:func:`lib.live.view_leases`)."""
-    from lib import cache_view, live
+    """Unexpired leases in the cached view at ``path`` at local time ``now`` (:func:`lib.live.leases.view_leases`)."""
+    from lib import cache_view
+    from lib.live import leases
 
     data = cache_view.read_raw(path)
 
-    return len(live.view_leases(data, now)) if isinstance(data, dict) else 0
+    return len(leases.view_leases(data, now)) if isinstance(data, dict) else 0
 
 
 class MetricsServer:

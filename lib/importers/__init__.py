@@ -21,3 +21,51 @@ class ImportResult:
         self.skipped_lines = 0
         self.records = 0
         self.repaired_lines = 0
+
+
+def run_cli(args, cfg, out) -> int:
+    """``ctxlake import <runtime> [--path P] [--agent-id A]``: one line per imported source to
+    ``out``; returns the exit code. :raises lib.failures.Failure: ``usage`` for Cursor (no history
+    to import), an unknown runtime, a missing path or a file that is not the runtime's format."""
+    import os
+
+    from lib.failures import Failure
+
+    runtime = args.runtime.replace("_", "-")
+    if runtime == "cursor":
+        raise Failure("usage", "import: cursor keeps no history ctxlake can import (its chats live in an undocumented "
+                               "editor database, not a transcript format); Cursor sessions are captured from the moment its "
+                               "hooks are installed: ctxlake install cursor")
+    if runtime not in ("claude-code", "hermes"):
+        raise Failure("usage", f"import: no importer for {args.runtime!r} (supported: claude-code, hermes)")
+    from lib import logs
+
+    log = logs.setup("import", quiet=True)
+    agent = args.agent_id or cfg.agent_id
+    if runtime == "hermes":
+        import sqlite3
+
+        from lib.importers import hermes
+
+        path = os.path.expanduser(args.path) if args.path else hermes.default_path()
+        try:
+            res = hermes.import_db(path, cfg.paths, fleet_id=cfg.fleet_id, agent_id=agent, log=log)
+        except (FileNotFoundError, hermes.SchemaMismatch, sqlite3.DatabaseError) as exc:
+            raise Failure("usage", f"import: {exc}")
+        out.write(f"imported {path}: {len(res.sessions)} session(s), {res.envelopes} envelope(s) into the spool; "
+                  "run `ctxlake sync --once` to ship them\n")
+        return 0
+    if not args.path:
+        raise Failure("usage", "import claude-code: --path is required (a transcript file or a folder of them)")
+    from lib.importers import claude_code
+
+    try:
+        results = claude_code.import_path(os.path.expanduser(args.path), cfg.paths, fleet_id=cfg.fleet_id,
+                                          agent_id=agent, log=log)
+    except FileNotFoundError as exc:
+        raise Failure("usage", f"import: {exc}")
+    for r in results:
+        out.write(f"imported {os.path.basename(r.path)}: {len(r.sessions)} session(s), {r.envelopes} envelope(s)"
+                  + (f", skipped {r.skipped_lines} malformed line(s)" if r.skipped_lines else "") + "\n")
+    out.write(f"{len(results)} file(s) imported into the spool; run `ctxlake sync --once` to ship them\n")
+    return 0

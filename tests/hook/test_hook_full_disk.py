@@ -25,8 +25,7 @@ import sys
 import pytest
 
 import ctxlake
-import syncd
-from lib import config, lost_events, spool
+from lib import config, lost_events, spool, syncpass
 from lib.metrics import SyncdMetrics
 from lib.store import open_store
 from tests.conftest import FIXTURES, ROOT
@@ -57,7 +56,7 @@ def test_a_hook_on_a_full_disk_is_counted_where_the_operator_looks(home, role_en
     cfg = config.load()
     store = open_store(cfg.store)
     events = []
-    first = syncd.run_pass(cfg, store, lambda e, **kw: events.append((e, kw)))
+    first = syncpass.run_pass(cfg, store, lambda e, **kw: events.append((e, kw)))
     assert first["hook_lost"] == 0 and os.path.getsize(cfg.paths.hook_lost) == lost_events.SIZE  # reserved
 
     payload = _payload()
@@ -92,7 +91,7 @@ def test_a_hook_on_a_full_disk_is_counted_where_the_operator_looks(home, role_en
     assert "1 time(s)" in line and "UserPromptSubmit" in line
 
     events.clear()
-    summary = syncd.run_pass(cfg, store, lambda e, **kw: events.append((e, kw)))
+    summary = syncpass.run_pass(cfg, store, lambda e, **kw: events.append((e, kw)))
     [(_, lost)] = [(e, kw) for e, kw in events if e == "hook_events_lost"]
     assert lost["count"] == 1 and lost["new"] == 1 and lost["last"]["event"] == "UserPromptSubmit"
     assert summary["hook_lost"] == 1
@@ -100,7 +99,7 @@ def test_a_hook_on_a_full_disk_is_counted_where_the_operator_looks(home, role_en
     metrics.observe_pass(summary)
     assert metrics.registry.get_sample_value("ctxlake_hook_events_lost") == 1
     events.clear()
-    syncd.run_pass(cfg, store, lambda e, **kw: events.append((e, kw)))
+    syncpass.run_pass(cfg, store, lambda e, **kw: events.append((e, kw)))
     assert not [e for e, _ in events if e == "hook_events_lost"], "reported once, not every pass"
 
 

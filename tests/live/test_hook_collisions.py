@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-import syncd
+from lib import syncpass
 from lib.store import open_store
 from tests.conftest import ROOT
 from tests.live.conftest import REPO_ID, make_repo
@@ -51,7 +51,7 @@ def bob_holds_parser(home, cfg, git_repo):
     """bob claimed ``src/parser/`` through the MCP spool and syncd applied it."""
     hook(home, "bob", prompt("sess-bob", git_repo, "rewrite the parser"))
     mcp_record(cfg.paths, "lease_request", "bob", paths=["src/parser/"], reason="rewrite the parser", cwd=git_repo)
-    syncd.run_pass(cfg, open_store(cfg.store), Log())
+    syncpass.run_pass(cfg, open_store(cfg.store), Log())
     return git_repo
 
 

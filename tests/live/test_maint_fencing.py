@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-import maint
-from lib import lake, live, snapshot
+from lib import lake, maintenance, snapshot
+from lib.live import leases
 from tests.live.helpers import Log
 
 F = "fleet-live"
@@ -25,9 +25,9 @@ def test_publish_with_a_stale_epoch_raises_and_leaves_the_pointer(mem_store):
 
 
 def test_second_maint_is_refused_naming_the_holder(cfg, mem_store):
-    live.acquire(mem_store, live.lease_key(F, live.MAINTENANCE), holder="maint@other:1", reason="maintenance",
-                 ttl=300, resource=live.MAINTENANCE)
-    out = maint.run_once(cfg, mem_store, Log())
+    leases.acquire(mem_store, leases.lease_key(F, leases.MAINTENANCE), holder="maint@other:1", reason="maintenance",
+                 ttl=300, resource=leases.MAINTENANCE)
+    out = maintenance.run_once(cfg, mem_store, Log())
     assert not out["ran"] and out["held_by"] == "maint@other:1" and "advisory" in out["message"]
 
 
@@ -41,21 +41,21 @@ def _lapse_and_take_over(mem_store, store_clock, cfg, monkeypatch):
         if not seen["started"]:
             seen["started"] = True
             store_clock.advance(cfg.leases.ttl_secs + 1)  # A stalled longer than its TTL
-            monkeypatch.setattr(maint.socket, "gethostname", lambda: "host-b")
-            seen["b"] = maint.run_once(cfg, mem_store, Log())
-            monkeypatch.setattr(maint.socket, "gethostname", lambda: "host-a")
+            monkeypatch.setattr(maintenance.socket, "gethostname", lambda: "host-b")
+            seen["b"] = maintenance.run_once(cfg, mem_store, Log())
+            monkeypatch.setattr(maintenance.socket, "gethostname", lambda: "host-a")
             return data + b"-from-a"  # A's bytes differ from B's
         return data
 
     monkeypatch.setattr(snapshot, "build", build)
-    monkeypatch.setattr(maint.socket, "gethostname", lambda: "host-a")
+    monkeypatch.setattr(maintenance.socket, "gethostname", lambda: "host-a")
     return seen
 
 
 def test_a_maint_whose_lease_lapsed_stops_before_the_swap(cfg, mem_store, store_clock, monkeypatch):
     seen = _lapse_and_take_over(mem_store, store_clock, cfg, monkeypatch)
     log = Log()
-    a = maint.run_once(cfg, mem_store, log)
+    a = maintenance.run_once(cfg, mem_store, log)
     b = seen["b"]
     assert b["ran"] and b["snapshot"]["published"] and b["maint_epoch"] == a["maint_epoch"] + 1
     assert a["fenced"] and a["snapshot"] is None and "maint_fenced_lost" in log.names()
@@ -65,9 +65,9 @@ def test_a_maint_whose_lease_lapsed_stops_before_the_swap(cfg, mem_store, store_
 
 def test_even_without_noticing_the_lapse_a_stale_epoch_cannot_swap_the_pointer(cfg, mem_store, store_clock, monkeypatch):
     seen = _lapse_and_take_over(mem_store, store_clock, cfg, monkeypatch)
-    monkeypatch.setattr(maint.LeaseRenewer, "tick", lambda self, force=False: None)  # a maint that never checks
+    monkeypatch.setattr(leases.Renewer, "tick", lambda self, force=False: None)  # a maint that never checks
     log = Log()
-    a = maint.run_once(cfg, mem_store, log)
+    a = maintenance.run_once(cfg, mem_store, log)
     assert a["fenced"] and "maint epoch" in a["message"]
     assert pointer(mem_store)["maint_epoch"] == seen["b"]["maint_epoch"]
     assert pointer(mem_store)["sha256"] == seen["b"]["snapshot"]["sha256"]

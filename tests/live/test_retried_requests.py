@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import os
 
-import syncd
-from lib import live, mcp_tools
+from lib import mcp_tools, syncpass
+from lib.live import leases
 from lib.store import open_store
 from tests.live.conftest import REPO_ID
 from tests.live.helpers import Log, hook, mcp_record, prompt, read_json, session_end, tool
@@ -37,7 +37,7 @@ def test_a_retried_fleet_claim_is_queued_once_and_answered_as_the_first_time(hom
     spelled = alice.fleet_claim({"paths": ["lnk/parser"], "reason": "rewrite the parser"})  # same files, other spelling
     assert _stable(again) == _stable(first) and spelled["record_id"] == first["record_id"]
     assert [r["kind"] for r in spooled(cfg)] == ["lease_request"]
-    syncd.run_pass(cfg, open_store(cfg.store), Log())
+    syncpass.run_pass(cfg, open_store(cfg.store), Log())
     after = alice.fleet_claim({"paths": ["src/parser/"], "reason": "rewrite the parser"})  # applied already: still one
     assert after["record_id"] == first["record_id"]
     assert spooled(cfg) == []  # applied and reclaimed; the retry queued nothing new
@@ -66,7 +66,7 @@ def test_syncd_applies_a_redelivered_record_once_and_answers_a_duplicate_with_th
     identity the claim would be re-granted after its release (epoch 2)."""
     hook(home, "alice", prompt("sess-alice", git_repo, "parser"))
     p = cfg.paths
-    key = live.request_key("lease_request", "alice", None, [{"repo": REPO_ID, "rel": "src/app.py"}], reason="r", ttl=300)
+    key = leases.request_key("lease_request", "alice", None, [{"repo": REPO_ID, "rel": "src/app.py"}], reason="r", ttl=300)
     fields = dict(paths=["src/app.py"], reason="r", ttl_secs=300, cwd=git_repo, request_key=key,
                   requested_at="2026-05-01T10:00:00.000Z")
     r1 = mcp_record(p, "lease_request", "alice", **fields)
@@ -74,19 +74,19 @@ def test_syncd_applies_a_redelivered_record_once_and_answers_a_duplicate_with_th
     mcp_record(p, "lease_request", "alice", record_id=r1, **fields)
     store = open_store(cfg.store)
     log = Log()
-    syncd.run_pass(cfg, store, log)
+    syncpass.run_pass(cfg, store, log)
     reqs = read_json(p.leases(F))["requests"]
     assert reqs[r1]["outcome"] == "granted" and reqs[r2]["outcome"] == "released"
     assert read_json(p.leases(F))["leases"] == []
-    raw, _ = live.read(store, live.lease_key(F, live.resource_key(REPO_ID, "src/app.py")))
+    raw, _ = leases.read(store, leases.lease_key(F, leases.resource_key(REPO_ID, "src/app.py")))
     assert raw["holder"] is None and raw["epoch"] == 1
     assert log.names().count("lease_request_applied") == 2 and log.names().count("lease_request_retried") == 1
     # a second record of the same request (another MCP server of the same agent) gets the first outcome
     r3 = mcp_record(p, "lease_request", "alice", **dict(fields, requested_at="2026-05-01T10:00:30.000Z"))
-    syncd.run_pass(cfg, store, Log())
+    syncpass.run_pass(cfg, store, Log())
     reqs = read_json(p.leases(F))["requests"]
     assert reqs[r3]["outcome"] == "granted" and reqs[r3]["retry_of"] == r1
-    raw, _ = live.read(store, live.lease_key(F, live.resource_key(REPO_ID, "src/app.py")))
+    raw, _ = leases.read(store, leases.lease_key(F, leases.resource_key(REPO_ID, "src/app.py")))
     assert raw["holder"] is None and raw["epoch"] == 1  # not granted again
 
 
@@ -98,12 +98,12 @@ def test_a_hook_delivered_twice_changes_the_live_plane_once(home, cfg, git_repo)
     for _ in range(2):
         hook(home, "alice", edit)
     mcp_record(cfg.paths, "lease_request", "alice", paths=["src/app.py"], reason="tidy", cwd=git_repo)
-    syncd.run_pass(cfg, store, Log())
+    syncpass.run_pass(cfg, store, Log())
     (agent,) = read_json(cfg.paths.roster(F))["agents"]
     assert [(t["path"], t["write"]) for t in agent["touched"]] == [("src/app.py", True)]
     for _ in range(2):
         hook(home, "alice", session_end("sess-alice", git_repo))
     log = Log()
-    summary = syncd.run_pass(cfg, store, log)
+    summary = syncpass.run_pass(cfg, store, log)
     assert summary["live"]["released"] == 1 and log.names().count("lease_released_session_ended") == 1
     assert log.names().count("agent_left") == 1 and read_json(cfg.paths.leases(F))["leases"] == []

@@ -263,13 +263,12 @@ def test_any_cache_content_leaves_the_hook_answering(briefing, leases, roster):
 @given(roster=encoded(ROSTER), claims=st.lists(CLAIM_ROW, max_size=3), sessions=st.lists(SESSION_ROW, max_size=3),
        handoffs=st.lists(HANDOFF_ROW, max_size=3))
 def test_any_cache_content_leaves_syncd_rendering_a_briefing(roster, claims, sessions, handoffs):
-    import syncd
-
+    from lib import briefing
     with Home() as home:
         home.write("roster.json", roster)
         home.snapshot(claims, sessions, {}, handoffs)
         logged = []
-        out = syncd.render_briefing(home.cfg, lambda ev, **kw: logged.append((ev, kw)))
+        out = briefing.render_cached(home.cfg, lambda ev, **kw: logged.append((ev, kw)))
         with open(home.cfg.paths.briefing(FLEET), "rb") as fh:
             data = json.loads(fh.read())
         assert isinstance(data["text"], str) and out["briefing_chars"] == len(data["text"])
@@ -283,7 +282,7 @@ def test_any_cache_content_leaves_syncd_rendering_a_briefing(roster, claims, ses
 def test_any_snapshot_mirror_state_leaves_syncd_refreshing_the_cache(side, blob):
     """syncd's own record of the mirrored snapshot (``snapshot.bin.pointer.json``) and the
     mirrored file itself, garbage: the next refresh verifies, downloads again and renders."""
-    import syncd
+    from lib import briefing
     from lib.store import open_store
 
     with Home() as home:
@@ -296,7 +295,7 @@ def test_any_snapshot_mirror_state_leaves_syncd_refreshing_the_cache(side, blob)
         path = home.cfg.paths.snapshot(FLEET)
         home.write("snapshot.bin", blob)
         atomic_write(path + ".pointer.json", side)
-        out = syncd.refresh_cache(home.cfg, store, lambda *a, **k: None)
+        out = briefing.refresh(home.cfg, store, lambda *a, **k: None)
         assert out["snapshot_sha"] == snapshot.sha256(data)
         with open(path, "rb") as fh:
             assert fh.read() == data
@@ -311,8 +310,7 @@ def test_any_local_syncd_state_leaves_a_pass_running_and_the_spool_draining(live
     """syncd's own state files (the live plane's memory, the MCP consumers' watermarks) garbage:
     the pass logs and goes on, the handoff in the MCP spool still reaches the store, and the
     spool is reclaimed."""
-    import syncd
-    from lib import handoffs
+    from lib import handoffs, syncpass
     from lib.paths import MCP_CONSUMERS
     from lib.store import open_store
 
@@ -323,10 +321,10 @@ def test_any_local_syncd_state_leaves_a_pass_running_and_the_spool_draining(live
         ctx = mcp_tools.Context(home.cfg, cwd=home.dir, clock=lambda: NOW)
         rid = mcp_tools.Tools(ctx).fleet_handoff({"summary": "fuzzed state", "status": "done"})["record_id"]
         store = open_store(home.cfg.store)
-        summary = syncd.run_pass(home.cfg, store, lambda *a, **k: None)
+        summary = syncpass.run_pass(home.cfg, store, lambda *a, **k: None)
         assert "live_error" not in summary["live"], summary
         assert rid in [n["record_id"] for n in handoffs.load_recent(store, FLEET, now=NOW)]
-        syncd.run_pass(home.cfg, store, lambda *a, **k: None)
+        syncpass.run_pass(home.cfg, store, lambda *a, **k: None)
         assert not os.path.exists(home.cfg.paths.mcp_spool(FLEET))
 
 

@@ -4,7 +4,7 @@ MERGE on the event identity, idempotent and fenced commits, bad input, retention
 The starting lake is ``tests/fixtures/legacy-lake/``: bronze segments, digests and compacted
 generations written by the code before the Delta table (see tests/fixtures/NOTICE.md), with
 four real Claude Code sessions and, in ``dt=2026-02-10``, a superseded generation next to the
-current one. maint runs in-process (``maint.run_once``) against a ``file://`` copy of it.
+current one. maint runs in-process (``lib.maintenance.run_once``) against a ``file://`` copy of it.
 """
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from collections import Counter
 
 import pytest
 
-import maint
-from lib import config, lake, retention
+from lib import config, lake, maintenance, retention
 from lib.store import open_store
 from tests.conftest import FIXTURES
 
@@ -99,7 +98,7 @@ def test_migration_from_the_gen_layout_counts_every_event_once(home, monkeypatch
     assert lake.legacy_keys(store, FLEET)
 
     log = Log()
-    out = maint.run_once(cfg, store, log)
+    out = maintenance.run_once(cfg, store, log)
     assert out["ran"] and not out.get("lake_error") and out["compacted"] == 1, out
     counts = _table_keys(store)
     assert set(counts) == bronze and max(counts.values()) == 1
@@ -110,7 +109,7 @@ def test_migration_from_the_gen_layout_counts_every_event_once(home, monkeypatch
     assert con.execute("SELECT count(*), count(DISTINCT (session_id, event_id)) FROM events").fetchone() == (len(bronze),) * 2
     # idempotent: a second pass finds nothing to do and commits nothing
     version = lake.open_table(store, FLEET).version()
-    again = maint.run_once(cfg, store, Log())
+    again = maintenance.run_once(cfg, store, Log())
     assert again["compacted"] == 0 and again.get("migrated") is None
     assert lake.open_table(store, FLEET).version() == version
 
@@ -122,7 +121,7 @@ def test_migration_keeps_rows_that_only_the_old_parts_hold(home, monkeypatch, la
     gone = [k for k in _segment(store, "sessions/") if "session=c64cc478" in k]
     for k in gone:
         store.delete(k)
-    out = maint.run_once(cfg, store, Log())
+    out = maintenance.run_once(cfg, store, Log())
     assert not out.get("lake_error"), out
     assert set(_table_keys(store)) == bronze  # the deleted session's rows came from its old generation
 
@@ -158,7 +157,7 @@ def test_ctxlake_migrate_moves_the_gen_layout_once_and_then_changes_nothing(home
 def test_a_reshipped_event_updates_its_row_and_never_duplicates(home, monkeypatch, lakedir):
     cfg = _cfg(home, monkeypatch, lakedir)
     store = open_store(cfg.store)
-    maint.run_once(cfg, store, Log())
+    maintenance.run_once(cfg, store, Log())
     before = _table_keys(store)
     prefix = [p for p in _sealed_prefixes(store) if "session=55604662" in p][0]
     first = lake.read_table(store.get(_segment(store, prefix)[0]).data)
@@ -171,7 +170,7 @@ def test_a_reshipped_event_updates_its_row_and_never_duplicates(home, monkeypatc
 
     store.put(lake.segment_key(prefix, 1), lake.encode(pa.concat_tables([lake.to_table([changed, fresh]), first.slice(j, 1)], promote_options="permissive")))
     log = Log()
-    out = maint.run_once(cfg, store, log)
+    out = maintenance.run_once(cfg, store, log)
     assert out["compacted"] == 1 and out["rows_out"] == 3
     committed = dict(log.events)["lake_committed"]
     assert committed["inserted"] == 1 and committed["updated"] == 1  # envs[j] is unchanged: not rewritten
@@ -219,14 +218,14 @@ def test_an_unparseable_segment_is_quarantined_and_the_pass_goes_on(home, monkey
     prefix = _sealed_prefixes(store)[0]
     bad = lake.segment_key(prefix, 7)
     store.put(bad, b"PAR1 this is not a parquet file")
-    out = maint.run_once(cfg, store, Log())
+    out = maintenance.run_once(cfg, store, Log())
     assert not out.get("lake_error") and out["sessions"] == 4
     assert set(_table_keys(store)) == bronze
     records = [json.loads(store.get(e.key).data) for e in store.list("quarantine/")]
     assert [r["key"] for r in records] == [bad] and "ArrowInvalid" in records[0]["error"]
     assert out["quarantined"] == [bad]
     assert bad in lake.Ledger.load(store, FLEET).quarantined
-    maint.run_once(cfg, store, Log())  # not retried every pass, never deleted
+    maintenance.run_once(cfg, store, Log())  # not retried every pass, never deleted
     assert len(list(store.list("quarantine/"))) == 1 and store.get(bad).data.startswith(b"PAR1 this")
 
 
@@ -237,40 +236,40 @@ def _log_dir(lakedir):
 def test_a_corrupt_commit_file_stops_compaction_until_it_is_restored(home, monkeypatch, lakedir):
     cfg = _cfg(home, monkeypatch, lakedir)
     store = open_store(cfg.store)
-    maint.run_once(cfg, store, Log())
+    maintenance.run_once(cfg, store, Log())
     prefix = _ship_new_event(store, 1, "NEW1")
     commit0 = os.path.join(_log_dir(lakedir), "00000000000000000000.json")
     good = open(commit0, "rb").read()
     with open(commit0, "wb") as fh:
         fh.write(good[: len(good) // 2])
     log = Log()
-    out = maint.run_once(cfg, store, log)
+    out = maintenance.run_once(cfg, store, log)
     assert "cannot read the Delta table" in out["lake_error"] and "restore" in out["lake_error"]
     assert "lake_unreadable" in log.names() and out["compacted"] == 0
     assert len(_segment(store, prefix)) == 2  # bronze untouched
     with open(commit0, "wb") as fh:
         fh.write(good)
-    out = maint.run_once(cfg, store, Log())
+    out = maintenance.run_once(cfg, store, Log())
     assert not out.get("lake_error") and out["compacted"] == 1 and out["rows_out"] == 1
 
 
 def test_a_missing_commit_file_is_reported_not_papered_over(home, monkeypatch, lakedir):
     cfg = _cfg(home, monkeypatch, lakedir)
     store = open_store(cfg.store)
-    maint.run_once(cfg, store, Log())
+    maintenance.run_once(cfg, store, Log())
     _ship_new_event(store, 1, "NEW2")
-    maint.run_once(cfg, store, Log())
+    maintenance.run_once(cfg, store, Log())
     os.unlink(os.path.join(_log_dir(lakedir), "00000000000000000000.json"))
-    out = maint.run_once(cfg, store, Log())
+    out = maintenance.run_once(cfg, store, Log())
     assert "cannot read the Delta table" in out.get("lake_error", ""), out
 
 
 def test_a_partially_written_checkpoint_is_dropped_and_rebuilt_from_the_log(home, monkeypatch, lakedir):
     cfg = _cfg(home, monkeypatch, lakedir, checkpoint_every=1)
     store = open_store(cfg.store)
-    maint.run_once(cfg, store, Log())
+    maintenance.run_once(cfg, store, Log())
     _ship_new_event(store, 1, "NEW3")
-    maint.run_once(cfg, store, Log())
+    maintenance.run_once(cfg, store, Log())
     logdir = _log_dir(lakedir)
     ckpts = sorted(n for n in os.listdir(logdir) if ".checkpoint" in n)
     assert ckpts, os.listdir(logdir)
@@ -282,7 +281,7 @@ def test_a_partially_written_checkpoint_is_dropped_and_rebuilt_from_the_log(home
         lake.open_table(store, FLEET)
     _ship_new_event(store, 2, "NEW4")
     log = Log()
-    out = maint.run_once(cfg, store, log)
+    out = maintenance.run_once(cfg, store, log)
     assert not out.get("lake_error") and out["compacted"] == 1, out
     assert "lake_checkpoint_repaired" in log.names()
     counts = _table_keys(store)
@@ -300,7 +299,7 @@ def test_a_table_with_an_older_schema_gains_columns_without_a_rewrite(home, monk
     uri, _ = lake.location(store, FLEET)
     write_deltalake(uri, old, partition_by=["dt"])
     old_files = set(lake.open_table(store, FLEET).file_uris())
-    out = maint.run_once(cfg, store, Log())
+    out = maintenance.run_once(cfg, store, Log())
     assert not out.get("lake_error"), out
     dt = lake.open_table(store, FLEET)
     names = [f.name for f in dt.schema().fields]
@@ -324,7 +323,7 @@ def test_retention_deletes_only_what_is_safe(home, monkeypatch, lakedir):
     store = open_store(cfg.store)
     t0 = time.time()  # the ledger dates segments by their Delta commit, which delta-rs stamps with this clock
     clock = [t0]
-    out = maint.run_once(cfg, store, Log(), now=lambda: clock[0])
+    out = maintenance.run_once(cfg, store, Log(), now=lambda: clock[0])
     bronze, _ = _bronze_keys(store)
     segs = _segment(store, "sessions/")
     assert out["retention"]["bronze"]["segments"] == 0  # inside the grace period
@@ -334,7 +333,7 @@ def test_retention_deletes_only_what_is_safe(home, monkeypatch, lakedir):
     e = [x for x in envs if x["event_type"] != "session_start"][0]
     store.put(lake.segment_key(prefix, 1), lake.encode([dict(e, content="corrected", observed_at="2099-01-01T00:00:00.000Z")]))
     clock[0] += 3600
-    out = maint.run_once(cfg, store, Log(), now=lambda: clock[0])
+    out = maintenance.run_once(cfg, store, Log(), now=lambda: clock[0])
     assert out["retention"]["vacuum"]["files"] == 0
     assert out["lake"]["unreferenced_files"] == 1 and out["lake"]["unreferenced_bytes"] > 0
     assert out["lake"]["vacuum_due_files"] == 0 and out["lake"]["bytes"] > 0
@@ -343,13 +342,13 @@ def test_retention_deletes_only_what_is_safe(home, monkeypatch, lakedir):
     # with vacuum_hours = 0 the next pass deletes it
     cfg = dataclasses.replace(cfg, lake=dataclasses.replace(cfg.lake, vacuum_hours=0))
     clock[0] += 3600
-    out = maint.run_once(cfg, store, Log(), now=lambda: clock[0])
+    out = maintenance.run_once(cfg, store, Log(), now=lambda: clock[0])
     assert out["retention"]["vacuum"]["files"] == 1 and out["retention"]["vacuum"]["bytes"] > 0
     assert out["lake"]["unreferenced_files"] == 0
     assert set(_table_keys(store)) == bronze
     # past the grace period: compacted bronze goes, markers and digests stay, the table keeps every row
     clock[0] = t0 + 73 * 3600
-    out = maint.run_once(cfg, store, Log(), now=lambda: clock[0])
+    out = maintenance.run_once(cfg, store, Log(), now=lambda: clock[0])
     assert out["retention"]["bronze"]["segments"] == len(segs) + 1
     assert _segment(store, "sessions/") == []
     assert len(_sealed_prefixes(store)) == 4 and all(store.head(lake.digest_key(p)) for p in _sealed_prefixes(store))
@@ -384,7 +383,7 @@ def test_status_and_metrics_show_the_lake_size_and_what_vacuum_frees(home, monke
 
     cfg = _cfg(home, monkeypatch, lakedir)
     store = open_store(cfg.store)
-    out = maint.run_once(cfg, store, Log())
+    out = maintenance.run_once(cfg, store, Log())
     os.makedirs(os.path.dirname(cfg.paths.snapshot(FLEET)), exist_ok=True)
     snapshot.fetch(store, FLEET, cfg.paths.snapshot(FLEET))  # what syncd does every pass
     buf = io.StringIO()

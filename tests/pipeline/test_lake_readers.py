@@ -11,8 +11,7 @@ import sys
 
 import pytest
 
-import maint
-from lib import config, lake
+from lib import config, lake, maintenance
 from lib.store import open_store
 from tests.conftest import FIXTURES, ROOT
 
@@ -32,7 +31,7 @@ def table(tmp_path, home, monkeypatch):
     for e in store.list("sessions/"):
         if "/seg-" in e.key:
             keys |= {lake.event_key(env) for env in lake.decode(store.get(e.key).data)}
-    out = maint.run_once(cfg, store, lambda *a, **k: None)
+    out = maintenance.run_once(cfg, store, lambda *a, **k: None)
     assert not out.get("lake_error"), out
     return os.path.join(str(root), "compacted", FLEET), store, keys
 

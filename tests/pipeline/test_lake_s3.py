@@ -8,8 +8,7 @@ import threading
 from collections import Counter
 
 
-import maint
-from lib import config, lake
+from lib import config, lake, maintenance
 from lib.store import open_store
 from tests.conftest import FIXTURES
 
@@ -105,7 +104,7 @@ def test_doctor_and_maint_refuse_delta_commits_behind_the_stripping_proxy(stripp
     store = open_store(cfg.store, live=cfg.live_store)
     _upload_legacy(store)
     log = Log()
-    out = maint.run_once(cfg, store, log)
+    out = maintenance.run_once(cfg, store, log)
     assert out["ran"] and "does not honour conditional writes" in out["lake_error"], out
     assert "lake_commit_refused" in log.names()
     assert lake.open_table(store, FLEET) is None  # nothing committed

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-import maint
-from lib import lake
+from lib import lake, maintenance
 from lib.importers.claude_code import import_path
 from lib.store import CREATE
 from tests.conftest import FIXTURES
@@ -33,7 +32,7 @@ def test_a_corrupt_segment_is_skipped_quarantined_and_named(home):
     store.put(lake.segment_key(prefix, 7), good[: len(good) // 2], CREATE)  # truncated
     store.put(lake.segment_key(prefix, 8), b"not parquet at all", CREATE)  # garbage
     logs = []
-    summary = maint.run_once(cfg, store, lambda ev, **kw: logs.append((ev, kw)))
+    summary = maintenance.run_once(cfg, store, lambda ev, **kw: logs.append((ev, kw)))
     assert summary["ran"] and summary["snapshot"] and summary["sessions"] == 2
     named = {kw.get("key") for ev, kw in logs if ev == "segment_unreadable"}
     assert {lake.segment_key(prefix, 7), lake.segment_key(prefix, 8)} <= named
@@ -60,9 +59,9 @@ def test_an_epoch_no_lease_issued_is_refused(home):
 
     ship.ship_all(store, paths, batch_rows=500)  # something new, so the next pass commits
     logs = []
-    summary = maint.run_once(cfg, store, lambda ev, **kw: logs.append((ev, kw)))
+    summary = maintenance.run_once(cfg, store, lambda ev, **kw: logs.append((ev, kw)))
     assert summary["ran"] and not summary.get("fenced"), summary
     assert any(ev == "lake_txn_epoch_refused" and kw["recorded"] == 10 ** 18 for ev, kw in logs)
     assert DeltaTable(uri, storage_options=opts).transaction_version(lake.APP_ID) == summary["maint_epoch"]
-    again = maint.run_once(cfg, store, lambda *a, **k: None)
+    again = maintenance.run_once(cfg, store, lambda *a, **k: None)
     assert again["ran"] and not again.get("fenced")

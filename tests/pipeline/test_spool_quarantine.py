@@ -17,8 +17,7 @@ import os
 import time
 
 import ctxlake
-import syncd
-from lib import config, ship
+from lib import config, ship, syncpass
 from lib.importers.claude_code import import_path
 from lib.store import open_store
 from tests.conftest import FIXTURES
@@ -59,7 +58,7 @@ def test_damaged_lines_are_quarantined_with_their_reason_and_the_session_ships(h
     store = open_store(cfg.store)
     _, good, damaged = _damaged_spool(cfg.paths)
     events = []
-    summary = syncd.run_pass(cfg, store, lambda event, **kw: events.append((event, kw)))
+    summary = syncpass.run_pass(cfg, store, lambda event, **kw: events.append((event, kw)))
     assert summary["errors"] == 0 and summary["sealed"] == 1, (summary, events)
     assert summary["dropped_lines"] == len(damaged) and summary["shipped"] == len(good)
     assert [kw["count"] for e, kw in events if e == "spool_lines_quarantined"] == [5, 1]
@@ -85,9 +84,9 @@ def test_damaged_lines_are_quarantined_with_their_reason_and_the_session_ships(h
     assert "line_base64" in by_bytes[damaged[2]]
 
     # the rest of the session is in the lake, and its seal counts what was set aside
-    import maint
+    from lib import maintenance
 
-    maint.run_once(cfg, store, lambda *a, **k: None)
+    maintenance.run_once(cfg, store, lambda *a, **k: None)
     rows = lakeutil.compacted(store)
     assert sorted(e["event_id"] for e in rows) == sorted(json.loads(g)["event_id"] for g in good)
     [sealed] = [json.loads(store.get(e.key).data) for e in store.list("sessions/") if e.key.endswith("/_SEALED")]

@@ -11,8 +11,7 @@ from collections import Counter
 
 import pytest
 
-from lib import digest as digestmod
-from lib import identity
+from lib import digest as digestmod, identity
 from lib.importers.claude_code import parse_file
 from tests.conftest import FIXTURES
 
@@ -188,7 +187,7 @@ def test_an_edit_is_a_file_touched_not_a_command():
 
 
 def test_kinds_failure_reasons_titles_and_compaction_reach_typed_lake_columns(home):
-    import maint  # noqa: F401  (the real pipeline below)
+    from lib import maintenance  # noqa: F401  (the real pipeline below)
     from lib import lake
     from lib.importers.claude_code import import_path
     from tests.pipeline import lakeutil

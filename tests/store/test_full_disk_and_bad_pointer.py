@@ -11,8 +11,7 @@ import textwrap
 
 import pytest
 
-import syncd
-from lib import config, lake, snapshot
+from lib import config, lake, snapshot, syncpass
 from lib.paths import HomeError, Paths
 from lib.store import open_store
 from tests.conftest import ROOT
@@ -57,7 +56,7 @@ def test_a_garbage_snapshot_pointer_is_named_and_explained(home, monkeypatch, ga
     assert why in text and lake.snapshot_pointer_key("f") in text and "maint" in text
     assert "utf-16" not in text.lower() and "codec" not in text
     logged = []
-    summary = syncd.run_pass(cfg, store, lambda ev, **kw: logged.append((ev, kw)))
+    summary = syncpass.run_pass(cfg, store, lambda ev, **kw: logged.append((ev, kw)))
     assert why in summary["cache_error"]  # syncd logs it as a warning and keeps going
     assert [kw for ev, kw in logged if ev == "cache_refresh_failed"]
 

@@ -23,8 +23,7 @@ def _segments(store, fleet="f") -> list[str]:
 
 
 def test_stop_request_ends_the_pass_after_the_current_batch(home, tmp_path, monkeypatch):
-    import syncd
-
+    from lib import syncpass
     f = tmp_path / "c.toml"
     f.write_text("[sync]\nbatch_rows = 10\n")
     monkeypatch.setenv("CTXLAKE_CONFIG", str(f))
@@ -37,14 +36,14 @@ def test_stop_request_ends_the_pass_after_the_current_batch(home, tmp_path, monk
         if event == "segment_shipped":
             flag["stop"] = True  # SIGTERM arrives while the first batch is in flight
 
-    first = syncd.run_pass(cfg, store, log, should_stop=lambda: flag["stop"])
+    first = syncpass.run_pass(cfg, store, log, should_stop=lambda: flag["stop"])
     assert first["interrupted"] is True and first["cache_refreshed"] is False
     assert first["shipped"] == 10 and len(_segments(store)) == 1
     # the watermark of the batch that was sent is on disk: the backlog is exactly the rest
     left = spool.backlog(cfg.paths.spool_dir, cfg.paths.state_dir)
     assert left["files"] == 1 and left["bytes"] > 0
     # the next start ships the rest, nothing twice
-    second = syncd.run_pass(cfg, store, lambda *a, **k: None)
+    second = syncpass.run_pass(cfg, store, lambda *a, **k: None)
     assert second["shipped"] == 25 and second["cache_refreshed"] is True
     assert len(_segments(store)) == 4
     assert spool.backlog(cfg.paths.spool_dir, cfg.paths.state_dir)["bytes"] == 0

@@ -11,8 +11,7 @@ from tests.syncd.conftest import spool_session
 
 
 def test_the_maintenance_pass_runs_as_a_process_on_the_daemons_store(home, tmp_path, monkeypatch):
-    import syncd
-    from lib import config
+    from lib import config, maintenance, syncpass
 
     lake = tmp_path / "lake"
     monkeypatch.setenv("CTXLAKE_STORE", "file://" + str(lake))
@@ -21,20 +20,19 @@ def test_the_maintenance_pass_runs_as_a_process_on_the_daemons_store(home, tmp_p
     spool_session(cfg.paths, "s-maint", 3, done=True)
     store = open_store(cfg.store)
     logged = []
-    assert syncd.run_pass(cfg, store, lambda e, **f: logged.append(e))["shipped"] > 0
-    summary = syncd.run_maint_process(lambda e, **f: logged.append((e, f)))
+    assert syncpass.run_pass(cfg, store, lambda e, **f: logged.append(e))["shipped"] > 0
+    summary = maintenance.run_process(lambda e, **f: logged.append((e, f)))[0]
     assert summary is not None and summary["ran"] and summary["snapshot"]["sha256"], summary
     assert store.get(keys.snapshot_pointer_key("f")).data  # published on the store syncd ships to
     assert "maint_failed" not in [e for e in logged if isinstance(e, str)]
 
 
 def test_a_maintenance_pass_that_cannot_start_is_logged_not_raised(home, tmp_path, monkeypatch):
-    import syncd
-
+    from lib import maintenance
     bad = tmp_path / "bad.toml"
     bad.write_text("[sync]\npoll_sec = 2\n")  # a typo: maint refuses the config (exit 78, no summary)
     monkeypatch.setenv("CTXLAKE_CONFIG", str(bad))
     logged = []
-    assert syncd.run_maint_process(lambda e, **f: logged.append((e, f))) is None
+    assert maintenance.run_process(lambda e, **f: logged.append((e, f)))[0] is None
     assert [e for e, _ in logged] == ["maint_failed"] and "without a summary" in logged[0][1]["error"]
     assert os.environ.get("CTXLAKE_PROG") is None

@@ -14,8 +14,7 @@ import json
 import os
 import subprocess
 
-import syncd
-from lib import config, handoffs, mcp_tools
+from lib import config, handoffs, mcp_tools, syncpass
 from lib.store import open_store
 
 FLEET = "fleet-ident"
@@ -62,7 +61,7 @@ def test_a_call_repeated_after_the_server_lost_its_memo_is_one_record_in_the_sto
 
     events = []
     store = open_store(cfg.store)
-    summary = syncd.run_pass(cfg, store, lambda event, **kw: events.append((event, kw)))
+    summary = syncpass.run_pass(cfg, store, lambda event, **kw: events.append((event, kw)))
     assert not summary["errors"], summary
     notes = handoffs.load_recent(store, FLEET, now=clock["t"])
     assert sorted(n["record_id"] for n in notes) == sorted([ids[0], other_ids[0]])

@@ -10,8 +10,7 @@ import multiprocessing
 import os
 import subprocess
 
-import syncd
-from lib import config, handoffs, mcp_tools, spool
+from lib import config, handoffs, mcp_tools, spool, syncpass
 from lib.paths import MCP_CONSUMERS
 from lib.store import open_store
 
@@ -71,7 +70,7 @@ def test_a_compressed_week_of_heavy_use_drains_and_stays_far_under_the_cap(home,
                 assert out["queued"] is True and not out.get("replayed"), out
                 peak = max(peak, _dir_bytes(cfg))
             written += _dir_bytes(cfg)
-            summary = syncd.run_pass(cfg, store, lambda *a, **k: None)
+            summary = syncpass.run_pass(cfg, store, lambda *a, **k: None)
             assert not summary["errors"], summary
             assert _dir_bytes(cfg) == 0, "every consumer read the spool to its end: nothing left on disk"
     notes = handoffs.load_recent(store, FLEET, now=clock["t"], days=30)

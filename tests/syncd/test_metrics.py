@@ -36,8 +36,7 @@ def _cfg(home):
 
 
 def test_metrics_report_backlog_then_shipping_and_cache_age(home):
-    import syncd
-
+    from lib import syncpass
     cfg = _cfg(home)
     spool_session(cfg.paths, "s-metrics", 12)
     clock = FakeClock()
@@ -50,7 +49,7 @@ def test_metrics_report_backlog_then_shipping_and_cache_age(home):
     assert _sample(before, "ctxlake_lease_outcomes_total", outcome="granted") == 0
 
     store = open_store("memory://metrics-backlog")
-    summary = syncd.run_pass(cfg, store, lambda *a, **k: None)
+    summary = syncpass.run_pass(cfg, store, lambda *a, **k: None)
     m.observe_pass(dict(summary, lease_outcomes={"granted": 2, "refused": 1}))
     clock.t += 7
     after = m.render().decode()
