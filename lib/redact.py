@@ -38,15 +38,19 @@ result of a tool call that touches a credential file (reference bug 12.2 #8).
 **How it stays fast** (docs/design.md §12: ≤ 20 ms for 1 MiB). Python's ``re`` is quick only when a
 pattern starts with a literal; the first version's big alternation cost ~2 s per MiB. So the text
 is encoded to UTF-8 once and each rule is found with C-speed primitives: ``bytes.translate`` maps
-the text to a character-class string in which runs of token characters, digit groups and SSN
-shapes are found by ``bytes.find``; provider prefixes are looked up by the first two bytes of each
-token run of ≥ 20 characters (one dict lookup per run); keywords (``authorization``,
-``bearer``, ``password`` ...) are found with ``bytes.find`` / literal-prefixed regexes over the
-lower-cased bytes, rare bytes (``~``) with memchr. Every window is bounded, so no input makes a
-rule quadratic. Every pattern matches ASCII only and every replaced span starts and ends on an
-ASCII byte, so a replacement never splits a multibyte character, and the result decodes
-losslessly (lone surrogates survive via ``surrogatepass``). Provider patterns compile on first
-use, so importing the module stays cheap.
+the text to a character-class string (and lower-cases it: ``bytes.lower`` costs ~4x a translate)
+in which runs of token characters are found by one sre search whose pattern is a literal prefix
+(``a`` * n: ``bytes.find`` of such a needle in text made of ``a`` and blanks is Horspool's worst
+case), digit groups and SSN shapes by ``bytes.find``; provider prefixes are looked up by the first
+two bytes of each token run of ≥ 14 characters (one dict lookup per run); markers whose alphabet
+leaves the token class are read only inside runs of their own alphabet; provider names before a
+value are one trie-shaped regex (one branch per byte, not one per name); keywords
+(``authorization``, ``bearer``, ``password`` ...) are found with ``bytes.find`` / literal-prefixed
+regexes over the lower-cased bytes, rare bytes (``~``, the lead bytes of lookalike letters) with
+memchr. Every window is bounded, so no input makes a rule quadratic. Every pattern matches ASCII
+only and every replaced span starts and ends on an ASCII byte, so a replacement never splits a
+multibyte character, and the result decodes losslessly (lone surrogates survive via
+``surrogatepass``). Provider patterns compile on first use, so importing the module stays cheap.
 
 **Decisions against the reference rule table** (docs/security.md), each with a test: literal markers
 scan the whole field (the reference scanned only the 256 KiB window); ``-----BEGIN`` and
