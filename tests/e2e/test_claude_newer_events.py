@@ -52,8 +52,11 @@ def run(claude_bin, model, tmp_path_factory, scenario_timer):
         # before its model-switch hooks ran (seen in two full-suite runs)
         model.script("switch", [[text("ok")]])
         switch = agent.run_messages(model, "switch", ["/model claude-haiku-4-5", "say ok"])
+        # the sub-agent runs in the background; the main agent's `sleep` keeps the session open
+        # while the sub-agent's async SubagentStop capture runs (one still running at exit is ended)
         model.script("newer", [_delegate, [tool("Task", {"description": "greet", "prompt": SUB_PROMPT,
                                                          "subagent_type": "general-purpose"})],
+                               [tool("Bash", {"command": "sleep 3", "description": "wait for the sub-agent"})],
                                [text("The sub-agent said hi.")]])
         work = agent.run(model, "newer", "check the fleet, then ask a sub-agent to say hi")
         out = {"fleet": fleet, "agent": agent, "recorded": agent.recorded(), "switch": switch["session_id"],
