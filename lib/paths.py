@@ -8,6 +8,7 @@ Layout under ``CTXLAKE_HOME`` (default ``~/.ctxlake``)::
     spool/.state/                               upload watermarks (keyed by dev:inode)
     spool/.state/live/<fleet_id>.json           syncd's live-plane state
     cache/<fleet_id>/{roster,leases,briefing}.json, snapshot.bin
+    cache/<fleet_id>/snapshot.bin.vectors          the snapshot's vector index, mappable
     hook-errors.log, hook-lost.bin              hook failures; losses on a full disk
 
 Nothing else in the project joins these names; callers ask this module. Standard library
@@ -20,7 +21,7 @@ import os
 RUNTIMES = ("claude_code", "cursor", "hermes", "import")
 MCP_CONSUMERS = ("leases", "claims", "handoffs")
 """syncd's consumers of the MCP spool, each with its own offsets (:meth:`Paths.mcp_consumer_state`):
-lease requests and releases (:mod:`lib.livesync`), proposals and handoffs (``syncd.py``). A file
+lease requests and releases (:mod:`lib.live.sync`), proposals and handoffs (``syncd.py``). A file
 is reclaimed once all of them have read it to its end."""
 _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
@@ -56,6 +57,12 @@ def hooks_lock_path(state_dir: str) -> str:
 def snapshot_pointer_path(snapshot_path: str) -> str:
     """``<snapshot>.pointer.json``: the pointer record kept beside a cached snapshot."""
     return snapshot_path + ".pointer.json"
+
+
+def snapshot_vectors_path(snapshot_path: str) -> str:
+    """``<snapshot>.vectors``: the snapshot's vector index as a mappable file (:mod:`lib.vector_file`),
+    written beside the cached snapshot by syncd."""
+    return snapshot_path + ".vectors"
 
 
 def config_file_path(environ=None) -> str:

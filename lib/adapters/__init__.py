@@ -76,35 +76,35 @@ class HookContext:
 
     def _lease_view(self) -> dict:
         if self._leases is None:
-            from lib import live
+            from lib.live import leases
 
-            self._leases = live.read_view(self.paths.leases(self.fleet_id))
+            self._leases = leases.read_view(self.paths.leases(self.fleet_id))
         return self._leases
 
     def lease_conflicts(self, paths: list[str], cwd: str | None) -> list[dict]:
-        """Leases held by *other* live agents on any of ``paths`` (:func:`lib.live.conflicts_for_paths`)."""
-        from lib import live
+        """Leases held by *other* live agents on any of ``paths`` (:func:`lib.live.leases.conflicts_for_paths`)."""
+        from lib.live import leases
 
-        return live.conflicts_for_paths(self._lease_view(), self.agent_id, paths, cwd)
+        return leases.conflicts_for_paths(self._lease_view(), self.agent_id, paths, cwd)
 
     def lease_policy(self) -> str:
         """``warn`` or ``block`` (see the class docstring)."""
         return self.policy(self._lease_view().get("policy"))
 
     def store_now(self) -> float:
-        """Store time now, estimated from the cached lease view (:func:`lib.live.view_now`)."""
-        from lib import live
+        """Store time now, estimated from the cached lease view (:func:`lib.live.leases.view_now`)."""
+        from lib.live import leases
 
-        return live.view_now(self._lease_view())
+        return leases.view_now(self._lease_view())
 
     def recent_touches(self, paths: list[str], cwd: str | None) -> list[dict]:
         """Recent edits of ``paths`` by other live agents, from the cached roster
-        (:func:`lib.roster.recent_touches`)."""
-        from lib import roster
+        (:func:`lib.live.presence.recent_touches`)."""
+        from lib.live import presence
 
         if self._roster is None:
-            self._roster = roster.read_view(self.paths.roster(self.fleet_id))
-        return roster.recent_touches(self._roster, self.agent_id, paths, cwd)
+            self._roster = presence.read_view(self.paths.roster(self.fleet_id))
+        return presence.recent_touches(self._roster, self.agent_id, paths, cwd)
 
 
 def repo_fields(cwd: str | None) -> dict:

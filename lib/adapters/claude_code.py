@@ -169,11 +169,11 @@ def collision_answer(tool_name, tool_input, cwd, ctx) -> dict:
         return {}
     parts = []
     if held:
-        from lib.live import refusal_message
+        from lib.live.leases import refusal_message
 
         parts.append(refusal_message(held, ctx.store_now()))
     if touches:
-        from lib.roster import touch_message
+        from lib.live.presence import touch_message
 
         parts.append(touch_message(touches))
     msg = "\n".join(parts)

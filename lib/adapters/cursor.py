@@ -143,11 +143,11 @@ def answer(event: str, payload: dict, ctx) -> dict:
         return {"permission": "allow"}
     parts = []
     if held:
-        from lib.live import refusal_message
+        from lib.live.leases import refusal_message
 
         parts.append(refusal_message(held, ctx.store_now()))
     if touches:  # another live agent's recent edit: a note, never a deny
-        from lib.roster import touch_message
+        from lib.live.presence import touch_message
 
         parts.append(touch_message(touches))
     msg = "\n".join(parts)

@@ -100,7 +100,7 @@ def answer(event: str, payload: dict, ctx) -> dict:
     held = ctx.lease_conflicts(tool_paths(payload.get("tool_input")), cwd)
     if not held or ctx.lease_policy() != "block":
         return {}
-    from lib.live import refusal_message
+    from lib.live.leases import refusal_message
 
     return {"action": "block", "message": refusal_message(held, ctx.store_now())}
 

@@ -8,7 +8,7 @@ Two sessions of one agent. Session 1 runs ``terminal``, ``read_file``, ``patch``
 from ``pre_llm_call`` and calls ``mcp__ctxlake__fleet_history``, which can only list session 1 if
 the MCP server Hermes spawned reads the right ``CTXLAKE_HOME`` — one Hermes does not pass
 through, so it must come from the entry ``install`` wrote. Then an operator holds ``src/app.py``
-(``ctxlake lease claim``), sets policy ``block``, and session 3's ``patch`` of it is refused
+(``ctxlake lease acquire``), sets policy ``block``, and session 3's ``patch`` of it is refused
 through Hermes' own pre_tool_call answer (``{"action": "block"}``).
 """
 from __future__ import annotations
@@ -73,9 +73,9 @@ def run(hermes_bin, model, tmp_path_factory, scenario_timer):
         second_bodies = model.bodies("h")[len(first_bodies):]
         spool_second = fleet.spool("hermes", sid2)
 
-        claim = fleet.ctxlake("lease", "claim", "src/app.py", "--reason", HOLD_REASON, "--holder", HOLDER,
-                              cwd=agent.project)
-        assert claim.returncode == 0, claim.stdout + claim.stderr
+        acquired = fleet.ctxlake("lease", "acquire", "src/app.py", "--reason", HOLD_REASON, "--holder", HOLDER,
+                                 cwd=agent.project)
+        assert acquired.returncode == 0, acquired.stdout + acquired.stderr
         fleet.set_policy("block")
         fleet.syncd_once()
         model.script("h", [[tool("patch", {"path": os.path.join(agent.project, "src", "app.py"),
