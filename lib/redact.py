@@ -709,8 +709,10 @@ def _keyed_at(sc: "_Scan", ks: int, ke: int, kind: bytes) -> int:
 def _scan_keyed(sc: "_Scan") -> None:
     """Keyword-anchored assignments, every keyword occurrence of the whole field."""
     low = sc.lower()
+    hits = sc.kw_hits
     for kw in _KEYWORDS:
         at = list(_finds(low, kw))
+        hits.append((kw, at))
         if kw == b"auth":
             sc.auth_at = at
         elif kw == b"secret":
@@ -905,7 +907,7 @@ def _run_rx(min_len: int):
 class _Scan:
     """Mutable state of one scrub: the UTF-8 bytes, the spans to replace, the rules fired."""
 
-    __slots__ = ("b", "low", "spans", "marks", "inplace", "blocks", "auth_at", "secret_at")
+    __slots__ = ("b", "low", "spans", "marks", "inplace", "blocks", "auth_at", "secret_at", "kw_hits")
 
     def __init__(self, b: bytes):
         self.b = b
@@ -916,6 +918,7 @@ class _Scan:
         self.inplace: set = set()
         self.auth_at: list = []
         self.secret_at: list = []
+        self.kw_hits: list = []  # (keyword, [offsets]) of _scan_keyed, reused by the command-line rule
 
     def lower(self) -> bytes:
         if self.low is None:
@@ -1209,7 +1212,7 @@ def _scan_structural(sc: _Scan) -> None:
             pw = b[a:z]
             if len(pw) >= 3 and not pw.startswith((b"$", b"<", b"[ctxlake")):
                 sc.span(a, z, _P, "uri_credentials")
-    for s, e in redact_cmdline.spans(b, low):  # --password X, mysql -pX, docker login -p X
+    for s, e in redact_cmdline.spans(b, low, sc.kw_hits):  # --password X, mysql -pX, docker login -p X
         sc.span(s, e, _P, "command_credentials")
     for sm in _SIG_PARAM.finditer(low):  # one pass for sig= and signature= (literal prefix "sig")
         st = sm.start()
