@@ -71,6 +71,34 @@ def _hook_log(path: str) -> dict:
     return {"errors": errors, "uncaptured": uncaptured, "last": last}
 
 
+def other_spools(paths, environ=None) -> list[dict]:
+    """``[{"home", "spool_dir", "files", "bytes"}]``: unshipped spool under the default home
+    (``~/.ctxlake``, :meth:`lib.paths.Paths.default`) when ``paths`` (this home) is elsewhere and
+    that spool is not empty. A hook or MCP server the runtime started without ``CTXLAKE_HOME``
+    (an install older than ``--home``, docs/runtimes.md "Where the data goes") wrote it there,
+    where this home's ``sync`` never reads. Empty when the spool is this home's own."""
+    from lib import spool
+    from lib.paths import HomeError, Paths
+
+    try:
+        other = Paths.default(environ)
+    except HomeError:
+        return []
+    if os.path.realpath(other.spool_dir) == os.path.realpath(paths.spool_dir):
+        return []
+    b = spool.backlog(other.spool_dir, other.state_dir)
+    return [{"home": other.home, "spool_dir": other.spool_dir, "files": b["files"], "bytes": b["bytes"]}] \
+        if b["files"] else []
+
+
+def ship_other_command(st: dict) -> str:
+    """The command that ships the first of ``st["other_spools"]`` into this host's store."""
+    import shlex
+
+    o = st["other_spools"][0]
+    return f"CTXLAKE_HOME={shlex.quote(o['home'])} CTXLAKE_STORE={shlex.quote(st['store'])} ctxlake sync --once"
+
+
 def gather(cfg) -> dict:
     """Everything ``ctxlake status`` shows, as one JSON-able dict (see :func:`render`)."""
     from lib import cache_view, config, install, lost_events, spool
@@ -109,7 +137,8 @@ def gather(cfg) -> dict:
           if isinstance(brief, dict) else None,
           "spool_backlog": backlog, "agents": _roster_agents(roster),
           "leases": _held_leases(leases), "leases_refused": leases.get("refused") if isinstance(leases, dict) else None,
-          "hooks": hooks, "hook_log": _hook_log(p.hook_errors), "spool_disk": spool.disk_free(p.spool_dir)}
+          "hooks": hooks, "hook_log": _hook_log(p.hook_errors), "spool_disk": spool.disk_free(p.spool_dir),
+          "other_spools": other_spools(p)}
     st["hook_errors"] = st["hook_log"]["errors"]
     from lib import snapshot as snapmod
 
@@ -122,6 +151,9 @@ def next_step(st: dict) -> str:
     """The one command that moves this host forward, judged from :func:`gather`."""
     if not st["configured"]:
         return "ctxlake init --store file://~/.ctxlake/lake --fleet NAME   (or s3://bucket/prefix)"
+    if st["other_spools"]:
+        return (f"{ship_other_command(st)}   (ships what was spooled under {st['other_spools'][0]['home']}), "
+                "then ctxlake install --all   (so the hooks carry this home)")
     if st["synced_store"] not in (None, st["store"]):
         return "ctxlake sync --once   (the cache still holds what syncd pulled from the previous store)"
     if st["last_sync_errors"]:
@@ -193,8 +225,12 @@ def render(st: dict, cfg, out) -> None:
         w(f"           briefing {st['briefing']['chars']} chars, rendered {_age(st['briefing']['rendered_at'])}\n")
     b = st["spool_backlog"]
     w(f"lake       {_lake_line(st['lake'])}\n"
-      f"spool      {b['files']} file(s), {b['bytes']} bytes unshipped\n"
-      f"agents     {len(st['agents'])} live\n")
+      f"spool      {b['files']} file(s), {b['bytes']} bytes unshipped\n")
+    for o in st["other_spools"]:
+        w(f"spool      ELSEWHERE: {o['files']} file(s), {o['bytes']} bytes not shipped under {o['spool_dir']}, not this "
+          f"home ({cfg.paths.home}): hooks or MCP servers started without CTXLAKE_HOME wrote them and this home's sync "
+          f"never reads them; ship them with `{ship_other_command(st)}`, then run ctxlake install again\n")
+    w(f"agents     {len(st['agents'])} live\n")
     for a in st["agents"]:
         age = "age ?" if a["age_secs"] is None else f"seen {_secs(a['age_secs'])} ago"
         where = f" {a['repo']}" + (f"@{a['branch']}" if a.get("branch") else "") if a.get("repo") else ""
