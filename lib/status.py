@@ -99,6 +99,18 @@ def ship_other_command(st: dict) -> str:
     return f"CTXLAKE_HOME={shlex.quote(o['home'])} CTXLAKE_STORE={shlex.quote(st['store'])} ctxlake sync --once"
 
 
+def _unreadable_segments(snapshot_path: str) -> int:
+    """Bronze segments the last maint pass set aside as unreadable (``lake.unreadable_segments``
+    of the pointer syncd mirrored beside the cached snapshot; 0 when absent or not an int)."""
+    from lib import cache_view
+    from lib.paths import snapshot_pointer_path
+
+    ptr = cache_view.read_pointer_side(snapshot_pointer_path(snapshot_path)).get("pointer")
+    figures = ptr.get("lake") if isinstance(ptr, dict) else None
+    n = figures.get("unreadable_segments") if isinstance(figures, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+
+
 def gather(cfg) -> dict:
     """Everything ``ctxlake status`` shows, as one JSON-able dict (see :func:`render`)."""
     from lib import cache_view, config, install, lost_events, spool
@@ -143,6 +155,7 @@ def gather(cfg) -> dict:
     from lib import snapshot as snapmod
 
     st["lake"] = snapmod.cached_lake_figures(p.snapshot(cfg.fleet_id))  # the Delta table, as of the last maint
+    st["unreadable_segments"] = _unreadable_segments(p.snapshot(cfg.fleet_id))
     st["next"] = next_step(st)
     return st
 
@@ -224,8 +237,12 @@ def render(st: dict, cfg, out) -> None:
     if st["briefing"]:
         w(f"           briefing {st['briefing']['chars']} chars, rendered {_age(st['briefing']['rendered_at'])}\n")
     b = st["spool_backlog"]
-    w(f"lake       {_lake_line(st['lake'])}\n"
-      f"spool      {b['files']} file(s), {b['bytes']} bytes unshipped\n")
+    w(f"lake       {_lake_line(st['lake'])}\n")
+    if st["unreadable_segments"]:
+        w(f"lake       UNREADABLE: {st['unreadable_segments']} unreadable segment(s) set aside by maint (not merged, "
+          "never deleted); `ctxlake maint --once --json` lists them (unreadable_keys); see docs/operations.md "
+          "\"Unreadable segments\"\n")
+    w(f"spool      {b['files']} file(s), {b['bytes']} bytes unshipped\n")
     for o in st["other_spools"]:
         w(f"spool      ELSEWHERE: {o['files']} file(s), {o['bytes']} bytes not shipped under {o['spool_dir']}, not this "
           f"home ({cfg.paths.home}): hooks or MCP servers started without CTXLAKE_HOME wrote them and this home's sync "
