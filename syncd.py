@@ -75,9 +75,6 @@ def _main(argv, out, prog) -> int:
         metrics = metricsmod.SyncdMetrics(cfg.paths, cfg.fleet_id, stall_secs=cfg.sync.liveness_stall_secs)
         log = metrics.wrap_log(log)
     stopping["log"] = log
-    if stopping["flag"]:
-        log("syncd_stopped", signal=stopping["signal"], detail="stop signal during startup: no pass ran")
-        return 0
     store = open_store(cfg.store, log=log, live=cfg.live_store)
     log("syncd_start", store=store.url, spool=cfg.paths.spool_dir, once=args.once)
     if stopping["flag"]:
