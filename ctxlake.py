@@ -20,11 +20,21 @@ script's process (``syncd.py``, ``maint.py``, ``mcp_server.py``: no role script 
 """
 from __future__ import annotations
 
-import json
-import os
+import signal
 import sys
 
-from lib.failures import Failure
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+"""The signals that stop the daemon. Blocked from the first line when this process will become
+``syncd.py``: a blocked signal stays pending across ``execv`` (also one inherited as ignored),
+and syncd delivers it to its own handler once installed, so a Ctrl-C during startup is never
+lost (docs/operations.md "Stopping syncd")."""
+if sys.argv[1:2] == ["sync"] and sys.argv[0].endswith(("ctxlake", "ctxlake.py")):
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+import json  # noqa: E402
+import os  # noqa: E402
+
+from lib.failures import Failure  # noqa: E402
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
@@ -187,6 +197,8 @@ def _exec_role(script: str, argv: list[str], prog: str | None = None) -> int:
 
     if prog:
         os.environ[PROG_ENV] = prog
+    if script == "syncd.py":  # pending until syncd installs its handlers (STOP_SIGNALS)
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, [sys.executable, os.path.join(ROOT, script), *argv])

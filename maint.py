@@ -58,6 +58,9 @@ def _main(argv, out, prog) -> int:
                   f"({summary['rows_out']} rows), {summary['digested']} new digest(s), "
                   f"snapshot {str(snap.get('sha256'))[:12]} ({snap.get('reason')}), "
                   f"{summary['sessions']} session(s), epoch {summary['maint_epoch']}\n")
+        if summary.get("unreadable_segments"):
+            out.write(f"maint: {summary['unreadable_segments']} unreadable segment(s) set aside, not merged and never "
+                      f"deleted (first: {summary['unreadable_keys'][0]}); see docs/operations.md \"Unreadable segments\"\n")
     return 1 if summary.get("refused") or summary.get("lake_error") else 0
 
 

@@ -9,7 +9,10 @@ Each pass is :func:`lib.syncpass.run_pass` (ship the spool → live plane → MC
 → snapshot mirror and briefing → ``cache/<fleet>/sync.json``; its docstring says more). This
 script parses, wires config, log, store and metrics, and loops every ``sync.poll_secs`` until
 SIGTERM/SIGINT (the current batch finishes, its watermark is written, the rest waits for the
-next start; exit 0). On a
+next start; exit 0). A stop signal during startup stops it too, before its first pass: run as a
+script, both are blocked from the first line (``ctxlake sync`` blocks them before it becomes
+this process), so one that arrives early stays pending until the handlers are in place (also
+when the daemon inherited SIGINT ignored, as ``cmd &`` in a script leaves it). On a
 laptop with no cluster it also runs one maintenance pass every ``sync.maint_every_secs``. JSON
 log lines on stderr; with ``--once`` a summary on stdout. Exit 1 when a ``--once`` pass hit
 errors (the spool is kept for the next).
@@ -20,10 +23,16 @@ opens a port.
 """
 from __future__ import annotations
 
-import json
 import signal
 import sys
-import time
+
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+"""The signals that stop the daemon (see the module docstring)."""
+if __name__ == "__main__":  # before any slow import: an early stop signal waits for _main's handlers
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+import json  # noqa: E402
+import time  # noqa: E402
 
 
 def main(argv=None, stdout=None, prog: str = "syncd.py") -> int:
@@ -37,6 +46,16 @@ def main(argv=None, stdout=None, prog: str = "syncd.py") -> int:
 
 
 def _main(argv, out, prog) -> int:
+    stopping = {"flag": False, "signal": None, "log": None}
+
+    def stop(signum, frame):
+        stopping["flag"], stopping["signal"] = True, signum
+        if stopping["log"] is not None:
+            stopping["log"]("syncd_stopping", signal=signum, detail="finishing the current batch")
+
+    for signum in STOP_SIGNALS:  # installed first, then a signal held back since startup arrives
+        signal.signal(signum, stop)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     from lib import config, logs
     from lib.failures import Parser
     from lib.store import open_store
@@ -55,16 +74,12 @@ def _main(argv, out, prog) -> int:
 
         metrics = metricsmod.SyncdMetrics(cfg.paths, cfg.fleet_id, stall_secs=cfg.sync.liveness_stall_secs)
         log = metrics.wrap_log(log)
+    stopping["log"] = log
     store = open_store(cfg.store, log=log, live=cfg.live_store)
     log("syncd_start", store=store.url, spool=cfg.paths.spool_dir, once=args.once)
-    stopping = {"flag": False}
-
-    def stop(signum, frame):
-        stopping["flag"] = True
-        log("syncd_stopping", signal=signum, detail="finishing the current batch")
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    if stopping["flag"]:
+        log("syncd_stopped", signal=stopping["signal"], detail="stop signal during startup: no pass ran")
+        return 0
     if metrics is not None:
         server = metricsmod.serve(metrics, cfg.sync.metrics_addr, cfg.sync.metrics_port)
         log("metrics_listening", addr=server.addr, port=server.port, paths="/healthz /readyz /metrics")

@@ -135,17 +135,22 @@ def _log_unmapped_once(paths, runtime: str, event: str) -> None:
 
 
 class HookArgs:
-    """``hook.py``'s arguments: ``<runtime> [<event>] [--fleet=<id>] [--agent=<id>] [--async]``
-    (``--fleet <id>`` and ``--agent <id>`` are accepted too). ``run_async`` marks an event the
+    """``hook.py``'s arguments: ``<runtime> [<event>] [--fleet=<id>] [--agent=<id>] [--home=<dir>]
+    [--async]`` (``--fleet <id>``, ``--agent <id>``, ``--home <dir>`` are accepted too). ``home``
+    is the ``CTXLAKE_HOME`` ``install`` ran with when it was not the default; it wins over the
+    environment's (docs/runtimes.md "Where the data goes"). ``run_async`` marks an event the
     runtime does not wait for (installed with ``"async": true``, docs/runtimes.md): capture in
     this process, no detached child, no answer computed. Unknown options are ignored, so a newer
     installer's entry never breaks an older checkout (the hook fails open)."""
 
-    __slots__ = ("runtime", "event", "fleet_id", "agent_id", "run_async")
+    __slots__ = ("runtime", "event", "fleet_id", "agent_id", "home", "run_async")
 
-    def __init__(self, runtime="", event="", fleet_id=None, agent_id=None, run_async=False):
-        self.runtime, self.event, self.fleet_id, self.agent_id, self.run_async = \
-            runtime, event, fleet_id, agent_id, run_async
+    def __init__(self, runtime="", event="", fleet_id=None, agent_id=None, run_async=False, home=None):
+        self.runtime, self.event, self.fleet_id, self.agent_id, self.run_async, self.home = \
+            runtime, event, fleet_id, agent_id, run_async, home
+
+
+_ARG_SLOTS = {"fleet": "fleet_id", "agent": "agent_id", "home": "home"}
 
 
 def parse_argv(argv: list[str]) -> HookArgs:
@@ -156,13 +161,13 @@ def parse_argv(argv: list[str]) -> HookArgs:
         i += 1
         if a == "--async":
             out.run_async = True
-        elif a in ("--fleet", "--agent"):
+        elif a in ("--fleet", "--agent", "--home"):
             if i < len(argv):
-                setattr(out, a[2:] + "_id", argv[i] or None)
+                setattr(out, _ARG_SLOTS[a[2:]], argv[i] or None)
                 i += 1
-        elif a.startswith(("--fleet=", "--agent=")):
+        elif a.startswith(("--fleet=", "--agent=", "--home=")):
             key, _, value = a[2:].partition("=")
-            setattr(out, key + "_id", value or None)
+            setattr(out, _ARG_SLOTS[key], value or None)
         elif not a.startswith("--"):
             positional.append(a)
     out.runtime = positional[0] if positional else ""
@@ -350,6 +355,8 @@ def run(argv: list[str], stdin, stdout, environ=None, detach: bool | None = None
     args = parse_argv(argv)
     runtime, event_arg = args.runtime, args.event
     env = os.environ if environ is None else environ
+    if args.home:
+        env = dict(env, CTXLAKE_HOME=args.home)
     if detach is None:
         detach = not env.get("CTXLAKE_HOOK_SYNC")
     if args.run_async:

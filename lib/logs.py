@@ -19,12 +19,13 @@ def setup(role: str, stream=None, quiet: bool = False, **bound):
     """Return ``log(event, **fields)`` writing ``{"ts", "level", "role", "event", **bound, **fields}``.
 
     ``level`` is ``error`` for events ending in ``_failed``/``_error``, ``warn`` for
-    ``*_dropped``/``*_retry``/``*_lost``, else ``info``. ``quiet`` drops ``info`` lines.
+    ``*_dropped``/``*_retry``/``*_lost``, else ``info``; a ``level=`` field given by the caller wins
+    (an event whose name does not say it). ``quiet`` drops ``info`` lines.
     """
     out = stream or sys.stderr
 
     def log(event: str, **fields):
-        level = ("error" if event.endswith(("_failed", "_error")) else
+        level = fields.pop("level", None) or ("error" if event.endswith(("_failed", "_error")) else
                  "warn" if event.endswith(("_dropped", "_retry", "_lost", "_garbage", "_exists")) else "info")
         if quiet and level == "info":
             return

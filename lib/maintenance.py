@@ -88,8 +88,24 @@ def _read_segments(store, fleet: str, keys: list[str], ledger, log, bad: list) -
             reason = f"{type(exc).__name__}: {exc}"[:300]
             bad.append({"key": key, "error": reason})
             ledger.quarantined[key] = reason
-            log("segment_unreadable", key=key, error=reason)
+            log("segment_unreadable", level="error", key=key, error=reason,
+                detail="set aside, never merged nor deleted; see docs/operations.md \"Unreadable segments\"")
     return tables
+
+
+UNREADABLE_KEYS_SHOWN = 20
+"""How many unreadable segment keys a summary lists (the count is always exact)."""
+
+
+def _count_unreadable(ledger, sealed: dict, summary: dict) -> None:
+    """``summary["unreadable_segments"]`` (int) and ``["unreadable_keys"]`` (the first
+    :data:`UNREADABLE_KEYS_SHOWN`): segments the ledger set aside as unreadable that are still in
+    the store, so every pass reports them until an operator deletes them (docs/operations.md
+    "Unreadable segments")."""
+    listed = {k for s in sealed.values() for k in s["segs"]}
+    keys = sorted(k for k in ledger.quarantined if k in listed)
+    summary["unreadable_segments"] = len(keys)
+    summary["unreadable_keys"] = keys[:UNREADABLE_KEYS_SHOWN]
 
 
 def _compact(cfg, store, scan: dict, epoch: int, renew, log, now, summary: dict) -> dict:
@@ -127,6 +143,8 @@ def _compact(cfg, store, scan: dict, epoch: int, renew, log, now, summary: dict)
     new = sorted(k for p, s in sealed.items() for k in s["segs"]
                  if k not in ledger.segments and k not in ledger.quarantined)
     state["table_ok"] = True
+    state["ledger"] = ledger
+    _count_unreadable(ledger, sealed, summary)
     if not new and not legacy and not lake.legacy_keys(store, fleet):
         state["ledger"] = ledger
         return state
@@ -149,6 +167,7 @@ def _compact(cfg, store, scan: dict, epoch: int, renew, log, now, summary: dict)
     if bad:
         _quarantine_bad(store, fleet, bad, now)
         summary["quarantined"] = sorted(b["key"] for b in bad)
+        _count_unreadable(ledger, sealed, summary)
     renew.tick()
     if tables:
         import pyarrow as pa
@@ -268,6 +287,8 @@ def _retention(cfg, store, lake_state: dict, log, now, summary: dict) -> dict:
     except lake.TableError as exc:
         log("lake_retention_skipped", error=str(exc)[:300])
         return {}
+    if stats and "unreadable_segments" in summary:  # the pointer carries it to every host's status
+        stats = dict(stats, unreadable_segments=summary["unreadable_segments"])
     summary["lake"] = stats
     return stats
 

@@ -141,6 +141,16 @@ class Paths:
         cache = env.get("CTXLAKE_CACHE_DIR") or os.path.join(home, "cache")
         return cls(home, expand(spool), expand(cache))
 
+    LOCATION_VARS = ("CTXLAKE_HOME", "CTXLAKE_SPOOL_DIR", "CTXLAKE_CACHE_DIR")
+    """The variables that move the local directories away from ``~/.ctxlake``."""
+
+    @classmethod
+    def default(cls, environ=None) -> "Paths":
+        """The directories with none of :data:`LOCATION_VARS` set (``~/.ctxlake``): where a hook
+        or MCP server started without them writes. :raises HomeError: as :meth:`from_env`."""
+        env = os.environ if environ is None else environ
+        return cls.from_env({k: v for k, v in env.items() if k not in cls.LOCATION_VARS})
+
     # -- spool ---------------------------------------------------------------
     def runtime_spool(self, runtime: str) -> str:
         """``spool/<runtime>/``: one directory per runtime (or ``mcp``)."""

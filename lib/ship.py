@@ -92,7 +92,8 @@ def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, dict | None, i
 
     Returns ``(data, first, rows, rejects)``: ``first`` = the first envelope's ``emitted_at,
     agent_id, fleet_id, runtime, session_id`` (they pin the lake key); ``rejects`` = ``[(raw
-    bytes, reason)]`` of the lines that cannot be events (the caller quarantines them). Fast
+    bytes, reason, index in lines)]`` of the lines that cannot be events (the caller quarantines
+    them at their own offsets, :func:`line_offsets`). Fast
     path: Arrow parses and checks the lines as they are (docs/design.md §12 throughput); if any
     line is malformed or invalid, the exact path parses them one by one, sets the bad ones
     aside with their reason, and encodes the rest.
@@ -106,15 +107,19 @@ def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, dict | None, i
     except ValueError as exc:
         log("segment_slow_path", reason=str(exc)[:200])
     rejects: list = []
-    records, raws = [], []
-    for raw in lines:  # line by line, so a record that is not a valid envelope is set aside as its own bytes
-        recs, _ = spool.decode_lines([raw], rejects)
+    records, raws, line_of = [], [], []
+    for li, raw in enumerate(lines):  # line by line, so a record that is not a valid envelope is set aside as its own bytes
+        bad: list = []
+        recs, _ = spool.decode_lines([raw], bad)
+        rejects += [(r, why, li) for r, why in bad]
         records += recs
         raws += [raw] * len(recs)
+        line_of += [li] * len(recs)
     invalid: list = []
     good, idx, _ = _validate(records, None, invalid)
     kept = set(idx)
-    rejects += [(raws[i], why) for (i, (_, why)) in zip([i for i in range(len(records)) if i not in kept], invalid)]
+    rejects += [(raws[i], why, line_of[i])
+                for (i, (_, why)) in zip([i for i in range(len(records)) if i not in kept], invalid)]
     if not good:
         return None, None, 0, rejects
     # a lone surrogate (a runtime that cut a string mid-emoji) becomes U+FFFD; lake.to_table makes
@@ -233,7 +238,9 @@ def _ship_file(store, paths, fh, path, runtime, wm, *, batch_rows, log, stats, s
             seg = wm.next_seg
         data, first, rows, rejects = _encode_batch(lines, log)
         if rejects:
-            quarantine_lines(paths, runtime, path, ident, start, rejects, wm, first, log=log, stats=stats)
+            at = line_offsets(lines, start)
+            quarantine_lines(paths, runtime, path, ident, start, [(raw, why) for raw, why, _ in rejects], wm, first,
+                             log=log, stats=stats, offsets=[at[i] for _, _, i in rejects])
         if data is None:
             wm.files[ident] = end
             wm.pending = None
@@ -276,6 +283,16 @@ def _ship_file(store, paths, fh, path, runtime, wm, *, batch_rows, log, stats, s
     return False
 
 
+def line_offsets(lines: list[bytes], start: int) -> list[int]:
+    """Byte offset of each of ``lines`` (read without their newline from offset ``start``,
+    :func:`lib.spool.read_complete_lines`) in its spool file."""
+    out, at = [], start
+    for line in lines:
+        out.append(at)
+        at += len(line) + 1
+    return out
+
+
 QUARANTINED_LINE_MAX = 1 << 20
 """Most bytes of one quarantined spool line kept (the rest is cut, marked ``truncated``)."""
 
@@ -291,14 +308,15 @@ def _field(raw: bytes, name: str) -> str | None:
 
 
 def quarantine_lines(paths, runtime: str, path: str, ident: str, start: int, rejects: list, wm, first: dict | None,
-                     *, log, stats: ShipStats, size: int | None = None) -> None:
+                     *, log, stats: ShipStats, size: int | None = None, offsets: list[int] | None = None) -> None:
     """Keep each spool line that cannot be an event, with its reason: one record per line in the
     quarantine spool (``spool/quarantine/<fleet>.ndjson``), which :func:`ship_quarantine` puts
     create-only at ``quarantine/fleet=<f>/agent=<a>/dt=<d>/<id>.json`` — so nothing a hook wrote
     is lost and the rest of the session ships (docs/operations.md "Quarantined spool lines").
 
-    ``rejects`` = ``[(raw bytes, reason)]`` read at byte offset ``start`` of the file ``path``
-    (identity ``ident``); ``size``: the line's full length when ``raw`` holds only its head.
+    ``rejects`` = ``[(raw bytes, reason)]`` of the batch read at byte offset ``start`` of the file
+    ``path`` (identity ``ident``); ``offsets``: each reject's own line offset (default ``start``
+    for all: a single line); ``size``: the line's full length when ``raw`` holds only its head.
     A record is ``{id, kind: "spool_line", fleet_id, agent_id, session_id, runtime, spool_file,
     offset, reason, bytes, sha256, line | line_base64, truncated?, recorded_at}``; its ``id``
     derives from the file, the offset and the bytes, so a pass that crashed after writing it
@@ -326,7 +344,7 @@ def quarantine_lines(paths, runtime: str, path: str, ident: str, start: int, rej
                "agent_id": wm.agent_id or first.get("agent_id") or _field(raw, "agent_id") or "unknown",
                "session_id": first.get("session_id") or _field(raw, "session_id") or session,
                "runtime": first.get("runtime") or wm.runtime or runtime,
-               "spool_file": os.path.basename(path), "offset": start, "reason": reason,
+               "spool_file": os.path.basename(path), "offset": offsets[n] if offsets else start, "reason": reason,
                "bytes": size if size is not None else len(raw), "sha256": "sha256:" + digest,
                "recorded_at": format_time()}
         kept = raw[:QUARANTINED_LINE_MAX]
@@ -341,7 +359,7 @@ def quarantine_lines(paths, runtime: str, path: str, ident: str, start: int, rej
         target = paths.quarantine_spool_file(json.loads(line)['fleet_id'])
         spool.append(target, line, sync=True, rotate_bytes=spool.CAP_BYTES)
     stats.dropped_lines += len(rejects)
-    stats.last_quarantine_reason = f"{os.path.basename(path)} offset {start}: {rejects[-1][1]}"[:300]
+    stats.last_quarantine_reason = f"{os.path.basename(path)} offset {offsets[-1] if offsets else start}: {rejects[-1][1]}"[:300]
     wm.dropped_lines += len(rejects)
     log("spool_lines_quarantined", file=os.path.basename(path), count=len(rejects), offset=start,
         reasons=sorted({why for _, why in rejects})[:5], detail="kept under quarantine/ with their reason")
@@ -458,8 +476,13 @@ def _cleanup(group: dict, wm) -> bool:
     return True
 
 
-def ship_quarantine(store, paths, *, log, stats: ShipStats, settle_secs: float = 2.0) -> None:
-    """Ship quarantine records; a file is renamed aside first so appends go to a fresh one."""
+def ship_quarantine(store, paths, *, log, stats: ShipStats) -> None:
+    """Ship the quarantine spool in the pass that wrote it. Each ``<fleet>.ndjson`` is renamed
+    aside to ``….<ms>.ship`` (new appends start a fresh file), its complete lines are put
+    create-only (a record's ``id`` names its key, so a repeat stores it once), then the aside
+    file is deleted by :func:`lib.spool.unlink_if_consumed` only when it holds no byte past what
+    was read: a writer that opened it before the rename and appends late (it writes under a
+    shared lock, :func:`lib.spool.append`) keeps it for the next pass, which ships the rest."""
     qdir = paths.quarantine_spool
     try:
         names = sorted(os.listdir(qdir))
@@ -468,18 +491,16 @@ def ship_quarantine(store, paths, *, log, stats: ShipStats, settle_secs: float =
     for name in names:
         path = os.path.join(qdir, name)
         if name.endswith(".ndjson"):
-            aside = f"{path}.{int(time.time() * 1000)}.ship"
-            os.rename(path, aside)
-            continue
+            os.rename(path, f"{path}.{int(time.time() * 1000)}.ship")
     for name in sorted(os.listdir(qdir)):
         if not name.endswith(".ship"):
             continue
         path = os.path.join(qdir, name)
-        if time.time() - os.path.getmtime(path) < settle_secs:
-            continue  # a hook that opened the file before the rename may still append
         with open(path, "rb") as fh:
-            lines = fh.read().splitlines()
-        for raw in lines:
+            ident = spool.identity(os.fstat(fh.fileno()))
+            data = fh.read()
+        end = data.rfind(b"\n") + 1  # a line still being written is read next pass
+        for raw in data[:end].splitlines():
             try:
                 rec = json.loads(raw)
             except ValueError:
@@ -498,7 +519,7 @@ def ship_quarantine(store, paths, *, log, stats: ShipStats, settle_secs: float =
             except PreconditionFailed:
                 pass
             stats.quarantine_records += 1
-        os.unlink(path)
+        spool.unlink_if_consumed(path, {ident: end})
 
 
 def ship_all(store, paths, *, batch_rows: int = 20000, log=lambda *a, **k: None, should_stop=None,

@@ -575,10 +575,14 @@ def reclaim_consumed(base_path: str, state_paths: list[str], lock_path: str) -> 
     consumer's offset has no unread line and none on its way. Each consumer's offset of a file
     is dropped *before* the file is unlinked, so a later file that reuses the inode number is
     read from its start (a crash in between re-delivers the file: consumers are idempotent).
-    Returns ``{"files": n, "bytes": n}`` reclaimed. :raises OSError: state or unlink failed.
+    No spool file at all (a host where the MCP server never wrote, so no folder either) is the
+    normal case: nothing is locked or created. Returns ``{"files": n, "bytes": n}`` reclaimed.
+    :raises OSError: lock, state or unlink failed.
     """
-    offsets = [_load_offsets(sp) for sp in state_paths]
     out = {"files": 0, "bytes": 0}
+    if not _spool_files(base_path):
+        return out  # a file created meanwhile is unread by some consumer: nothing to reclaim anyway
+    offsets = [_load_offsets(sp) for sp in state_paths]
     if any(o is None for o in offsets):
         return out  # an unreadable watermark: reclaim nothing rather than guess
     fd = _lock(lock_path, shared=False)

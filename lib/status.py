@@ -58,6 +58,46 @@ def _hook_log(path: str) -> dict:
     return {"errors": errors, "uncaptured": uncaptured, "last": last}
 
 
+def other_spools(paths, environ=None) -> list[dict]:
+    """``[{"home", "spool_dir", "files", "bytes"}]``: unshipped spool under the default home
+    (``~/.ctxlake``, :meth:`lib.paths.Paths.default`) when ``paths`` (this home) is elsewhere and
+    that spool is not empty. A hook or MCP server the runtime started without ``CTXLAKE_HOME``
+    (an install older than ``--home``, docs/runtimes.md "Where the data goes") wrote it there,
+    where this home's ``sync`` never reads. Empty when the spool is this home's own."""
+    from lib import spool
+    from lib.paths import HomeError, Paths
+
+    try:
+        other = Paths.default(environ)
+    except HomeError:
+        return []
+    if os.path.realpath(other.spool_dir) == os.path.realpath(paths.spool_dir):
+        return []
+    b = spool.backlog(other.spool_dir, other.state_dir)
+    return [{"home": other.home, "spool_dir": other.spool_dir, "files": b["files"], "bytes": b["bytes"]}] \
+        if b["files"] else []
+
+
+def ship_other_command(st: dict) -> str:
+    """The command that ships the first of ``st["other_spools"]`` into this host's store."""
+    import shlex
+
+    o = st["other_spools"][0]
+    return f"CTXLAKE_HOME={shlex.quote(o['home'])} CTXLAKE_STORE={shlex.quote(st['store'])} ctxlake sync --once"
+
+
+def _unreadable_segments(snapshot_path: str) -> int:
+    """Bronze segments the last maint pass set aside as unreadable (``lake.unreadable_segments``
+    of the pointer syncd mirrored beside the cached snapshot; 0 when absent or not an int)."""
+    from lib import cache_view
+    from lib.paths import snapshot_pointer_path
+
+    ptr = cache_view.read_pointer_side(snapshot_pointer_path(snapshot_path)).get("pointer")
+    figures = ptr.get("lake") if isinstance(ptr, dict) else None
+    n = figures.get("unreadable_segments") if isinstance(figures, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+
+
 def gather(cfg) -> dict:
     """Everything ``ctxlake status`` shows, as one JSON-able dict (see :func:`render`)."""
     from lib import cache_view, config, install, lost_events, spool
@@ -95,11 +135,13 @@ def gather(cfg) -> dict:
           if isinstance(brief, dict) else None,
           "spool_backlog": backlog, "agents": _roster_agents(p.roster(cfg.fleet_id), cfg.sync.presence_ttl_secs),
           "leases": _held_leases(leases), "leases_refused": leases.get("refused") if isinstance(leases, dict) else None,
-          "hooks": hooks, "hook_log": _hook_log(p.hook_errors), "spool_disk": spool.disk_free(p.spool_dir)}
+          "hooks": hooks, "hook_log": _hook_log(p.hook_errors), "spool_disk": spool.disk_free(p.spool_dir),
+          "other_spools": other_spools(p)}
     st["hook_errors"] = st["hook_log"]["errors"]
     from lib import snapshot as snapmod
 
     st["lake"] = snapmod.cached_lake_figures(p.snapshot(cfg.fleet_id))  # the Delta table, as of the last maint
+    st["unreadable_segments"] = _unreadable_segments(p.snapshot(cfg.fleet_id))
     st["next"] = next_step(st)
     return st
 
@@ -108,6 +150,9 @@ def next_step(st: dict) -> str:
     """The one command that moves this host forward, judged from :func:`gather`."""
     if not st["configured"]:
         return "ctxlake init --store file://~/.ctxlake/lake --fleet NAME   (or s3://bucket/prefix)"
+    if st["other_spools"]:
+        return (f"{ship_other_command(st)}   (ships what was spooled under {st['other_spools'][0]['home']}), "
+                "then ctxlake install --all   (so the hooks carry this home)")
     if st["synced_store"] not in (None, st["store"]):
         return "ctxlake sync --once   (the cache still holds what syncd pulled from the previous store)"
     if st["last_sync_errors"]:
@@ -178,9 +223,17 @@ def render(st: dict, cfg, out) -> None:
     if st["briefing"]:
         w(f"           briefing {st['briefing']['chars']} chars, rendered {_age(st['briefing']['rendered_at'])}\n")
     b = st["spool_backlog"]
-    w(f"lake       {_lake_line(st['lake'])}\n"
-      f"spool      {b['files']} file(s), {b['bytes']} bytes unshipped\n"
-      f"agents     {len(st['agents'])} live\n")
+    w(f"lake       {_lake_line(st['lake'])}\n")
+    if st["unreadable_segments"]:
+        w(f"lake       UNREADABLE: {st['unreadable_segments']} unreadable segment(s) set aside by maint (not merged, "
+          "never deleted); `ctxlake maint --once --json` lists them (unreadable_keys); see docs/operations.md "
+          "\"Unreadable segments\"\n")
+    w(f"spool      {b['files']} file(s), {b['bytes']} bytes unshipped\n")
+    for o in st["other_spools"]:
+        w(f"spool      ELSEWHERE: {o['files']} file(s), {o['bytes']} bytes not shipped under {o['spool_dir']}, not this "
+          f"home ({cfg.paths.home}): hooks or MCP servers started without CTXLAKE_HOME wrote them and this home's sync "
+          f"never reads them; ship them with `{ship_other_command(st)}`, then run ctxlake install again\n")
+    w(f"agents     {len(st['agents'])} live\n")
     for a in st["agents"]:
         age = "age ?" if a["age_secs"] is None else f"seen {_secs(a['age_secs'])} ago"
         where = f" {a['repo']}" + (f"@{a['branch']}" if a.get("branch") else "") if a.get("repo") else ""

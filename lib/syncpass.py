@@ -112,6 +112,7 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
         try:  # only files every consumer read to their end: a failed step above keeps its files
             summary["mcp_reclaimed"] = mcp_ingest.reclaim_mcp_spool(cfg, log)
         except OSError as exc:  # a full or read-only disk: the files stay, the next pass tries again
+            summary["errors"] += 1
             log("mcp_spool_reclaim_failed", error=str(exc)[:300])
         try:
             summary.update(briefing.refresh(cfg, store, log))

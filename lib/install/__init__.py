@@ -7,8 +7,8 @@
 - **ours by exact shape, never by substring** (reference bug 12.2 #30): a hook entry is ours when
   it has exactly the shape this module writes for this checkout's ``hook.py`` (:func:`is_our_hook`):
   Claude Code's exec form ``{"command": <python>, "args": ["-I", "-S", <hook.py>, "claude_code",
-  <event>, "--fleet=…", "--agent=…", ("--async")]}``; Cursor's and Hermes' command string
-  ``<python> -I -S <hook.py> <runtime> <event> --fleet=… --agent=…``; or the ``env
+  <event>, "--fleet=…", "--agent=…", ("--home=…"), ("--async")]}``; Cursor's and Hermes' command
+  string ``<python> -I -S <hook.py> <runtime> <event> --fleet=… --agent=… (--home=…)``; or the ``env
   CTXLAKE_FLEET_ID=… CTXLAKE_AGENT_ID=… <python> -I -S <hook.py> <runtime> <event>`` every
   runtime got before (replaced on install, removed on uninstall); an MCP server is ours when it is
   the ``ctxlake`` key of ``mcpServers`` (Hermes: ``mcp_servers``). A foreign command that merely mentions ctxlake is never
@@ -41,7 +41,9 @@ Claude Code hooks are exec form (spawned without a shell) and ``"async": true`` 
 answer matters (:func:`claude_groups`). Hook commands run ``hook.py`` with the real interpreter (``os.path.realpath`` of
 ``sys.executable``; a pyenv ``/shims/`` path is refused) and ``-I -S``: the hook needs only the
 standard library. The MCP server runs with the environment's own interpreter path (a virtualenv
-keeps its packages) and gets ``CTXLAKE_FLEET_ID``/``CTXLAKE_AGENT_ID`` in its ``env`` block.
+keeps its packages) and gets ``CTXLAKE_FLEET_ID``/``CTXLAKE_AGENT_ID`` in its ``env`` block. A
+``CTXLAKE_HOME`` other than the default reaches every entry (:func:`install_home`): ``--home=<dir>``
+after ``--agent=`` in hook arguments, ``CTXLAKE_HOME`` in every MCP ``env`` block.
 Hermes starts MCP servers with a filtered environment (only ``PATH``, ``HOME``, ``USER``, ``LANG``,
 ``LC_ALL``, ``TERM``, ``SHELL``, ``TMPDIR``, ``XDG_*`` pass, hermes-agent 0.19.0), so its entry also
 carries the ``CTXLAKE_HOME``/``CTXLAKE_CONFIG``/``CTXLAKE_SPOOL_DIR``/``CTXLAKE_CACHE_DIR`` set where
@@ -62,6 +64,7 @@ from lib.install.commands import (  # noqa: F401
     HERMES_BLOCKS,
     HERMES_PASS_ENV,
     HERMES_TIMEOUT_SECS,
+    HOME_FLAG,
     Identity,
     InstallError,
     MCP_NAME,
@@ -76,6 +79,7 @@ from lib.install.commands import (  # noqa: F401
     hook_command,
     hook_entries,
     hook_identity,
+    install_home,
     is_our_command,
     is_our_hook,
     legacy_hook_command,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from lib.install.commands import Identity, InstallError, RUNTIMES
+from lib.install.commands import Identity, InstallError, RUNTIMES, install_home
 from lib.install.targets import detect, targets
 from lib.install.writer import apply, installed_identity, plan
 
@@ -45,7 +45,7 @@ def run_cli(action: str, args, cfg, out) -> int:
         if not runtimes:
             raise Failure("refused", f"{action}: no runtime config folder found under {home} (.claude, .cursor, .hermes)")
     try:
-        ident = Identity.current(cfg.fleet_id, args.agent_id or cfg.agent_id)
+        ident = Identity.current(cfg.fleet_id, args.agent_id or cfg.agent_id, home=install_home())
         changes = plan(action, runtimes, ident, home, os.getcwd() if args.project else None)
     except InstallError as exc:
         raise Failure("refused", f"{action}: {exc}")

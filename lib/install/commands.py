@@ -65,7 +65,9 @@ class Identity:
     """Who the installed hooks and MCP server speak for, and what they run.
 
     ``hook_python``/``mcp_python`` are absolute interpreter paths; ``hook_script`` and
-    ``mcp_script`` absolute paths of this checkout's ``hook.py`` and ``mcp_server.py``.
+    ``mcp_script`` absolute paths of this checkout's ``hook.py`` and ``mcp_server.py``; ``home``
+    the absolute ``CTXLAKE_HOME`` they must write to, ``None`` for the default ``~/.ctxlake``
+    (:func:`install_home`).
     """
 
     fleet_id: str
@@ -74,11 +76,25 @@ class Identity:
     mcp_python: str
     hook_script: str = os.path.join(ROOT, "hook.py")
     mcp_script: str = os.path.join(ROOT, "mcp_server.py")
+    home: str | None = None
 
     @classmethod
-    def current(cls, fleet_id: str, agent_id: str, executable: str | None = None) -> "Identity":
+    def current(cls, fleet_id: str, agent_id: str, executable: str | None = None,
+                home: str | None = None) -> "Identity":
         """The identity for this process's interpreter and checkout. :raises InstallError:"""
-        return cls(fleet_id, agent_id, resolve_interpreter(executable), resolve_interpreter(executable, keep_venv=True))
+        return cls(fleet_id, agent_id, resolve_interpreter(executable), resolve_interpreter(executable, keep_venv=True),
+                   home=home)
+
+
+def install_home(environ=None) -> str | None:
+    """The ``CTXLAKE_HOME`` (absolute) every installed entry must carry, or ``None`` when it is the
+    default ``~/.ctxlake``: a runtime starts hooks and MCP servers with its own environment, which
+    seldom holds ``CTXLAKE_HOME``, and they would spool where ``sync`` never reads
+    (docs/runtimes.md "Where the data goes"). :raises lib.paths.HomeError:"""
+    from lib.paths import Paths
+
+    home = Paths.from_env(environ).home
+    return None if home == Paths.default(environ).home else home
 
 
 def hook_command(ident: Identity, runtime: str, event: str) -> str:
@@ -120,19 +136,27 @@ ASYNC_FLAG = "--async"
 """The ``hook.py`` argument that marks an event the runtime does not wait for (capture only)."""
 
 
+HOME_FLAG = "--home="
+"""The ``hook.py`` argument naming a ``CTXLAKE_HOME`` other than the default (:func:`install_home`)."""
+
+
 def hook_args(ident: Identity, runtime: str, event: str, *, run_async: bool = False) -> list[str]:
     """The exec-form arguments after the interpreter: ``-I -S <hook.py> <runtime> <event>
-    --fleet=<f> --agent=<a> [--async]`` (parsed by :func:`lib.hookproc.parse_argv`).
+    --fleet=<f> --agent=<a> [--home=<h>] [--async]`` (parsed by :func:`lib.hookproc.parse_argv`);
+    ``--home`` only when ``ident.home`` is set.
 
-    :raises InstallError: an id holding ``${`` (Claude Code substitutes ``${…}`` in ``args``) or
-        starting with ``-``.
+    :raises InstallError: an id or home holding ``${`` (Claude Code substitutes ``${…}`` in
+        ``args``), an id starting with ``-``.
     """
     for what, value in (("fleet", ident.fleet_id), ("agent", ident.agent_id)):
         if "${" in value or value.startswith("-") or not value:
             raise InstallError(f"{what} id {value!r} cannot be passed as a hook argument (empty, starts with '-' "
                                "or holds '${'); choose another id in the config")
+    if ident.home is not None and "${" in ident.home:
+        raise InstallError(f"CTXLAKE_HOME {ident.home!r} cannot be passed as a hook argument (holds '${{'); "
+                           "choose another directory")
     return (["-I", "-S", ident.hook_script, runtime, event, f"--fleet={ident.fleet_id}", f"--agent={ident.agent_id}"]
-            + ([ASYNC_FLAG] if run_async else []))
+            + ([HOME_FLAG + ident.home] if ident.home is not None else []) + ([ASYNC_FLAG] if run_async else []))
 
 
 def claude_hook(ident: Identity, event: str, *, run_async: bool) -> dict:
@@ -164,10 +188,11 @@ def is_our_hook(hook, ident: Identity, runtime: str) -> bool:
 
 def _is_our_argv(cmd, args: list, ident: Identity, runtime: str, *, allow_async: bool) -> bool:
     """``cmd`` + ``args`` are exactly :func:`hook_args` after an absolute interpreter path."""
-    return (isinstance(cmd, str) and os.path.isabs(cmd) and len(args) in (7, 8) and args[:2] == ["-I", "-S"]
+    rest = args[8:] if len(args) > 7 and args[7].startswith(HOME_FLAG) else args[7:]
+    return (isinstance(cmd, str) and os.path.isabs(cmd) and len(args) >= 7 and args[:2] == ["-I", "-S"]
             and args[2] == ident.hook_script and args[3] == runtime and bool(args[4])
             and args[5].startswith("--fleet=") and args[6].startswith("--agent=")
-            and args[7:] in ([], [ASYNC_FLAG] if allow_async else []))
+            and rest in ([], [ASYNC_FLAG] if allow_async else []))
 
 
 def claude_groups(ident: Identity, event: str) -> list[dict]:
@@ -215,10 +240,13 @@ def hook_identity(hook: dict) -> tuple[str, str]:
 
 
 def mcp_entry(ident: Identity, *, claude: bool) -> dict:
-    """``mcpServers.ctxlake``: ``{"command", "args", "env"}`` (+ ``"type": "stdio"`` for Claude Code)."""
+    """``mcpServers.ctxlake``: ``{"command", "args", "env"}`` (+ ``"type": "stdio"`` for Claude Code);
+    ``env`` holds the identity and, when ``ident.home`` is set, ``CTXLAKE_HOME``."""
     entry = {"type": "stdio"} if claude else {}
     entry.update(command=ident.mcp_python, args=[ident.mcp_script],
                  env={"CTXLAKE_FLEET_ID": ident.fleet_id, "CTXLAKE_AGENT_ID": ident.agent_id})
+    if ident.home is not None:
+        entry["env"]["CTXLAKE_HOME"] = ident.home
     return entry
 
 
@@ -229,6 +257,8 @@ def hermes_mcp_entry(ident: Identity, environ=None) -> dict:
     env = os.environ if environ is None else environ
     entry = mcp_entry(ident, claude=False)
     entry["env"].update({k: env[k] for k in HERMES_PASS_ENV if env.get(k)})
+    if ident.home is not None:  # absolute, as the hooks get it
+        entry["env"]["CTXLAKE_HOME"] = ident.home
     return entry
 
 

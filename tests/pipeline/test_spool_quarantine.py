@@ -63,8 +63,7 @@ def test_damaged_lines_are_quarantined_with_their_reason_and_the_session_ships(h
     assert summary["dropped_lines"] == len(damaged) and summary["shipped"] == len(good)
     assert [kw["count"] for e, kw in events if e == "spool_lines_quarantined"] == [5, 1]
 
-    # the quarantine spool ships once it settled (a hook may still be appending to it)
-    ship.ship_quarantine(store, cfg.paths, log=lambda *a, **k: None, stats=ship.ShipStats(), settle_secs=0)
+    ship.ship_quarantine(store, cfg.paths, log=lambda *a, **k: None, stats=ship.ShipStats())
     objects = [json.loads(store.get(e.key).data) for e in store.list(f"quarantine/fleet={lakeutil.FLEET}/")]
     kept = [o for o in objects if o.get("kind") == "spool_line"]
     assert len(kept) == len(damaged)
@@ -120,7 +119,7 @@ def test_a_pass_repeated_after_a_crash_stores_each_quarantined_line_once(home, m
         else:
             os.remove(p)
     ship.ship_all(store, cfg.paths)
-    ship.ship_quarantine(store, cfg.paths, log=lambda *a, **k: None, stats=ship.ShipStats(), settle_secs=0)
+    ship.ship_quarantine(store, cfg.paths, log=lambda *a, **k: None, stats=ship.ShipStats())
     kept = [e.key for e in store.list(f"quarantine/fleet={lakeutil.FLEET}/")]
     assert len(kept) == len(damaged)
     assert os.path.exists(path)
