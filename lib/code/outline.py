@@ -47,9 +47,11 @@ def load(path: str, config, real: str | None = None, extract: bool = True, want=
     when ``extract`` is off: ``deps`` needs none; only those ``want`` accepts when given, see
     :func:`lib.code.symbols.extract`).
 
-    :raises ExitError: 1 read failure, 2 unsupported extension.
+    :raises ExitError: 1 read failure (a directory included), 2 unsupported extension.
     """
-    languages.require_backend(path)
+    if languages.backend_for(path) is None:
+        source.regular(path, real)  # a directory is a bad path, not an unsupported extension
+        languages.require_backend(path)
     src = source.read(path, config.limits.max_file_bytes, real)
     skip = extract or languages.backend_for(path) in skeleton.IMPORTS_OUTSIDE_BODIES
     parsed = languages.parse(path, src.data, skip_bodies=skip)

@@ -66,7 +66,11 @@ def test_unsupported_extension_exits_2(ctxctl, write):
 def test_directory_and_oversized_inputs_are_refused(ctxctl, project, write):
     os.mkdir("adir.rs")
     r = ctxctl("outline", "adir.rs")
-    assert r.code == 1 and "adir.rs: not a regular file (directory)" in r.err
+    assert r.code == 1 and r.err == "error: adir.rs is a directory, not a file; pass one file inside it\n"
+    os.mkdir("src")  # no extension at all: a bad path (exit 1), not "unsupported extension" (new-user report)
+    for argv in (("outline", "src"), ("deps", "src"), ("symbol", "src", "--name", "x"), ("read", "src", "--lines", "1")):
+        r = ctxctl(*argv)
+        assert r.code == 1 and r.err == "error: src is a directory, not a file; pass one file inside it\n", (argv, r)
     write(".ctxctl/config.toml", "[limits]\nmax_file_bytes = 10\n")
     path = write("big.rs", "fn a() {}\nfn b() {}\n")
     r = ctxctl("outline", path)
