@@ -169,3 +169,22 @@ def test_json_outputs_are_byte_stable(ctxctl, fixture):
     for argv in (("outline", path, "--json"), ("deps", path, "--json"),
                  ("exec", "printf 'a\\nb\\nerror: c\\n'", "--json")):
         assert ctxctl(*argv).out == ctxctl(*argv).out
+
+
+def test_deps_in_site_packages_labels_the_files_own_package_local(ctxctl, tmp_path):
+    """New-user report 4: ``deps`` on boto3/session.py in site-packages (no ``.git``) called
+    ``boto3.utils`` external. The real installed boto3, copied into a tree with no ``.git``:
+    its own modules are local, botocore (another package beside it) and the stdlib external."""
+    import shutil
+
+    import boto3
+
+    site = tmp_path / "site-packages"
+    shutil.copytree(os.path.dirname(boto3.__file__), site / "boto3")
+    (site / "botocore").mkdir()
+    (site / "botocore" / "__init__.py").write_text("")
+    (site / "botocore" / "session.py").write_text("")
+    kinds = dict(rows(ctxctl("deps", str(site / "boto3" / "session.py"), "--json", cwd=str(tmp_path))))
+    assert kinds["boto3"] == kinds["boto3.utils"] == kinds["boto3.exceptions"] == "local", kinds
+    assert kinds[".resources.factory"] == "local", kinds
+    assert kinds["botocore.session"] == kinds["os"] == kinds["copy"] == "external", kinds
