@@ -25,10 +25,8 @@ Standard library only: the hook path never imports it, but the CLI does before a
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import traceback
 
 EXIT_CODES = {"ok": 0, "refused": 1, "usage": 2, "config": 3, "store": 4, "dependency": 5, "disk": 6, "internal": 70}
 """Kind of failure → process exit code (stable: scripts branch on these)."""
@@ -126,26 +124,64 @@ def prog_name(default: str, environ=None) -> str:
 def run(prog: str, fn, argv: list[str], stderr=None) -> int:
     """Run ``fn(argv) -> int`` and turn any escaping exception into one line on ``stderr``
     (default ``sys.stderr``) and its exit code; with ``--debug`` the traceback follows.
-    ``SystemExit`` (argparse) passes through unchanged."""
+    ``SystemExit`` (argparse) passes through unchanged. A closed stdout (``| head``) ends quietly
+    with :data:`SIGPIPE_EXIT`, as a tool killed by SIGPIPE does."""
     err = stderr or sys.stderr
     debug, argv = debug_requested(argv)
     if debug:  # nested entry points (ctxlake maint → maint.main) see it too
         os.environ["CTXLAKE_DEBUG"] = "1"
     try:
-        return fn(argv)
+        code = fn(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not as a traceback at interpreter exit
+        return code
     except SystemExit:
         raise
+    except BrokenPipeError:
+        return _stdout_closed()
     except BaseException as exc:  # noqa: BLE001 - the one place every failure is reported
         failure = classify(exc)
         err.write(f"{prog}: {' '.join(str(failure).split())}\n")
         if debug:
+            import traceback
+
             traceback.print_exception(exc, file=err)
         return failure.code
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: a bad command line raises :class:`Failure` (``usage``,
-    exit 2) naming the fix, instead of printing the usage block and a second line."""
+SIGPIPE_EXIT = 141
+"""Exit code when the reader of stdout went away: 128 + SIGPIPE (13), what a shell reports for
+a C tool the signal ended (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
 
-    def error(self, message):
-        raise Failure("usage", f"{message}; see `{self.prog} --help`")
+
+def _stdout_closed() -> int:
+    """Point fd 1 at ``/dev/null`` so the interpreter's final flush cannot raise again; returns
+    :data:`SIGPIPE_EXIT`."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is no file (replaced in-process)
+        pass
+    return SIGPIPE_EXIT
+
+
+def _parser_class():
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        """argparse with one-line errors: a bad command line raises :class:`Failure` (``usage``,
+        exit 2) naming the fix, instead of printing the usage block and a second line."""
+
+        def error(self, message):
+            raise Failure("usage", f"{message}; see `{self.prog} --help`")
+
+    Parser.__qualname__ = "Parser"
+    return Parser
+
+
+def __getattr__(name):
+    """``Parser`` is built on first use: ``argparse`` (and ``re``) stay out of a command line
+    that never needs them (ctxctl's fast path, docs/ctxctl.md)."""
+    if name == "Parser":
+        globals()["Parser"] = cls = _parser_class()
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

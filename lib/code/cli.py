@@ -43,15 +43,17 @@ def _global_flags(parser, suppress: bool) -> None:
 def build_parser():
     """The argparse parser (global flags are accepted before or after the command); the
     common command lines skip it (:func:`fast_args`)."""
-    import argparse
+    from lib.failures import Parser
 
-    p = argparse.ArgumentParser(prog="ctxctl", description=__doc__.split("\n\n")[0])
+    p = Parser(prog="ctxctl", description=__doc__.split("\n\n")[0])
     p.add_argument("-V", "--version", action="version", version=f"ctxctl {VERSION}")
     _global_flags(p, suppress=False)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p.verbs = {}  # command → its parser: an unknown flag points to `ctxctl <command> --help`
 
     def command(name, help_text):
         sp = sub.add_parser(name, help=help_text, description=help_text)
+        p.verbs[name] = sp
         _global_flags(sp, suppress=True)
         return sp
 
@@ -210,24 +212,28 @@ def fast_args(argv) -> _Args | None:
 
 
 def main(argv=None, stdin=None, stdout=None, stderr=None, cwd=None, env=None) -> int:
-    """Entry point: parse ``argv``, run the command, print, and return the exit code."""
-    stdin = stdin or sys.stdin
-    stdout = stdout or sys.stdout
+    """Entry point: parse ``argv``, run the command, print, and return the exit code. Runs
+    under :func:`lib.failures.run`: a closed stdout (``| head``) exits 141 without a traceback,
+    an unexpected exception is one line (``--debug`` adds the traceback)."""
+    from lib import failures
+
     stderr = stderr or sys.stderr
-    env = os.environ if env is None else env
-    cwd = cwd or os.getcwd()
-    args = fast_args(sys.argv[1:] if argv is None else list(argv))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return failures.run("ctxctl", lambda a: _main(a, stdin or sys.stdin, stdout or sys.stdout, stderr,
+                                                  cwd or os.getcwd(), os.environ if env is None else env),
+                        argv, stderr)
+
+
+def _main(argv: list, stdin, stdout, stderr, cwd: str, env) -> int:
+    from lib.failures import Failure
+
+    args = fast_args(argv)
     if args is None:
         parser = build_parser()
-        args = parser.parse_args(argv)
-        for name in ("config", "format", "output"):
-            if not hasattr(args, name):
-                setattr(args, name, None)
-        for name in ("json", "no_saved", "no_color", "exact_tokens"):
-            if not hasattr(args, name):
-                setattr(args, name, False)
-        if args.command == "symbol" and args.compact and (args.signature or args.lines):
-            parser.error("argument --compact: not allowed with argument --signature or --lines")
+        try:
+            args = _parse(parser, argv)
+        except Failure as exc:  # one line naming the fix (lib.failures.Parser), exit 2
+            return _fail(ExitError(exc.code, str(exc)), False, stdout, stderr)
     json_mode = bool(args.json) or args.format == "json"
 
     def warn(message):
@@ -259,6 +265,21 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, cwd=None, env=None) ->
         stdout.write(result.out)
         stdout.flush()
     return result.code
+
+
+def _parse(parser, argv: list):
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        parser.verbs.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    for name in ("config", "format", "output"):
+        if not hasattr(args, name):
+            setattr(args, name, None)
+    for name in ("json", "no_saved", "no_color", "exact_tokens"):
+        if not hasattr(args, name):
+            setattr(args, name, False)
+    if args.command == "symbol" and args.compact and (args.signature or args.lines):
+        parser.error("argument --compact: not allowed with argument --signature or --lines")
+    return args
 
 
 def _fail(exc: ExitError, json_mode: bool, stdout, stderr) -> int:

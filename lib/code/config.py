@@ -39,7 +39,7 @@ class ExecConfig(Record):
 
 class OutlineConfig(Record):
     """``[outline]``: ``fold_threshold`` — text outlines show at most this many rows, then
-    ``... [K symbols omitted]`` (JSON never folds); ``show_doc`` — include ``doc_comment``."""
+    ``... [K symbols omitted]`` (JSON lists as many and adds ``"omitted": K``); ``show_doc`` — include ``doc_comment``."""
 
     FIELDS = (("fold_threshold", 50), ("show_doc", True))
 

@@ -9,7 +9,8 @@ directory and normalised (Rust ones are always local); the result is ``ignored``
 matches an ignore glob, else ``local``. Bare targets: ``ignored`` on a glob match; Rust
 ``x::…`` is ``local`` when ``mod x;`` is declared in the file; Python, Go, Java and C# probe
 candidate files — under the project root → ``local``, only next to the file → ``unresolved``
-(a local ``os.py`` shadowing the stdlib); otherwise ``external``.
+(a local ``os.py`` shadowing the stdlib); a Python module of the file's own top-level package
+(found beside that package, e.g. in site-packages) → ``local``; otherwise ``external``.
 
 Ignore globs (``[paths] ignore``): a pattern without ``/`` must match one path segment, one with
 ``/`` the whole project-relative path; only ``*`` (crossing ``/``) and ``?``. Matching is
@@ -134,7 +135,25 @@ def classify(language: str, target: str, detail, file_path: str, root: str, patt
             return "local"
         if any(os.path.exists(os.path.join(file_dir, c)) for c in candidates):
             return "unresolved"
+        if language == "python" and _own_package(file_dir, path, candidates):
+            return "local"
     return "external"
+
+
+def _own_package(file_dir: str, path: str, candidates: list) -> bool:
+    """True when the Python import ``path`` (slashes) is a module of the file's own top-level
+    package, importable from the file's own tree: the file sits in a package (a chain of
+    ``__init__.py`` directories) whose top is ``path``'s first segment, and a candidate exists
+    beside that top. ``boto3/session.py`` in site-packages (no ``.git``) importing
+    ``boto3.utils`` is local; ``botocore`` beside it stays external (another package)."""
+    top = file_dir
+    if not os.path.exists(os.path.join(top, "__init__.py")):
+        return False
+    while os.path.exists(os.path.join(os.path.dirname(top), "__init__.py")) and os.path.dirname(top) != top:
+        top = os.path.dirname(top)
+    if path.split("/")[0] != os.path.basename(top):
+        return False
+    return any(os.path.exists(os.path.join(os.path.dirname(top), c)) for c in candidates)
 
 
 def collect(parsed, file_path: str, config) -> list:

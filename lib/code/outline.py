@@ -3,7 +3,8 @@
 Text rows: two spaces, kind alias left-aligned to 7, the name padded to max(10, longest), the
 location ``L:a-b`` (``L:a`` for one line; blank with ``--no-lines``) padded to 9, four spaces,
 the signature. More than ``[outline] fold_threshold`` symbols show the first N rows and
-``  ... [K symbols omitted]``; JSON is never folded and never carries byte ranges.
+``  ... [K symbols omitted]``; JSON lists the same first N and says ``"omitted": K`` (so a
+JSON outline of a 3000-symbol file costs no more than the text one); it never carries byte ranges.
 
 A tree with syntax errors still yields the partial list, with exit code 3, a stderr warning in
 text mode and a ``parse_error`` object in JSON.
@@ -29,9 +30,13 @@ def location(sym, show: bool = True) -> str:
     return f"L:{sym.start_line}-{sym.end_line}"
 
 
+def _shown(syms: list, fold_threshold: int | None) -> list:
+    return syms if fold_threshold is None or len(syms) <= fold_threshold else syms[:fold_threshold]
+
+
 def rows(syms: list, show_lines: bool = True, fold_threshold: int | None = None) -> list:
     """Text rows for ``syms`` (folded past ``fold_threshold``), each without a newline."""
-    shown = syms if fold_threshold is None or len(syms) <= fold_threshold else syms[:fold_threshold]
+    shown = _shown(syms, fold_threshold)
     width = max([10] + [len(s.name) for s in shown])
     out = []
     for s in shown:
@@ -47,9 +52,11 @@ def load(path: str, config, real: str | None = None, extract: bool = True, want=
     when ``extract`` is off: ``deps`` needs none; only those ``want`` accepts when given, see
     :func:`lib.code.symbols.extract`).
 
-    :raises ExitError: 1 read failure, 2 unsupported extension.
+    :raises ExitError: 1 read failure (a directory included), 2 unsupported extension.
     """
-    languages.require_backend(path)
+    if languages.backend_for(path) is None:
+        source.regular(path, real)  # a directory is a bad path, not an unsupported extension
+        languages.require_backend(path)
     src = source.read(path, config.limits.max_file_bytes, real)
     skip = extract or languages.backend_for(path) in skeleton.IMPORTS_OUTSIDE_BODIES
     parsed = languages.parse(path, src.data, skip_bodies=skip)
@@ -71,8 +78,11 @@ def run(path: str, config, *, json_mode: bool = False, show_saved: bool = True, 
         warnings.append(f"parse failed ({parsed.errors} error node(s)); symbol list may be incomplete")
         diagnostic = f"tree-sitter reported {parsed.errors} syntax error node(s); symbol list may be incomplete"
     if json_mode:
+        shown = _shown(syms, config.outline.fold_threshold)
         env = render.envelope("outline", path=path, language=parsed.language,
-                              symbols=[s.as_json(lines=not no_lines, doc=show_doc) for s in syms])
+                              symbols=[s.as_json(lines=not no_lines, doc=show_doc) for s in shown])
+        if len(shown) < len(syms):
+            env["omitted"] = len(syms) - len(shown)
         if parsed.errors:
             env["parse_error"] = {"count": parsed.errors, "message": PARSE_MESSAGE}
         if show_saved:

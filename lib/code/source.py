@@ -43,6 +43,24 @@ class Source(Record):
         return starts
 
 
+def regular(path: str, real: str | None = None) -> os.stat_result:
+    """``os.stat`` of ``real`` (default ``path``) when it names a regular file.
+
+    :raises ExitError: code 1 (docs/ctxctl.md "Exit codes": a read failure) — missing or
+        unreadable, a directory (``<path> is a directory; pass a file ...``) or another
+        non-regular file.
+    """
+    try:
+        st = os.stat(real or path)
+    except OSError as exc:
+        raise ExitError(READ, f"failed to read {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ExitError(READ, f"{path} is a directory, not a file; pass one file inside it")
+    if not stat.S_ISREG(st.st_mode):
+        raise ExitError(READ, f"{path}: not a regular file ({_kind(st.st_mode)})")
+    return st
+
+
 def read(path: str, max_bytes: int, real: str | None = None) -> Source:
     """Read ``path`` through the guard; ``real`` is the path to open when it differs from the
     one shown (the MCP adapter resolves paths against its workspace root).
@@ -50,12 +68,7 @@ def read(path: str, max_bytes: int, real: str | None = None) -> Source:
     :raises ExitError: code 1 — not a regular file, over the size limit, unreadable or not UTF-8.
     """
     real = real or path
-    try:
-        st = os.stat(real)
-    except OSError as exc:
-        raise ExitError(READ, f"failed to read {path}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ExitError(READ, f"{path}: not a regular file ({_kind(st.st_mode)})")
+    st = regular(path, real)
     if st.st_size > max_bytes:
         raise ExitError(READ, f"{path}: file is {st.st_size} bytes, exceeding max_file_bytes limit of {max_bytes} bytes")
     try:

@@ -66,7 +66,11 @@ def test_unsupported_extension_exits_2(ctxctl, write):
 def test_directory_and_oversized_inputs_are_refused(ctxctl, project, write):
     os.mkdir("adir.rs")
     r = ctxctl("outline", "adir.rs")
-    assert r.code == 1 and "adir.rs: not a regular file (directory)" in r.err
+    assert r.code == 1 and r.err == "error: adir.rs is a directory, not a file; pass one file inside it\n"
+    os.mkdir("src")  # no extension at all: a bad path (exit 1), not "unsupported extension" (new-user report)
+    for argv in (("outline", "src"), ("deps", "src"), ("symbol", "src", "--name", "x"), ("read", "src", "--lines", "1")):
+        r = ctxctl(*argv)
+        assert r.code == 1 and r.err == "error: src is a directory, not a file; pass one file inside it\n", (argv, r)
     write(".ctxctl/config.toml", "[limits]\nmax_file_bytes = 10\n")
     path = write("big.rs", "fn a() {}\nfn b() {}\n")
     r = ctxctl("outline", path)
@@ -229,3 +233,36 @@ def test_the_fast_parser_leaves_everything_unusual_to_argparse(argv):
     import ctxctl as cli
 
     assert cli.fast_args(argv) is None
+
+
+@pytest.mark.parametrize("argv, wrong", [
+    (("outline", "a.py", "--bogus"), "unrecognized arguments: --bogus; see `ctxctl outline --help`"),
+    (("symbol", "a.py"), "the following arguments are required: --name; see `ctxctl symbol --help`"),
+    (("exec", "true", "--head", "x"), "argument --head: invalid value 'x': expected a non-negative integer; "
+                                      "see `ctxctl exec --help`"),
+    (("frobnicate",), "argument COMMAND: invalid choice: 'frobnicate'"),
+])
+def test_a_bad_flag_is_one_line_naming_the_help_not_the_usage_block(ctxctl, argv, wrong):
+    """New-user report 3: a bad command line printed the whole usage text."""
+    r = ctxctl(*argv)
+    assert r.code == 2 and r.out == "", r
+    assert r.err.count("\n") == 1 and r.err.startswith("error: ") and wrong in r.err and "--help`" in r.err, r
+    assert "usage:" not in r.err
+
+
+def test_a_closed_stdout_ends_quietly_with_141(tmp_path):
+    """New-user report 1: ``ctxctl outline --json f | head -c 300`` printed a BrokenPipeError
+    traceback. The reader closes the pipe before ctxctl writes; no traceback, exit 141."""
+    import subprocess
+    import sys
+
+    from tests.ctxctl.conftest import ROOT
+
+    big = tmp_path / "many.py"
+    big.write_text("".join(f"def function_number_{i}(argument_{i}, other=None):\n    return {i}\n" for i in range(400)))
+    proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "ctxctl.py"), "outline", "--json", str(big)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(tmp_path))
+    proc.stdout.close()  # like `head` exiting before the first write: deterministic EPIPE
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert err == "", err

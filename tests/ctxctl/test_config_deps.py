@@ -20,12 +20,25 @@ def test_project_config_is_found_walking_up(ctxctl, fixture, write, project):
     assert r.code == 0 and "saved" not in r.out.lower()
 
 
-def test_fold_threshold_folds_text_but_not_json(ctxctl, fixture, write):
+def test_fold_threshold_folds_text_and_json_alike(ctxctl, fixture, write):
     path = fixture("sample.rs")
     write(".ctxctl/config.toml", "[outline]\nfold_threshold = 2\n")
     r = ctxctl("outline", path)
     assert "  ... [2 symbols omitted]" in r.out and "[4 symbols," in r.out
-    assert len(json.loads(ctxctl("outline", path, "--json").out)["symbols"]) == 4
+    doc = json.loads(ctxctl("outline", path, "--json").out)
+    assert [s["name"] for s in doc["symbols"]] == ["add", "Point"] and doc["omitted"] == 2, doc
+    write(".ctxctl/config.toml", "[outline]\nfold_threshold = 4\n")
+    assert "omitted" not in json.loads(ctxctl("outline", path, "--json").out)
+
+
+def test_a_json_outline_of_a_many_symbol_file_costs_less_than_the_file(ctxctl, write):
+    """New-user report 5: ``outline --json`` of a 3000-symbol file was 91,068 tokens against
+    6,210 for the file, while text stopped at 50 rows."""
+    path = write("many.py", "".join(f"def f{i}(a, b=None):\n    \"\"\"Doc {i}.\"\"\"\n    return {i}\n"
+                                    for i in range(3000)))
+    doc = json.loads(ctxctl("outline", path, "--json", "--exact-tokens").out)
+    assert len(doc["symbols"]) == 50 and doc["omitted"] == 2950
+    assert doc["saved"]["tokens_after"] < doc["saved"]["tokens_before"] / 10, doc["saved"]
 
 
 def test_project_value_overrides_global(ctxctl, fixture, write, tmp_path):
@@ -169,3 +182,22 @@ def test_json_outputs_are_byte_stable(ctxctl, fixture):
     for argv in (("outline", path, "--json"), ("deps", path, "--json"),
                  ("exec", "printf 'a\\nb\\nerror: c\\n'", "--json")):
         assert ctxctl(*argv).out == ctxctl(*argv).out
+
+
+def test_deps_in_site_packages_labels_the_files_own_package_local(ctxctl, tmp_path):
+    """New-user report 4: ``deps`` on boto3/session.py in site-packages (no ``.git``) called
+    ``boto3.utils`` external. The real installed boto3, copied into a tree with no ``.git``:
+    its own modules are local, botocore (another package beside it) and the stdlib external."""
+    import shutil
+
+    import boto3
+
+    site = tmp_path / "site-packages"
+    shutil.copytree(os.path.dirname(boto3.__file__), site / "boto3")
+    (site / "botocore").mkdir()
+    (site / "botocore" / "__init__.py").write_text("")
+    (site / "botocore" / "session.py").write_text("")
+    kinds = dict(rows(ctxctl("deps", str(site / "boto3" / "session.py"), "--json", cwd=str(tmp_path))))
+    assert kinds["boto3"] == kinds["boto3.utils"] == kinds["boto3.exceptions"] == "local", kinds
+    assert kinds[".resources.factory"] == "local", kinds
+    assert kinds["botocore.session"] == kinds["os"] == kinds["copy"] == "external", kinds
