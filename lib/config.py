@@ -214,6 +214,9 @@ def load(environ=None, path: str | None = None) -> Config:
         try:
             with open(path, "rb") as fh:
                 data = tomllib.load(fh)
+        except UnicodeDecodeError as exc:  # TOML is UTF-8 (toml.io); a binary or Latin-1 file is invalid TOML
+            raise ConfigError(f"cannot read config {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8 "
+                              "or rewrite it with `ctxlake init`") from exc
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from exc
         source = path
