@@ -126,21 +126,44 @@ def prog_name(default: str, environ=None) -> str:
 def run(prog: str, fn, argv: list[str], stderr=None) -> int:
     """Run ``fn(argv) -> int`` and turn any escaping exception into one line on ``stderr``
     (default ``sys.stderr``) and its exit code; with ``--debug`` the traceback follows.
-    ``SystemExit`` (argparse) passes through unchanged."""
+    ``SystemExit`` (argparse) passes through unchanged; a closed stdout (``BrokenPipeError``)
+    is a quiet :data:`CLOSED_PIPE`."""
     err = stderr or sys.stderr
     debug, argv = debug_requested(argv)
     if debug:  # nested entry points (ctxlake maint → maint.main) see it too
         os.environ["CTXLAKE_DEBUG"] = "1"
     try:
-        return fn(argv)
+        code = fn(argv)
+        sys.stdout.flush()  # inside the try: a reader that went away is seen here, not at exit
+        return code
     except SystemExit:
         raise
+    except BrokenPipeError:
+        return _closed_stdout()
     except BaseException as exc:  # noqa: BLE001 - the one place every failure is reported
         failure = classify(exc)
         err.write(f"{prog}: {' '.join(str(failure).split())}\n")
         if debug:
             traceback.print_exception(exc, file=err)
         return failure.code
+
+
+CLOSED_PIPE = 141
+"""Exit code when the reader of stdout went away (``ctxlake sessions | head -1``): 128 + SIGPIPE,
+what a shell reports for a Unix tool the signal ended, so ``set -o pipefail`` sees it."""
+
+
+def _closed_stdout() -> int:
+    """Point fd 1 at ``/dev/null`` so the interpreter's last flush cannot raise again, and
+    return :data:`CLOSED_PIPE`: a closed stdout ends the command quietly, no line, no traceback
+    (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a file descriptor (a test's buffer)
+        pass
+    return CLOSED_PIPE
 
 
 class Parser(argparse.ArgumentParser):
