@@ -199,6 +199,9 @@ def _help(fn) -> str:
     return first.split(". ")[0].rstrip(".")
 
 
+SESSIONS_LIMIT_MAX = 1_000_000
+"""The most sessions ``ctxlake sessions --limit`` lists (a snapshot holds far fewer)."""
+
 VERBS_WITHOUT_CONFIG = ("init", "demo")
 """Verbs that do not read the fleet's config (the rest say so when every value is a default)."""
 
@@ -232,7 +235,8 @@ def _main(argv: list[str], out, err) -> int:
         from lib.hookproc import run
 
         return run(argv[1:], sys.stdin.buffer, sys.stdout)
-    from lib.failures import Parser
+    from lib.failures import Parser, bounded_int
+    from lib.live import TTL_MAX, TTL_MIN
 
     p = Parser(prog="ctxlake", description="Shared memory and coordination for fleets of coding agents.",
                epilog="--debug (anywhere) prints the traceback of a failure. Exit codes: docs/operations.md.")
@@ -245,7 +249,8 @@ def _main(argv: list[str], out, err) -> int:
     s = sub.add_parser("status", help=_help(cmd_status))
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("sessions", help=_help(cmd_sessions))
-    s.add_argument("--limit", type=int, default=50)
+    s.add_argument("--limit", type=bounded_int(1, SESSIONS_LIMIT_MAX), default=50,
+                   help=f"newest sessions to list (1 to {SESSIONS_LIMIT_MAX}, default 50)")
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("import", help=_help(cmd_import))
     s.add_argument("runtime", help="claude-code | hermes | cursor (refused: no importable history)")
@@ -274,7 +279,8 @@ def _main(argv: list[str], out, err) -> int:
     s.add_argument("action", choices=("claim", "release", "list"))
     s.add_argument("paths", nargs="*", help="files or directories (trailing / or an existing directory = the whole directory)")
     s.add_argument("--reason", help="why you need these paths (other agents read it)")
-    s.add_argument("--ttl", type=int, help="seconds until the lease expires by the store clock (default [leases] ttl_secs)")
+    s.add_argument("--ttl", type=bounded_int(TTL_MIN, TTL_MAX, " of seconds"),
+                   help=f"seconds until the lease expires by the store clock, {TTL_MIN} to {TTL_MAX} (default [leases] ttl_secs)")
     s.add_argument("--holder", help="holder id (default: this agent id)")
     s.add_argument("--json", action="store_true", help="list: print JSON")
     s = sub.add_parser("claims", help=_help(cmd_claims))
@@ -290,10 +296,6 @@ def _main(argv: list[str], out, err) -> int:
     sub.add_parser("doctor", help="probe the store's primitives and print what each failure costs (--json)")
     sub.add_parser("mcp", help="serve the stdio MCP server for one agent session")
     args = p.parse_args(argv)
-    if getattr(args, "ttl", None) is not None and args.ttl <= 0:
-        raise Failure("usage", f"lease: --ttl must be a positive number of seconds, got {args.ttl}")
-    if getattr(args, "limit", None) is not None and args.limit <= 0:
-        raise Failure("usage", f"sessions: --limit must be positive, got {args.limit}")
     from lib import config
 
     cfg = config.load()

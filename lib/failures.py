@@ -166,6 +166,24 @@ def _closed_stdout() -> int:
     return CLOSED_PIPE
 
 
+def bounded_int(lo: int, hi: int, unit: str = ""):
+    """An argparse ``type=`` for a whole number in ``[lo, hi]``: anything else (``x``, ``1.5``,
+    ``0``, a number too large for SQLite or a timestamp) is a usage error naming the range, so
+    no verb ever sees an out-of-range value (``sessions --limit``, ``lease claim --ttl``)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            value = None
+        if value is None or not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be a whole number{unit} from {lo} to {hi}, got {text[:40]!r}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors: a bad command line raises :class:`Failure` (``usage``,
     exit 2) naming the fix, instead of printing the usage block and a second line."""

@@ -30,3 +30,57 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(inited):
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == CLOSED_PIPE, err
     assert [ln for ln in err.splitlines() if "note:" not in ln] == [], err
+
+
+def _repo(box) -> str:
+    repo = os.path.join(box.tmp, "repo")
+    subprocess.run(["git", "init", "-q", repo], check=True)
+    subprocess.run(["git", "-C", repo, "remote", "add", "origin", "https://example.com/acme/app.git"], check=True)
+    return repo
+
+
+def test_lease_ttl_is_refused_outside_the_range_fleet_claim_accepts(inited):
+    from lib.mcp_tools import SCHEMAS
+
+    bounds = SCHEMAS["fleet_claim"]["properties"]["ttl_secs"]
+    repo = _repo(inited)
+    for bad in (bounds["minimum"] - 1, bounds["maximum"] + 1, 99999999999999):
+        assert_one_line_failure(inited.run("lease", "claim", "src/foo.py", "--ttl", str(bad), cwd=repo), "usage",
+                                "--ttl", f"from {bounds['minimum']} to {bounds['maximum']}", str(bad))
+    assert "0 lease(s) held" in inited.run("lease", "list", cwd=repo).stdout
+    r = inited.run("lease", "claim", "src/foo.py", "--ttl", str(bounds["maximum"]), cwd=repo)
+    assert r.returncode == 0, r.stderr
+    listed = inited.run("lease", "list", cwd=repo).stdout
+    assert "src/foo.py" in listed and "1 lease(s) held" in listed, listed
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "0", "-3", "x", "1.5", ""])
+def test_sessions_limit_out_of_range_is_a_usage_error(inited, value):
+    assert_one_line_failure(inited.run("sessions", "--limit", value), "usage", "--limit", "from 1 to")
+
+
+def test_numeric_flags_never_reach_a_verb_out_of_range(home):
+    """Fuzz: any text after ``sessions --limit`` is either listed (an integer in range) or one
+    usage line, exit 2; never an internal error."""
+    import io
+
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    import ctxlake
+
+    @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.one_of(st.integers(min_value=-2**70, max_value=2**70).map(str), st.text(max_size=30)))
+    def check(text):
+        out, err = io.StringIO(), io.StringIO()
+        code = ctxlake.main(["sessions", "--limit", text], stdout=out, stderr=err)
+        lines = [ln for ln in err.getvalue().splitlines() if "note:" not in ln]
+        try:
+            ok = 1 <= int(text, 10) <= ctxlake.SESSIONS_LIMIT_MAX
+        except ValueError:
+            ok = False
+        if ok:
+            assert code == 0 and lines == [], err.getvalue()
+        else:
+            assert code == 2 and len(lines) == 1 and "--limit" in lines[0], (text, err.getvalue())
+
+    check()
