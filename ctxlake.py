@@ -192,6 +192,24 @@ def _exec_role(script: str, argv: list[str], prog: str | None = None) -> int:
     return 70  # not reached: execv replaces this process or raises OSError
 
 
+def version() -> str:
+    """The installed package's version (``importlib.metadata``), else ``pyproject.toml``'s
+    ``version`` (a checkout that was never installed), else ``unknown``."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("ctxlake")
+    except metadata.PackageNotFoundError:
+        pass
+    try:
+        import tomllib
+
+        with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+            return str(tomllib.load(fh)["project"]["version"])
+    except (OSError, ValueError, KeyError):
+        return "unknown"
+
+
 def _help(fn) -> str:
     """The first sentence of ``fn``'s docstring as plain text (no RST ``` `` ``` markup): what
     ``ctxlake --help`` lists per verb."""
@@ -220,7 +238,7 @@ def _main(argv: list[str], out, err) -> int:
     if argv and argv[0] in ("sync", "maint"):
         return _exec_role({"sync": "syncd.py", "maint": "maint.py"}[argv[0]], argv[1:], f"ctxlake {argv[0]}")
     if argv and argv[0] == "mcp":
-        return _exec_role("mcp_server.py", argv[1:])
+        return _exec_role("mcp_server.py", argv[1:], "ctxlake mcp")
     if argv and argv[0] == "doctor":
         from lib import doctor
 
@@ -240,6 +258,7 @@ def _main(argv: list[str], out, err) -> int:
 
     p = Parser(prog="ctxlake", description="Shared memory and coordination for fleets of coding agents.",
                epilog="--debug (anywhere) prints the traceback of a failure. Exit codes: docs/operations.md.")
+    p.add_argument("--version", action="version", version=f"ctxlake {version()}")
     sub = p.add_subparsers(dest="verb", required=True)
     s = sub.add_parser("init", help=_help(cmd_init))
     s.add_argument("--store", required=True, help="file:///abs/path (file://~/x and file://rel are made absolute) or s3://bucket/prefix")
@@ -295,7 +314,9 @@ def _main(argv: list[str], out, err) -> int:
     sub.add_parser("hook", help="run the hook for <runtime> [<event>] (what runtimes call)")
     sub.add_parser("doctor", help="probe the store's primitives and print what each failure costs (--json)")
     sub.add_parser("mcp", help="serve the stdio MCP server for one agent session")
-    args = p.parse_args(argv)
+    args, extra = p.parse_known_args(argv)
+    if extra:  # name the verb's own help, where its flags are listed
+        sub.choices[args.verb].error(f"unrecognized arguments: {' '.join(extra)}")
     from lib import config
 
     cfg = config.load()

@@ -358,6 +358,12 @@ def run(url: str, caller: str) -> dict:
     return probe(open_store(url), caller)
 
 
+HELP = ("Probe the store's primitives (write and read back, create-only and compare-and-swap writes, conditional "
+        "GET, list, delete) under a scratch prefix it cleans up, and print what each failure costs. With live_store "
+        "set (e.g. redis://), the live plane's backend is probed too.")
+"""``ctxlake doctor --help``'s description: user text, no internal references."""
+
+
 def main(argv: list[str], stdout, stderr=None) -> int:
     """``ctxlake doctor [--store URL] [--caller ID] [--json]``: probe the store and print the
     capability table (or the result dict as JSON). Defaults come from the ctxlake config
@@ -378,9 +384,11 @@ def main(argv: list[str], stdout, stderr=None) -> int:
 def _main(argv: list[str], stdout) -> int:
     from lib.failures import Failure, Parser
 
-    parser = Parser(prog="ctxlake doctor", description=main.__doc__.split("\n\n")[0])
-    parser.add_argument("--store", help="store URL (default: the configured store)")
-    parser.add_argument("--caller", help="scratch prefix owner (default: the configured agent id)")
+    parser = Parser(prog="ctxlake doctor", description=HELP,
+                    epilog="Exit 0: usable and safe; 1: the store ignores conditional writes (leases unsafe); "
+                           "2: a bad store URL; 3: a bad config; 4: the store cannot be written and read back.")
+    parser.add_argument("--store", metavar="URL", help="store URL (default: the configured store)")
+    parser.add_argument("--caller", metavar="ID", help="scratch prefix owner (default: the configured agent id)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     url, caller = args.store, args.caller

@@ -90,7 +90,8 @@ USAGE = [
     (("lease", "claim"), "name at least one path"),
     (("lease", "claim", "x.py", "--ttl", "0"), "--ttl: must be a whole number of seconds from 30"),
     (("lease", "grab"), "invalid choice: 'grab'"),
-    (("claims", "--retire", "c-123"), "matches 0 claims"),
+    (("claims", "--retire", "c-123"), "--retire needs --reason"),
+    (("claims", "--retire", "c-123", "--reason", "stale"), "matches 0 claims"),
     (("claims", "--status", "bogus"), "invalid choice"),
 ]
 

@@ -84,3 +84,42 @@ def test_numeric_flags_never_reach_a_verb_out_of_range(home):
             assert code == 2 and len(lines) == 1 and "--limit" in lines[0], (text, err.getvalue())
 
     check()
+
+
+def test_version_comes_from_the_package_metadata(box):
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+        want = tomllib.load(fh)["project"]["version"]
+    r = box.run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"ctxlake {want}", (r.stdout, r.stderr)
+
+
+def test_help_is_user_text_and_names_the_command_the_user_typed(box):
+    doctor = box.run("doctor", "--help")
+    assert doctor.returncode == 0 and "usage: ctxlake doctor" in doctor.stdout
+    for internal in (":func:", "``", "lib/", ".py"):
+        assert internal not in doctor.stdout, (internal, doctor.stdout)
+    mcp = box.run("mcp", "--help")
+    assert mcp.returncode == 0 and mcp.stdout.startswith("usage: ctxlake mcp"), mcp.stdout
+
+
+def test_a_wrong_flag_points_to_the_verbs_own_help(inited):
+    assert_one_line_failure(inited.run("sessions", "--bogus"), "usage", "--bogus", "`ctxlake sessions --help`")
+
+
+def test_claims_retire_without_reason_says_reason_is_required(inited):
+    assert_one_line_failure(inited.run("claims", "--retire", "c-123"), "usage", "--retire needs --reason")
+
+
+def test_maintenance_skipped_says_what_to_do_not_internal_jargon(inited):
+    from lib import config, live
+    from lib.store import open_store
+
+    cfg = config.load({"CTXLAKE_CONFIG": inited.config, "CTXLAKE_HOME": inited.env["CTXLAKE_HOME"]})
+    live.acquire(open_store(cfg.store), live.lease_key(cfg.fleet_id, live.MAINTENANCE), holder="maint@elsewhere:1",
+                 reason="maintenance", ttl=600, resource=live.MAINTENANCE)
+    r = inited.run("maint", "--once")
+    line = [ln for ln in r.stdout.splitlines() if ln.startswith("maintenance skipped")]
+    assert r.returncode == 0 and len(line) == 1, (r.stdout, r.stderr)
+    assert "maint@elsewhere:1" in line[0] and "nothing to do" in line[0] and "git" not in line[0], line
