@@ -67,20 +67,9 @@ def cmd_sessions(args, cfg, out) -> int:
 
     Example: ``ctxlake sessions --limit 20``
     """
-    from lib import snapshot, status
+    from lib import status
 
-    path = cfg.paths.snapshot(cfg.fleet_id)
-    if not os.path.exists(path):
-        out.write("no snapshot in the cache yet: run `ctxlake maint --once` then `ctxlake sync --once`\n")
-        return 0
-    conn = snapshot.open_readonly(path)
-    rows = snapshot.recent_sessions(conn, args.limit)
-    conn.close()
-    if args.json:
-        out.write(json.dumps(rows, sort_keys=True) + "\n")
-    else:
-        status.render_sessions(rows, out)
-    return 0
+    return status.sessions_cli(args, cfg, out)
 
 
 def cmd_import(args, cfg, out) -> int:

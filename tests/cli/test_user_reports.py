@@ -123,3 +123,22 @@ def test_maintenance_skipped_says_what_to_do_not_internal_jargon(inited):
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("maintenance skipped")]
     assert r.returncode == 0 and len(line) == 1, (r.stdout, r.stderr)
     assert "maint@elsewhere:1" in line[0] and "nothing to do" in line[0] and "git" not in line[0], line
+
+
+def test_a_truncated_cached_snapshot_is_named_and_the_next_sync_replaces_it(inited):
+    """``truncate -s 1000 cache/<fleet>/snapshot.bin; ctxlake sessions`` on a real snapshot."""
+    from tests.conftest import FIXTURES
+
+    t = os.path.join(FIXTURES, "claude-transcripts", "spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl")
+    for argv in (("import", "claude-code", "--path", t), ("sync", "--once"), ("maint", "--once"), ("sync", "--once")):
+        assert inited.run(*argv).returncode == 0, argv
+    snap = os.path.join(inited.env["CTXLAKE_HOME"], "cache", "team-a", "snapshot.bin")
+    assert "8463c716" in inited.run("sessions", "--json").stdout
+    os.truncate(snap, 1000)
+    assert_one_line_failure(inited.run("sessions"), "refused", snap, "corrupt", "ctxlake sync --once")
+    assert_one_line_failure(inited.run("sessions", "--json"), "refused", snap, "corrupt")
+    st = inited.run("status")
+    assert st.returncode == 0 and "unreadable snapshot" in st.stdout, (st.stdout, st.stderr)
+    assert inited.run("sync", "--once").returncode == 0
+    r = inited.run("sessions", "--json")
+    assert r.returncode == 0 and "8463c716" in r.stdout, r.stderr
