@@ -281,7 +281,7 @@ def _main(argv: list[str], out, err) -> int:
     s = sub.add_parser("migrate", help=_help(cmd_migrate))
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("demo", help=_help(cmd_demo))
-    s.add_argument("--fixtures", help="fixtures folder (default: tests/fixtures)")
+    s.add_argument("--fixtures", help="a folder holding claude-transcripts/ and claude-hooks/ (default: the checkout's tests/fixtures)")
     s.add_argument("--keep", action="store_true", help="keep the temporary home")
     s = sub.add_parser("lease", help=_help(cmd_lease))
     s.add_argument("action", choices=("claim", "release", "list"))

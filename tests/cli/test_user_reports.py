@@ -142,3 +142,42 @@ def test_a_truncated_cached_snapshot_is_named_and_the_next_sync_replaces_it(init
     assert inited.run("sync", "--once").returncode == 0
     r = inited.run("sessions", "--json")
     assert r.returncode == 0 and "8463c716" in r.stdout, r.stderr
+
+
+def _leftovers(tmp) -> list[str]:
+    return [n for n in os.listdir(tmp) if n.startswith("ctxlake-demo-")]
+
+
+def test_demo_without_a_checkout_says_so_up_front_and_leaves_nothing(box, tmp_path):
+    """An installed package (pipx) has the role scripts and lib/ but no tests/fixtures."""
+    import shutil
+
+    site = tmp_path / "site-packages"
+    shutil.copytree(os.path.join(ROOT, "lib"), site / "lib", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in os.listdir(ROOT):
+        if name.endswith(".py"):
+            shutil.copy(os.path.join(ROOT, name), site / name)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    box.env["TMPDIR"] = str(scratch)
+    r = subprocess.run([sys.executable, str(site / "ctxlake.py"), "demo"], capture_output=True, text=True, env=box.env,
+                       cwd=box.home, timeout=120)
+    assert_one_line_failure(r, "usage", "run from a checkout", "--fixtures DIR")
+    assert r.stdout == "" and _leftovers(scratch) == []
+    assert_one_line_failure(box.run("demo", "--fixtures", str(tmp_path / "nope")), "usage", "--fixtures", "claude-hooks")
+
+
+def test_a_demo_step_that_fails_stops_the_demo_and_removes_its_home(box, tmp_path):
+    from tests.conftest import FIXTURES
+
+    fixtures = tmp_path / "fixtures"
+    (fixtures / "claude-transcripts").mkdir(parents=True)
+    (fixtures / "claude-hooks").mkdir()
+    with open(os.path.join(FIXTURES, "claude-transcripts", "spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"), "rb") as src:
+        (fixtures / "claude-transcripts" / "s.jsonl").write_bytes(src.read())
+    (fixtures / "claude-hooks" / "broken.json").write_bytes(b"[{\"hook_event_name\": ")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    box.env["TMPDIR"] = str(scratch)
+    assert_one_line_failure(box.run("demo", "--fixtures", str(fixtures)), "usage", "broken.json", "JSON")
+    assert _leftovers(scratch) == []
