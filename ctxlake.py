@@ -313,8 +313,7 @@ def _main(argv: list[str], out, err) -> int:
         if args.verb == "install" and not args.dry_run:
             raise Failure("config", f"install: no ctxlake config at {config.config_file_path()}, so the hooks would "
                                     "speak for fleet 'default'; run `ctxlake init --store URL --fleet NAME` first")
-        err.write(f"ctxlake: note: no config at {config.config_file_path()}: fleet 'default', store {cfg.store}; "
-                  "`ctxlake init` chooses them\n")
+        err.write(config.defaults_note(cfg))
     return {"init": cmd_init, "status": cmd_status, "sessions": cmd_sessions, "import": cmd_import,
             "install": cmd_install, "uninstall": cmd_uninstall, "query": cmd_query, "migrate": cmd_migrate, "demo": cmd_demo,
             "claims": cmd_claims, "lease": cmd_lease}[args.verb](args, cfg, out)

@@ -270,6 +270,16 @@ def load(environ=None, path: str | None = None) -> Config:
     return replace(cfg, **overrides) if overrides else cfg
 
 
+def defaults_note(cfg: Config, prog: str = "ctxlake") -> str | None:
+    """The one-line stderr note every command but ``init`` and ``demo`` prints before init
+    (docs/operations.md "Exit codes and error lines"): which fleet and store the defaults
+    choose, and that ``ctxlake init`` chooses them; ``None`` once ``cfg.configured``."""
+    if cfg.configured:
+        return None
+    return (f"{prog}: note: no config at {config_file_path()}: fleet 'default', store {cfg.store}; "
+            "`ctxlake init` chooses them\n")
+
+
 def render_toml(store: str, fleet_id: str, agent_id: str | None = None) -> str:
     """Text of a fresh ``ctxlake.toml`` for ``ctxlake init`` (no secrets, ever).
 

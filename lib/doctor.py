@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import sys
 import time
 import urllib.parse
 
@@ -378,10 +379,10 @@ def main(argv: list[str], stdout, stderr=None) -> int:
     """
     from lib import failures
 
-    return failures.run("ctxlake doctor", lambda a: _main(a, stdout), argv, stderr)
+    return failures.run("ctxlake doctor", lambda a: _main(a, stdout, stderr), argv, stderr)
 
 
-def _main(argv: list[str], stdout) -> int:
+def _main(argv: list[str], stdout, stderr=None) -> int:
     from lib.failures import Failure, Parser
 
     parser = Parser(prog="ctxlake doctor", description=HELP,
@@ -397,6 +398,7 @@ def _main(argv: list[str], stdout) -> int:
         from lib import config
 
         cfg = config.load()
+        (stderr or sys.stderr).write(config.defaults_note(cfg, "ctxlake doctor") or "")
         if not url:
             live_url = cfg.live_store  # the live plane's own backend (redis://...), probed too
         url, caller = url or cfg.store, caller or cfg.agent_id

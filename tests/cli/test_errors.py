@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -16,6 +17,10 @@ import pytest
 from lib.failures import EXIT_CODES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+NOTE = re.compile(r"^[a-z.]+( [a-z]+)?: note: ")
+"""A note line (``ctxlake: note: ...``, ``ctxlake sync: note: ...``): not an error."""
 
 
 class Box:
@@ -43,7 +48,7 @@ class Box:
 def assert_one_line_failure(r, kind: str, *needles: str) -> str:
     """The process failed with ``kind``'s exit code and one error line naming ``needles`` (besides
     notes and, for the daemons, their JSON log lines)."""
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith(("ctxlake: note:", "ctxlake query: note:", "{"))]
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("{") and not NOTE.match(ln)]
     assert "Traceback" not in r.stderr, r.stderr
     assert r.returncode == EXIT_CODES[kind], (r.returncode, r.stdout, r.stderr)
     assert len(lines) == 1, r.stderr

@@ -181,3 +181,15 @@ def test_a_demo_step_that_fails_stops_the_demo_and_removes_its_home(box, tmp_pat
     box.env["TMPDIR"] = str(scratch)
     assert_one_line_failure(box.run("demo", "--fixtures", str(fixtures)), "usage", "broken.json", "JSON")
     assert _leftovers(scratch) == []
+
+
+@pytest.mark.parametrize("verb", [("doctor",), ("sync", "--once"), ("maint", "--once"), ("status",), ("sessions",)])
+def test_every_command_before_init_notes_the_defaults(box, verb):
+    """docs/operations.md: before `ctxlake init`, every verb but init and demo says it runs on
+    the defaults (fleet default, the home's lake); once initialised, none does."""
+    r = box.run(*verb)
+    notes = [ln for ln in r.stderr.splitlines() if ": note: no config at " in ln]
+    assert r.returncode == 0 and len(notes) == 1 and "fleet 'default'" in notes[0], (r.returncode, r.stderr)
+    assert notes[0].startswith("ctxlake" + (f" {verb[0]}" if verb[0] in ("doctor", "sync", "maint") else "") + ": note:")
+    box.run("init", "--store", "file://" + os.path.join(box.tmp, "lake"), "--fleet", "team-a")
+    assert ": note: no config" not in box.run(*verb).stderr
