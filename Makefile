@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint e2e e2e-capture bench bench-redact clean venv image image-test
+.PHONY: demo test test-slow lint e2e e2e-capture bench bench-redact clean venv image image-test
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -41,6 +41,11 @@ test: $(DEVSTAMP)
 	  echo "make test: redis-server is missing and cannot be installed here (needs root and apt-get):" \
 	       "install it (apt-get install redis-server, brew install redis), then run make test again" >&2; exit 1; }
 	CTXLAKE_TEST_REQUIRE_SERVERS=1 $(BIN)/python -m pytest -q -rs tests
+
+# The tests marked slow (pyproject.toml deselects them by default): SIGKILL crash runs, 100 MiB
+# objects, cross-process CAS rounds. .ci/run runs them after `make test`.
+test-slow: $(DEVSTAMP)
+	CTXLAKE_TEST_REQUIRE_SERVERS=1 $(BIN)/python -m pytest -q -rs -m slow tests
 
 # pyproject.toml [tool.ruff]; tests/test_lint.py runs the same check inside make test.
 lint: $(DEVSTAMP)

@@ -12,7 +12,7 @@ script's process (``syncd.py``, ``maint.py``, ``mcp_server.py``: no role script 
     ctxlake uninstall [<runtime>|--all] [--dry-run] [--project]
     ctxlake import claude-code --path DIR_OR_FILE | import hermes [--path STATE_DB] | import cursor (refused)
     ctxlake query "SELECT ... FROM events" [--json]
-    ctxlake lease claim|release|list [PATH...] [--reason R] [--ttl S]
+    ctxlake lease acquire|release|list [PATH...] [--reason R] [--ttl S]
     ctxlake demo [--fixtures DIR] [--keep]
     ctxlake doctor [--store URL] [--json]
     ctxlake claims [--status S] [--explain] | --approve ID | --retire ID --reason R
@@ -140,18 +140,19 @@ def cmd_demo(args, cfg, out) -> int:
 
 
 def cmd_lease(args, cfg, out) -> int:
-    """Claim, release or list advisory leases, directly on the store with the code syncd uses.
+    """Acquire, release or list advisory leases, directly on the store with the code syncd uses.
 
     Paths resolve against the current directory's git repository (``origin`` URL + repo-relative
-    path, so every clone shares them); a trailing ``/`` or an existing directory claims the whole
-    directory. A claim by the current holder renews it. Exit 1 on a refusal.
+    path, so every clone shares them); a trailing ``/`` or an existing directory leases the whole
+    directory. Acquiring again as the current holder renews it (``claim`` is the verb's old
+    name, still accepted). Exit 1 on a refusal.
 
-    Examples: ``ctxlake lease claim src/parser/ --reason "rewrite the parser"``,
+    Examples: ``ctxlake lease acquire src/parser/ --reason "rewrite the parser"``,
     ``ctxlake lease release src/parser/`` (no path: everything you hold), ``ctxlake lease list``
     """
-    from lib import live
+    from lib.live import leases
 
-    return live.run_cli(args, cfg, out)
+    return leases.run_cli(args, cfg, out)
 
 
 def cmd_claims(args, cfg, out) -> int:
@@ -243,7 +244,7 @@ def _main(argv: list[str], out, err) -> int:
 
         return run(argv[1:], sys.stdin.buffer, sys.stdout)
     from lib.failures import Parser, bounded_int
-    from lib.live import TTL_MAX, TTL_MIN
+    from lib.live.leases import TTL_MAX, TTL_MIN
 
     p = Parser(prog="ctxlake", description="Shared memory and coordination for fleets of coding agents.",
                epilog="--debug (anywhere) prints the traceback of a failure. Exit codes: docs/operations.md.")
@@ -284,7 +285,8 @@ def _main(argv: list[str], out, err) -> int:
     s.add_argument("--fixtures", help="a folder holding claude-transcripts/ and claude-hooks/ (default: the checkout's tests/fixtures)")
     s.add_argument("--keep", action="store_true", help="keep the temporary home")
     s = sub.add_parser("lease", help=_help(cmd_lease))
-    s.add_argument("action", choices=("claim", "release", "list"))
+    s.add_argument("action", choices=("acquire", "release", "list", "claim"),
+                   help="acquire (claim: its old name), release or list")
     s.add_argument("paths", nargs="*", help="files or directories (trailing / or an existing directory = the whole directory)")
     s.add_argument("--reason", help="why you need these paths (other agents read it)")
     s.add_argument("--ttl", type=bounded_int(TTL_MIN, TTL_MAX, " of seconds"),

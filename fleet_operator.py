@@ -6,7 +6,7 @@ Usage::
     python fleet_operator.py [--namespace NS ...| --all-namespaces] [--liveness URL]
     kopf run --standalone -n NS fleet_operator.py          # the same handlers, kopf's own CLI
 
-Two jobs, both by compare-and-swap on the store (:mod:`lib.fleet`):
+Two jobs, both by compare-and-swap on the store (:mod:`lib.live.fleet`):
 
 - When a pod labelled ``ctxlake.io/agent-id`` ends (phase Succeeded/Failed, or deleted), the
   agent is retired at once: its leases are released, its heartbeat deleted and its roster entry
@@ -73,7 +73,7 @@ def agent_of(pod, default_fleet: str) -> tuple[str, str] | None:
 
 
 def status_for(summary: dict, fleet_id: str, observed_at: str) -> dict:
-    """The ``CtxlakeFleet.status`` object for a :func:`lib.fleet.fleet_status` summary
+    """The ``CtxlakeFleet.status`` object for a :func:`lib.live.fleet.fleet_status` summary
     (camelCase; lists, not maps, because a merge patch replaces a list but only adds to a map;
     at most 100 agents listed)."""
     by_agent = [{"agentId": a, "leases": n} for a, n in summary["leases_by_agent"].items()][:100]
@@ -109,11 +109,11 @@ def _store_log(logger):
 def retire_for_pod(event_type: str | None, pod, memo, logger) -> dict | None:
     """Retire the agent of a pod that ended (see :func:`pod_ended`), once per pod UID.
 
-    Returns :func:`lib.fleet.retire_agent`'s result, or ``None`` when there was nothing to do
+    Returns :func:`lib.live.fleet.retire_agent`'s result, or ``None`` when there was nothing to do
     (pod still running, no agent label, already retired). Store outages are retried with
     backoff (:func:`lib.store.retrying`); past that the lease TTL is the backstop.
     """
-    from lib import fleet
+    from lib.live import fleet
     from lib.store import retrying
 
     if not pod_ended(event_type, pod):
@@ -124,7 +124,8 @@ def retire_for_pod(event_type: str | None, pod, memo, logger) -> dict | None:
     if who is None or uid in memo.retired:
         return None
     fleet_id, agent_id = who
-    result = retrying(lambda: fleet.retire_agent(memo.store, fleet_id, agent_id), key=fleet.roster_key(fleet_id))
+    result = retrying(lambda: fleet.retire_agent(memo.store, fleet_id, agent_id, presence_ttl=memo.cfg.sync.presence_ttl_secs),
+                      key=fleet.roster_key(fleet_id))
     memo.retired[uid] = True
     while len(memo.retired) > RETIRED_MEMORY:
         memo.retired.popitem(last=False)
@@ -145,7 +146,7 @@ def agent_pod_event(type, body, memo, logger, **_):  # noqa: A002 - kopf passes 
 def fleet_status(spec, name, memo, patch, logger, **_):
     """Refresh ``status`` of a CtxlakeFleet from the store; a store outage is reported in
     ``status.error`` (the last good numbers stay) and retried on the next tick."""
-    from lib import fleet
+    from lib.live import fleet
     from lib.clock import format_time
 
     fleet_id = (spec or {}).get("fleetId") or memo.cfg.fleet_id

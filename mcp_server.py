@@ -61,8 +61,9 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, environ=None) -> int:
             source=cfg.source)
         return mcp_tools.Context(cfg, session_id=env.get("CTXLAKE_SESSION_ID"), cwd=cwd, log=log)
 
-    server = jsonrpc.Server(SERVER_NAME, SERVER_VERSION, mcp_tools.build_tools(context),
-                            instructions=mcp_tools.INSTRUCTIONS, log=log)
+    tools = mcp_tools.Tools(context)
+    server = jsonrpc.Server(SERVER_NAME, SERVER_VERSION, tools.list(), instructions=mcp_tools.INSTRUCTIONS, log=log)
+    server.register("notifications/initialized", tools.start_warm_up, notification=True)  # docs/mcp.md "Performance"
     out = stdout if stdout is not None else sys.stdout.buffer
     real_stdout = sys.stdout
     if stdout is None:

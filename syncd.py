@@ -78,9 +78,10 @@ def _main(argv, out, prog) -> int:
 
 def _loop(cfg, store, log, args, out, stopping, metrics) -> int:
     last_maint = time.monotonic()
-    from lib import livesync, maintenance, syncpass
+    from lib import maintenance, syncpass
+    from lib.live import sync
 
-    plane = livesync.LivePlane(cfg, log)
+    plane = sync.LivePlane(cfg, log)
     while True:
         if metrics is not None:
             metrics.beat()

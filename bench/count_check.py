@@ -84,8 +84,7 @@ def independent(path: str) -> dict:
 
 def from_lake(path: str) -> tuple[dict, list[str]]:
     """The same figures from the lake after a real import of ``path``; plus start/end problems."""
-    from lib import maintenance
-    from lib import config, lake, ship
+    from lib import config, lake, maintenance, ship
     from lib.importers.claude_code import import_path
     from lib.paths import Paths
     from lib.store.file import FileStore

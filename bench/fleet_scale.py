@@ -9,14 +9,14 @@ Each agent is a thread running the project's real live-plane code through a coun
 around the store:
 
 - every heartbeat interval (``heartbeat_secs`` = 60 s): ``store.clock()``, a heartbeat write
-  (:func:`lib.roster.next_heartbeat` + :func:`lib.roster.write_heartbeat`), a conditional roster
-  read (:func:`lib.roster.read_roster`) and, when :func:`lib.roster.rebuild_due` says so
-  (``roster_secs`` = 60 s + up to one interval of jitter, :func:`lib.roster.maybe_rebuild`), :func:`lib.roster.rebuild` (LIST + one GET per
+  (:func:`lib.live.presence.next_heartbeat` + :func:`lib.live.presence.write_heartbeat`), a conditional roster
+  read (:func:`lib.live.presence.read_roster`) and, when :func:`lib.live.presence.rebuild_due` says so
+  (``roster_secs`` = 60 s + up to one interval of jitter, :func:`lib.live.presence.maybe_rebuild`), :func:`lib.live.presence.rebuild` (LIST + one GET per
   heartbeat + CAS). With ``--with-lease-list`` the tick also lists the fleet's leases
-  (:func:`lib.live.list_leases`, conditional GETs), as syncd does — O(N) per agent per tick;
-- leases: acquire one resource out of a pool of 4·N (:func:`lib.live.acquire_fresh`; a few
-  collide and are refused), renew it every ttl/5 (:func:`lib.live.renew`, ttl 300 s), release
-  it after 2–6 renewals (:func:`lib.live.release`), idle up to one renewal interval, repeat.
+  (:func:`lib.live.leases.list_leases`, conditional GETs), as syncd does — O(N) per agent per tick;
+- leases: acquire one resource out of a pool of 4·N (:func:`lib.live.leases.acquire_fresh`; a few
+  collide and are refused), renew it every ttl/5 (:func:`lib.live.leases.renew`, ttl 300 s), release
+  it after 2–6 renewals (:func:`lib.live.leases.release`), idle up to one renewal interval, repeat.
 
 Time is compressed by ``C`` (``--compress``, default 30): every interval and TTL is divided by
 C, so a 60 s interval becomes 2 s and each agent makes C times the requests per second it would
@@ -48,14 +48,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from lib import live, roster  # noqa: E402
+from lib.live import leases, presence  # noqa: E402
 from lib.config import LeaseConfig, SyncConfig  # noqa: E402
 
 HEARTBEAT = SyncConfig().heartbeat_secs
 ROSTER = SyncConfig().roster_secs
 PRESENCE_TTL = SyncConfig().presence_ttl_secs
 LEASE_TTL = LeaseConfig().ttl_secs
-ROSTER_JITTER = roster.REBUILD_JITTER  # the same rebuild mechanism as syncd (lib.roster.maybe_rebuild)
+ROSTER_JITTER = presence.REBUILD_JITTER  # the same rebuild mechanism as syncd (lib.live.presence.maybe_rebuild)
 MISS_FRACTION = 0.10
 # S3 Standard, us-east-1 list prices (per request); date of the price list unverified.
 PRICE_CLASS_A = 0.005 / 1000  # PUT, COPY, POST, LIST
@@ -166,15 +166,15 @@ class Agent:
     def tick(self) -> None:
         s = self.store
         now = s.clock()
-        hb = roster.next_heartbeat(self.prev, {"agent_id": self.id, "fleet_id": self.fleet, "runtime": "bench",
+        hb = presence.next_heartbeat(self.prev, {"agent_id": self.id, "fleet_id": self.fleet, "runtime": "bench",
                                                "host_id": f"host-{self.id}", "session_id": f"s-{self.id}"}, now)
-        roster.write_heartbeat(s, self.fleet, hb)
+        presence.write_heartbeat(s, self.fleet, hb)
         self.prev = hb
         rs = self.roster_state
-        data, etag, rnow, modified = roster.read_roster(s, self.fleet, etag=rs["etag"] if rs["data"] else None)
+        data, etag, rnow, modified = presence.read_roster(s, self.fleet, etag=rs["etag"] if rs["data"] else None)
         if not modified:
             data = rs["data"]
-        data, etag, outcome = roster.maybe_rebuild(s, self.fleet, data, etag, rnow, interval=self.roster_every,
+        data, etag, outcome = presence.maybe_rebuild(s, self.fleet, data, etag, rnow, interval=self.roster_every,
                                                    jitter=rs["jitter"], ttl=self.presence, built_by=self.id)
         if outcome != "fresh":
             self.stats.add("rebuilds", {"rebuilt": "published", "theirs": "lost"}[outcome])
@@ -184,21 +184,21 @@ class Agent:
             with self.stats.lock:
                 self.stats.staleness.append(max(0.0, rnow - float(data["built_at"])))
         if self.lease_list:
-            live.list_leases(s, self.fleet, cache=self.lease_cache)
+            leases.list_leases(s, self.fleet, cache=self.lease_cache)
 
     def lease_step(self) -> bool:
         """Acquire (when holding nothing), renew, or release. Returns True when a renewal ran
         (the scheduled kind that counts for missed intervals)."""
         s = self.store
         if self.held is None:
-            res = live.resource_key("repo-bench", f"src/file{self.rnd.randrange(4 * self.n)}.py")
-            key = live.lease_key(self.fleet, res)
+            res = leases.resource_key("repo-bench", f"src/file{self.rnd.randrange(4 * self.n)}.py")
+            key = leases.lease_key(self.fleet, res)
             t0 = time.perf_counter()
             try:
-                live.acquire_fresh(s, key, holder=self.id, reason="bench", ttl=self.ttl, resource=res,
+                leases.acquire_fresh(s, key, holder=self.id, reason="bench", ttl=self.ttl, resource=res,
                                    repo="repo-bench", path="src/x.py")
                 self.held, self.renewals_left = key, self.rnd.randint(2, 6)
-            except live.Refused:
+            except leases.Refused:
                 with self.stats.lock:
                     self.stats.refused += 1
             finally:
@@ -208,13 +208,13 @@ class Agent:
         if self.renewals_left > 0:
             self.renewals_left -= 1
             try:
-                live.renew(s, self.held, holder=self.id, ttl=self.ttl)
-            except live.Lost:
+                leases.renew(s, self.held, holder=self.id, ttl=self.ttl)
+            except leases.Lost:
                 with self.stats.lock:
                     self.stats.lost += 1
                 self.held = None
             return True
-        live.release(s, self.held, holder=self.id)
+        leases.release(s, self.held, holder=self.id)
         self.held = None
         return False
 

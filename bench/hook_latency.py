@@ -13,7 +13,8 @@ spawns them: exec form (``command`` + ``args``) as an argv, no shell; the shell 
 installs wrote (``env CTXLAKE_…=… <python> -I -S hook.py …``, measured as "before") through
 ``/bin/sh -c``. Each hook run is paired with a bare interpreter (``<python> -I -S -c pass``)
 spawned the same way (argv, or ``/bin/sh -c``), interleaved, alternating which goes first, with a
-real recorded payload on stdin (``tests/fixtures/claude-hooks``; a PreToolUse payload only goes to
+real recorded payload on stdin (``tests/fixtures/claude-hooks``, and for the events those lack,
+Claude Code 2.1.332's own from ``tests/fixtures/captured``; a PreToolUse payload only goes to
 the group whose ``matcher`` admits its tool, as Claude Code routes it).
 
 Per event class (event × synchronous/async) it reports:
@@ -56,6 +57,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "claude-hooks")
+CAPTURED = os.path.join(ROOT, "tests", "fixtures", "captured", "claude-code-2.1.332", "hooks-newer-events.json")
+"""Claude Code 2.1.332's own PostModelSwitch (and newer) payloads, for the events the older
+recordings lack."""
 GNU_TIME = "/usr/bin/time"
 SH = "/bin/sh"
 BEFORE_EVENTS = ("SessionStart", "PreToolUse", "PostToolUse")
@@ -68,15 +72,18 @@ def load_payloads() -> dict[str, list[bytes]]:
     from lib.adapters import claude_code
 
     out: dict[str, list[bytes]] = {}
-    for name in sorted(os.listdir(FIXTURES)):
-        if not name.endswith(".json"):
-            continue
-        with open(os.path.join(FIXTURES, name), encoding="utf-8") as fh:
+    files = [os.path.join(FIXTURES, n) for n in sorted(os.listdir(FIXTURES)) if n.endswith(".json")] + [CAPTURED]
+    recorded: set = set()
+    for path in files:
+        with open(path, encoding="utf-8") as fh:
             for p in json.load(fh):
                 event = p.get("hook_event_name")
                 if event == "PreToolUse":
                     event += ":write" if p.get("tool_name") in claude_code.WRITE_TOOLS else ":other"
+                if path == CAPTURED and event in recorded:
+                    continue  # only the events the recordings lack
                 out.setdefault(event, []).append(json.dumps(p).encode())
+        recorded = set(out) if path != CAPTURED else recorded
     return out
 
 

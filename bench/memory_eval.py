@@ -256,6 +256,35 @@ def tune_alpha(reader, qs, subject, eid) -> tuple[float, list]:
     return best[0], curve
 
 
+SCORE_FLOORS = (0.0, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60)
+"""Fused-score floors of the adversarial trade-off curve (:func:`floor_curve`)."""
+
+
+def floor_curve(reader, questions) -> list[tuple[float, float, float, float]]:
+    """The adversarial trade-off of a score-calibrated relevance floor: for each floor of
+    :data:`SCORE_FLOORS`, ``(floor, hit@5, MRR@10, adversarial answered at all)`` when hits whose
+    ``score`` is below it are dropped. A floor only removes hits, never reorders them, so one
+    search per question gives the whole curve."""
+    res = [(cat, ev, [(h["claim_id"], h["score"]) for h in reader.search(q, 10)["hits"]]) for q, cat, ev, *_ in questions]
+    out = []
+    for f in SCORE_FLOORS:
+        n = h5 = rr = adv = adv_any = 0
+        for cat, ev, scored in res:
+            hits = [c for c, s in scored if s >= f]
+            if cat == 5:
+                adv += 1
+                adv_any += bool(hits)
+                continue
+            if not ev:
+                continue
+            n += 1
+            ranks = [i for i, h in enumerate(hits) if h in ev]
+            h5 += bool(ranks) and ranks[0] < 5
+            rr += 1 / (ranks[0] + 1) if ranks else 0.0
+        out.append((f, h5 / n, rr / n, adv_any / adv))
+    return out
+
+
 def locomo(modes) -> None:
     """Print the LoCoMo table: the FTS5 baseline, then each product ranking through
     :class:`lib.memory_index.SnapshotReader` (the code ``memory_search`` runs) — on all
@@ -302,6 +331,9 @@ def locomo(modes) -> None:
                 print("  α sweep on the tuning split (hit@5/MRR@10): "
                       + "  ".join(f"{a:.1f}: {h:.3f}/{m:.3f}" for a, h, m in curve) + f" → best α {best:.1f}")
                 row(f"ctxlake: {name}, held out, shipped α {shipped:.1f}", score(held))
+                for split, questions in (("tuning", tune), ("held-out", held)):
+                    print(f"  score floor on the {split} split (floor: hit@5/MRR@10/adversarial answered): "
+                          + "  ".join(f"{f:.2f}: {h:.3f}/{m:.3f}/{a:.3f}" for f, h, m, a in floor_curve(reader, questions)))
                 if best != shipped:
                     saved = memory_index.FUSION_ALPHAS.get(eid)
                     memory_index.FUSION_ALPHAS[eid] = best

@@ -1,5 +1,6 @@
 """The transcript backstop: what the hooks missed of a session, filled in from its transcript
-when syncd seals it (docs/runtimes.md "Transcript backstop").
+when syncd seals it (docs/runtimes.md "Transcript backstop"), for Claude Code (the transcript
+``.jsonl``) and Hermes (its ``state.db``).
 
 A hook can miss an event: Claude Code ends an async hook still running when the session exits
 (a Stop is lost that way), a capture can time out or crash, and hooks installed mid-session saw
@@ -23,6 +24,12 @@ resumed session's earlier spool is gone by then). What is filled:
   assistant message with text, under the Stop's id (the import's events of a turn carry the
   prompt id as ``turn_id``), without its usage (a Stop carries none).
 
+For Hermes (its record is ``state.db``, named by the session's ``.proc`` record, read by
+:func:`lib.importers.hermes.iter_envelopes`): ``session_start``, ``prompt``, ``tool_call`` and
+``session_end`` as above, and a turn's final reply (the ``assistant`` whose id is the turn's
+``turn_reply`` id, what post_llm_call captures; the hook and the import converge on it through
+:meth:`lib.envelope.Builder.rekey`).
+
 Nothing else: an assistant message per API call, a system reminder, a compaction are events no
 hook captures under the import's ids, so adding them would add what the hooks never claimed to
 see. Idempotent: an event filled once is in the spool (or the ``.reconciled`` ids) the next time.
@@ -38,13 +45,31 @@ FILL_TYPES = ("session_start", "prompt", "tool_call", "session_end")
 
 
 def _importer(runtime: str):
-    """The transcript importer of ``runtime`` (``iter_envelopes(path, fleet_id=, agent_id=,
-    quarantine=)``), or ``None`` when the runtime has no transcript to reconcile with."""
+    """``(iter_envelopes, unreadable)`` of ``runtime``'s transcript importer
+    (``iter_envelopes(path, fleet_id=, agent_id=, quarantine=, session_id=)`` yielding
+    ``(session id, envelope)``; ``unreadable``: the exceptions that mean its record cannot be
+    read), or ``None`` when the runtime keeps no record to reconcile with."""
     if runtime == "claude_code":
         from lib.importers.claude_code import iter_envelopes
 
-        return iter_envelopes
+        return (lambda path, session_id=None, **kw: iter_envelopes(path, **kw)), (OSError,)
+    if runtime == "hermes":
+        import sqlite3
+
+        from lib.importers.hermes import SchemaMismatch, iter_envelopes
+
+        return iter_envelopes, (OSError, SchemaMismatch, sqlite3.DatabaseError)
     return None
+
+
+def _hermes_reply(env: dict, session_id: str, turns: int) -> bool:
+    """True when a Hermes import's ``assistant`` is a turn's final reply (its id is the
+    ``turn_reply`` id of one of the session's ``turns`` turns, what post_llm_call captures:
+    :func:`lib.adapters.hermes.turn_event_id`); the other assistant rows are no hook's."""
+    from lib.adapters.hermes import turn_event_id
+
+    return any(env["event_id"] == turn_event_id(session_id, "turn_reply", n, env["content_hash"])
+               for n in range(1, turns + 1))
 
 
 def captured_ids(files: list[str], session_id: str) -> tuple[set, dict]:
@@ -78,23 +103,25 @@ def missing(transcript: str, session_id: str, have: set, *, runtime: str, fleet_
     """The envelopes of ``session_id`` in ``transcript`` that the hooks would have captured and
     whose ids are not in ``have`` (see the module docstring), in the importer's order, the turn
     ends last. ``quarantine`` (a list) receives the redactor's quarantine records of those.
-    :raises OSError: the transcript cannot be read. :raises ValueError: no importer for
-    ``runtime``."""
-    iter_envelopes = _importer(runtime)
-    if iter_envelopes is None:
+    :raises OSError: the transcript cannot be read (Hermes: also ``SchemaMismatch``,
+    ``sqlite3.DatabaseError``). :raises ValueError: no importer for ``runtime``."""
+    importer = _importer(runtime)
+    if importer is None:
         raise ValueError(f"no transcript importer for runtime {runtime!r}")
     qrecords: list = []
     out: list[dict] = []
     turn_end: dict = {}  # stop id -> the turn's last assistant message with text
-    for sid, env in iter_envelopes(transcript, fleet_id=fleet_id, agent_id=agent_id, quarantine=qrecords):
-        if sid != session_id:
-            continue
+    envs = [env for sid, env in importer[0](transcript, fleet_id=fleet_id, agent_id=agent_id, quarantine=qrecords,
+                                             session_id=session_id) if sid == session_id]
+    turns = sum(e["event_type"] == "prompt" for e in envs)
+    for env in envs:
         etype = env["event_type"]
-        if etype in FILL_TYPES or (etype == "context" and env.get("user_kind") == "slash_command"):
+        if etype in FILL_TYPES or (etype == "context" and env.get("user_kind") == "slash_command") or (
+                runtime == "hermes" and etype == "assistant" and _hermes_reply(env, session_id, turns)):
             if env["event_id"] not in have:
                 out.append(env)
                 have.add(env["event_id"])
-        elif etype == "assistant" and env.get("content") and env.get("turn_id") \
+        elif runtime == "claude_code" and etype == "assistant" and env.get("content") and env.get("turn_id") \
                 and not str(env["turn_id"]).startswith("sidechain:"):
             stop = identity.event_id(session_id, "stop", env["turn_id"])
             if stop not in have and str(env["emitted_at"]) >= str(turn_end.get(stop, {}).get("emitted_at", "")):
@@ -138,7 +165,7 @@ def reconcile(paths, runtime: str, stem: str, files: list[str], done: dict, *, f
     try:
         filled = missing(transcript, sid, have, runtime=runtime, fleet_id=fleet_id, agent_id=agent_id,
                          quarantine=quarantine)
-    except OSError as exc:
+    except _importer(runtime)[1] as exc:
         log("backstop_skipped", session=f"{runtime}/{stem}", detail=f"transcript unreadable: {type(exc).__name__}: {exc}"[:300])
         return 0
     target = paths.session_spool(runtime, sid)

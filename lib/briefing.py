@@ -138,7 +138,9 @@ def refresh(cfg, store, log) -> dict:
 
     res = snapshot.fetch(store, cfg.fleet_id, cfg.paths.snapshot(cfg.fleet_id))
     if res["changed"]:
-        log("snapshot_cached", sha256=res["sha256"])
+        log("snapshot_cached", sha256=res["sha256"], vectors=res.get("vectors"))
+    if res.get("vectors_error"):  # the snapshot is in place; the MCP server reads its index from it meanwhile
+        log("snapshot_vectors_failed", error=res["vectors_error"])
     return {"snapshot_sha": res["sha256"], **render_cached(cfg, log, have_snapshot=bool(res["sha256"]))}
 
 

@@ -5,14 +5,15 @@ and its ``.pointer.json`` (store → cache leg) through :func:`write`, :func:`wr
 :func:`write_pointer_side` — atomic (temp, fsync, rename). Readers come in three kinds:
 
 - the hook's, :func:`read_for_hook`: standard library C codec only (no ``json``/``re``), fail
-  open, ``{}`` for anything but an object (the hook, ``lib.roster``, ``lib.live``, ``lib.briefing``);
+  open, ``{}`` for anything but an object (the hook, ``lib.live.presence``, ``lib.live.leases``, ``lib.briefing``);
 - the strict one, :func:`read_json`: size-capped, sanitized, a status instead of an
   exception (``mcp_server.py``, ``/metrics``, the briefing's roster); :func:`read_raw` for
   syncd amending its own views and ``ctxlake status``;
 - the status views (:func:`roster`, :func:`leases`, :func:`sync_status`, :func:`file_age`).
 
 ``snapshot.bin`` is a SQLite file: :func:`write_blob` puts it there, ``lib.snapshot`` and
-``lib.memory_index`` open it as a database, read-only. ``mcp_server.py`` reads the cache through
+``lib.memory_index`` open it as a database, read-only. ``snapshot.bin.vectors`` (its vector
+index, :mod:`lib.vector_file`) is written by :func:`write_chunks` and mapped by :func:`map_readonly`. ``mcp_server.py`` reads the cache through
 this module and never touches the store. Every file is
 untrusted input written by other agents' sessions via a daemon: it is size-capped, parsed
 strictly (no NaN), shape-checked by hand for the fields used, depth-limited, and every string
@@ -67,6 +68,29 @@ def write_blob(path: str, data: bytes) -> None:
     from lib.spool import atomic_write
 
     atomic_write(path, data, mode=0o644)
+
+
+def write_chunks(path: str, chunks) -> None:
+    """Replace the cache file ``path`` with the concatenated bytes ``chunks`` (an iterable),
+    atomically (as :func:`write`), without holding them all in memory: the snapshot's vector
+    index file (:mod:`lib.vector_file`)."""
+    from lib.spool import atomic_write
+
+    atomic_write(path, chunks, mode=0o644)
+
+
+def map_readonly(path: str):
+    """``path`` mapped read-only (:class:`mmap.mmap`, pages read from the page cache as they are
+    touched), or ``None`` when it is missing. :raises OSError: it exists but cannot be mapped
+    (an empty file, no permission)."""
+    import mmap
+
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return None
+    with fh:
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def read_blob(path: str) -> bytes | None:
@@ -197,10 +221,13 @@ def roster(path: str, now: float, presence_ttl: float) -> dict:
 
     Returns ``{"status", "detail"?, "agents": [entry + "age_secs"], "dropped_stale": n,
     "cache": file_age}``. Entries that are not objects or lack a string ``agent_id`` are
-    skipped; entries whose ``updated_at`` is older than ``presence_ttl`` seconds by the store
-    clock are dropped (docs/design.md §9); an entry without a parseable ``updated_at`` is kept with
+    skipped; entries that are not live by the one rule (:func:`lib.live.presence.is_fresh`:
+    ``updated_at`` older than ``presence_ttl`` seconds by the store clock, or ended) are dropped
+    (docs/design.md §9); an entry without a parseable ``updated_at`` is kept with
     ``age_secs: null`` rather than guessed about.
     """
+    from lib.live import presence
+
     data, status, detail = read_json(path)
     out = {"status": status, "agents": [], "dropped_stale": 0}
     if detail:
@@ -217,7 +244,7 @@ def roster(path: str, now: float, presence_ttl: float) -> dict:
         if not isinstance(a, dict) or not isinstance(a.get("agent_id"), str) or not a["agent_id"]:
             continue
         t = parse_time(a.get("updated_at"))
-        if t is not None and store_now - t > presence_ttl:
+        if t is not None and not presence.is_fresh(dict(a, updated_at=t), store_now, presence_ttl):
             out["dropped_stale"] += 1
             continue
         out["agents"].append(dict(a, age_secs=None if t is None else max(0, int(store_now - t))))
@@ -230,7 +257,7 @@ def leases(path: str, now: float) -> dict:
 
     Returns ``{"status", "detail"?, "view": the cleaned dict, "leases": [lease +
     "expires_in_secs"], "requests": [{record_id, ...}], "cache": file_age}``. Expiry is judged
-    by :func:`lib.live.view_leases` (store clock through the ``store_time``/``refreshed_at``
+    by :func:`lib.live.leases.view_leases` (store clock through the ``store_time``/``refreshed_at``
     offset, the one rule every lease reader uses); free, expired or malformed leases are
     skipped. ``requests`` accepts a ``{record_id: outcome}`` object or a list of outcomes
     carrying ``record_id``.
@@ -244,10 +271,10 @@ def leases(path: str, now: float) -> dict:
     if not isinstance(data, dict) or not isinstance(data.get("leases", []), list):
         out.update(status=UNREADABLE, detail="not an object with a leases list")
         return out
-    from lib import live
+    from lib.live import leases
 
     out["view"] = data
-    out["leases"] = live.view_leases(data, now)
+    out["leases"] = leases.view_leases(data, now)
     reqs = data.get("requests")
     if isinstance(reqs, dict):
         out["requests"] = [dict(v, record_id=k) for k, v in reqs.items() if isinstance(v, dict)]

@@ -99,6 +99,10 @@ class SyncConfig:
     """A session whose spool has not been written for this long is not presence (no heartbeat,
     its leases are not renewed) until it writes again: a crashed runtime that never sent
     SessionEnd must not look active forever."""
+    idle_seal_secs: int = 1800
+    """A session that never sent its end event (its runtime was killed, the laptop died) is
+    sealed once no hook wrote to it for this long and its runtime process is gone or cannot be
+    checked (:mod:`lib.idle_seal`; 0 = never). A resumed session is sealed again at its end."""
     metrics_port: int = 0
     """TCP port of syncd's ``/healthz``, ``/readyz`` and Prometheus ``/metrics`` (0 = off). Off by
     default because a laptop needs no scrape target; the Helm chart turns it on. Loop mode only:

@@ -8,7 +8,7 @@ what its absence costs — a store that silently ignores ``If-None-Match`` or ``
 
 Probe order: write + read back → create-only (twice: the second must lose) → CAS with the
 current ETag → CAS with a stale ETag (must lose) → :data:`REPEAT_ROUNDS` more rounds of both
-(:func:`lib.live.probe_round`, the probe syncd and maint run) → conditional GET (must answer "not
+(:func:`lib.live.leases.probe_round`, the probe syncd and maint run) → conditional GET (must answer "not
 modified") → list → delete. Scratch keys are deleted afterwards even when a step fails or
 raises; leftovers of this caller older than an hour (crashed runs) are swept too.
 
@@ -31,7 +31,7 @@ from lib.keys import probe_prefix
 from lib.store import CREATE, NotFound, PreconditionFailed, open_store, update
 
 REPEAT_ROUNDS = 5
-"""Extra rounds of :func:`lib.live.probe_round` (a store that drops conditions only sometimes)."""
+"""Extra rounds of :func:`lib.live.leases.probe_round` (a store that drops conditions only sometimes)."""
 LEASE_CHECKS = ("create_only", "cas_update", "cas_stale", "cas_repeat")
 """Capabilities leases, roster and the maintenance lease need: any failed one fails the command."""
 STALE_PROBE_SECS = 3600
@@ -169,11 +169,11 @@ def probe(store, caller: str, now=time.time) -> dict:
         return False, "update with a stale ETag was accepted: the store ignored If-Match"
 
     def cas_repeat():
-        from lib import live
+        from lib.live import leases
 
         written.add(run + "repeat.json")
         for i in range(REPEAT_ROUNDS):
-            reason = live.probe_round(store, run + "repeat.json")
+            reason = leases.probe_round(store, run + "repeat.json")
             if reason:
                 return False, f"round {i + 1} of {REPEAT_ROUNDS}: {reason}"
         return True, f"{REPEAT_ROUNDS} rounds of create-only and If-Match, each refused what it had to"

@@ -19,17 +19,24 @@ from lib.sanitize import strip_ansi
 from lib.ulid import new_ulid
 
 SCHEMA_VERSION = 1
-EVENT_TYPES = ("session_start", "prompt", "assistant", "tool_call", "compact", "session_end", "context")
+EVENT_TYPES = ("session_start", "prompt", "assistant", "tool_call", "compact", "session_end", "context",
+               "model_switch")
 """``context``: a user-role record that is not a typed prompt (an interrupt marker, a slash
 command, local command output, a task notification, a system reminder, …); its ``user_kind``
-says which (docs/architecture.md "User records")."""
+says which (docs/architecture.md "User records"). ``model_switch``: the session's model changed
+(Claude Code's PostModelSwitch; ``from_model``, ``to_model``, ``requested_model``,
+``switch_source``)."""
 EVENT_FIELDS = ("observed_at", "user_kind", "failure_reason", "orphan_result", "compact_trigger", "pre_tokens",
-                "title", "truncated")
+                "title", "truncated", "from_model", "to_model", "requested_model", "switch_source")
 """Optional top-level fields an event may carry (docs/architecture.md "Event identity", "User
 records"): ``observed_at`` (time of the newest runtime record behind it), ``user_kind``,
 ``failure_reason`` of a failed tool call, ``orphan_result`` (a result whose call is not in the
 source), ``compact_trigger``/``pre_tokens`` of a compaction, ``title`` (the runtime's own
-session title), ``truncated`` (a value was cut to fit)."""
+session title), ``truncated`` (a value was cut to fit), ``from_model``/``to_model``/
+``requested_model``/``switch_source`` of a ``model_switch`` (``switch_source``: what asked for
+it, ``command`` for ``/model``)."""
+SCRUBBED_FIELDS = ("title", "requested_model")
+"""Event fields that may hold what a person typed, redacted like content."""
 MAX_FIELD_BYTES = 1 << 20
 """Every free-text field is cut to 1 MiB (on a character boundary) before redaction."""
 TRUNCATED_MARKER = "…[ctxlake:truncated]"
@@ -114,7 +121,7 @@ class Builder:
              fields: dict | None = None, **extra) -> dict:
         """Return one envelope dict.
 
-        ``tool`` = ``{name, input?, result?, exit_code?, duration_ms?, paths?}`` with raw
+        ``tool`` = ``{name, input?, result?, exit_code?, duration_ms?, paths?, mcp_server?}`` with raw
         (pre-redaction) ``input``/``result`` values of any JSON type; ``extra`` may carry
         ``turn_id, parent_message_id, repo, cwd, branch, git_sha, injected_context``;
         ``runtime_version`` overrides the builder's for this event (it can change mid-session);
@@ -165,7 +172,7 @@ class Builder:
                 raise ValueError(f"unknown event field {name!r}")
             if value is None:
                 continue
-            env[name] = self._scrub_small(str(value), name, eid, outcomes) if name == "title" else value
+            env[name] = self._scrub_small(str(value), name, eid, outcomes) if name in SCRUBBED_FIELDS else value
         env["redaction"] = redact.fold(outcomes)
         if self.imported:
             env["imported"] = True
@@ -218,6 +225,8 @@ class Builder:
             out["exit_code"] = int(tool["exit_code"])
         if tool.get("duration_ms") is not None:
             out["duration_ms"] = int(tool["duration_ms"])
+        if tool.get("mcp_server"):
+            out["mcp_server"] = self._scrub_small(str(tool["mcp_server"]), "tool.mcp_server", eid, outcomes, True)
         # paths get the tool rules (entropy included): a path redacted in tool.input must not be
         # stored verbatim here, then in digest.json and the snapshot
         out["paths"] = [self._scrub_small(p, "tool.paths", eid, outcomes, True) for p in paths]

@@ -169,7 +169,7 @@ def _closed_stdout() -> int:
 def bounded_int(lo: int, hi: int, unit: str = ""):
     """An argparse ``type=`` for a whole number in ``[lo, hi]``: anything else (``x``, ``1.5``,
     ``0``, a number too large for SQLite or a timestamp) is a usage error naming the range, so
-    no verb ever sees an out-of-range value (``sessions --limit``, ``lease claim --ttl``)."""
+    no verb ever sees an out-of-range value (``sessions --limit``, ``lease acquire --ttl``)."""
 
     def parse(text: str) -> int:
         try:

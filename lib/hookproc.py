@@ -16,7 +16,9 @@ median ≤ 1.3× a bare interpreter):
    ``hook.py`` leaves with ``os._exit`` (no interpreter teardown on the agent's path).
 2. **Capture** (a detached child, forked once the answer is out, holding a shared lock on
    ``spool/.state/hooks.lock`` until it is done): map → redact → append one line per envelope
-   (one ``write`` on an ``O_APPEND`` descriptor) → on session end write ``<session>.done``.
+   (one ``write`` on an ``O_APPEND`` descriptor) → on session end write ``<session>.done``,
+   else keep the session's runtime process (the hook's parent) and transcript path in its
+   process record (:mod:`lib.idle_seal`: how syncd seals a session that never ends).
    Nothing unredacted touches disk: the payload crosses the fork in memory only.
 
 :func:`lib.spool.wait_for_hooks` lets syncd and tests wait for in-flight captures.
@@ -241,6 +243,12 @@ def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
         except spool.SpoolFull as exc:
             _log_error(paths, runtime, event, "quarantine", exc)
     done = adapter.done_marker(event, payload)
+    transcript = getattr(adapter, "transcript_path", None)
+    environ = ctx.environ if ctx.environ is not None else os.environ
+    if done is not None and transcript is not None and "transcript_path" not in done:
+        named = transcript(payload, environ)  # Hermes: its state.db
+        if named:
+            done["transcript_path"] = named
     if done is not None:
         # the marker is on disk too: its transcript path (HOME, the cwd's slug, the session id)
         # gets the rules of cwd, which its parts are stored under already; the entropy rule of
@@ -254,6 +262,14 @@ def capture(runtime: str, event: str, payload: dict, ctx, paths) -> None:
             os.unlink(paths.session_done(runtime, sid))
         except FileNotFoundError:
             pass
+    if done is None and transcript is not None:
+        # the runtime's process and transcript, so syncd can seal the session if it never ends
+        from lib import idle_seal
+        from lib.paths import safe_segment
+
+        idle_seal.record(paths.session_process(runtime, safe_segment(sid)), ctx.runtime_pid,
+                         transcript(payload, environ),
+                         scrub=lambda text: redact.scrub(text, is_tool_output=False)[0])
 
 
 def _detach_capture(runtime, event, payload, ctx, paths) -> bool:
@@ -350,7 +366,8 @@ def run(argv: list[str], stdin, stdout, environ=None, detach: bool | None = None
         ident = _Identity(env, args.fleet_id, args.agent_id)
         step = "adapter"
         adapter = adapters.get(runtime)
-        ctx = adapters.HookContext(paths, ident.fleet_id, ident.agent_id, ident.policy)
+        ctx = adapters.HookContext(paths, ident.fleet_id, ident.agent_id, ident.policy,
+                                   runtime_pid=os.getppid(), environ=env)
         if args.run_async:  # nobody reads this answer: say nothing that could reach the model
             _emit(stdout, {})
             answered = True

@@ -725,20 +725,20 @@ def commit_safety(store, fleet: str) -> str | None:
 
     A Delta commit is a create-only write of ``_delta_log/<n>.json``; a store that ignores
     ``If-None-Match: *`` lets two writers both "win" version ``n`` and one commit silently
-    vanishes. The verdict is :func:`lib.live.require_conditional`'s on the lake store itself,
+    vanishes. The verdict is :func:`lib.live.leases.require_conditional`'s on the lake store itself,
     probing ``compacted/<f>/_probe.json`` (with ``live_store`` on Redis the maintenance lease is
     safe but the lake may still not be; the leading underscore keeps Delta readers off it);
     ``memory://`` cannot hold a table. ``ctxlake doctor`` reports the same verdict.
     """
-    from lib import live
+    from lib.live import leases
     from lib.store import StoreError
 
     base = getattr(store, "lake", store)
     if not base.url.startswith(("file://", "s3://")):
         return f"{base.url} cannot hold a Delta table (use file:// or s3://)"
     try:
-        live.require_conditional(base, table_state_prefix(fleet) + "commit")
-    except live.Unsafe as exc:
+        leases.require_conditional(base, table_state_prefix(fleet) + "commit")
+    except leases.Unsafe as exc:
         return (f"{base.url} does not honour conditional writes ({exc}): two Delta commits could both claim one "
                 "version; maint refuses to commit the lake there — use a store or gateway that honours "
                 "If-None-Match (`ctxlake doctor` shows what fails)")

@@ -22,28 +22,6 @@ import sys
 import time
 
 
-class LeaseRenewer:
-    """Renews the maintenance lease (:func:`lib.live.renew`) when ``tick()`` is called ``ttl/5``
-    seconds or more after the last renewal. Cadence only uses the monotonic clock; expiry is
-    judged by the store. :raises lib.live.Lost: from ``tick()`` when the lease lapsed or was taken
-    (the pass must stop: another maint may be working with a higher epoch). :raises
-    lib.live.Unsafe: the periodic probe found the store ignoring conditional writes (stop too)."""
-
-    def __init__(self, store, key, holder, ttl, log):
-        self.store, self.key, self.holder, self.ttl, self.log = store, key, holder, ttl, log
-        self.last = time.monotonic()
-        self.epoch = None
-
-    def tick(self, force: bool = False):
-        from lib import live
-
-        if force or time.monotonic() - self.last >= self.ttl / 5:
-            rec = live.renew(self.store, self.key, holder=self.holder, ttl=self.ttl, log=self.log)
-            if rec["epoch"] != self.epoch:
-                raise live.Lost(rec)
-            self.last = time.monotonic()
-
-
 def _scan_sessions(store, fleet: str) -> dict:
     """``{dt: {prefix: {"segs": [...], "sealed": bool, "digest": bool}}}`` from one listing."""
     from lib import lake
@@ -231,8 +209,7 @@ def _digests(cfg, store, scan: dict, lake_state: dict, renew, log, summary: dict
     are one session; the digest lives in the first). A stored ``digest.json`` is reused unless
     the session got rows this pass or the digest schema changed; the others are computed from
     the session's rows read back from the table."""
-    from lib import digest as digestmod
-    from lib import lake
+    from lib import digest as digestmod, lake
     from lib.store import NotFound
 
     groups: dict[tuple, list[tuple[str, dict]]] = {}
@@ -297,27 +274,27 @@ def _retention(cfg, store, lake_state: dict, log, now, summary: dict) -> dict:
 
 def run_once(cfg, store, log, now=time.time) -> dict:
     """One maintenance pass; returns a summary dict (see module docstring)."""
-    from lib import lake, live, retention, snapshot
+    from lib import lake, retention, snapshot
+    from lib.live import leases
     from lib.clock import format_time
 
     holder = f"maint@{socket.gethostname()}:{os.getpid()}"
-    key = live.lease_key(cfg.fleet_id, live.MAINTENANCE)
+    key = leases.lease_key(cfg.fleet_id, leases.MAINTENANCE)
     ttl = cfg.leases.ttl_secs
     try:
-        lease = live.acquire(store, key, holder=holder, reason="maintenance", ttl=ttl, resource=live.MAINTENANCE,
+        lease = leases.acquire(store, key, holder=holder, reason="maintenance", ttl=ttl, resource=leases.MAINTENANCE,
                              floor_epoch=snapshot.pointer_epoch(store, cfg.fleet_id), log=log)
-    except live.Refused as exc:
+    except leases.Refused as exc:
         log("maint_skipped", holder=exc.holder, expires_at=exc.expires_at)
         until = format_time(exc.expires_at) if isinstance(exc.expires_at, (int, float)) else "its expiry"
         return {"ran": False, "held_by": exc.holder, "expires_at": exc.expires_at,
                 "message": f"another maintenance pass holds the maintenance lease ({exc.holder}, until {until} by the store "
                            "clock); nothing to do: that pass does the work, and the next one runs after it "
                            "(see docs/operations.md, `maintenance skipped`)"}
-    except live.Unsafe as exc:  # no maintenance lease on a store that ignores conditional writes
+    except leases.Unsafe as exc:  # no maintenance lease on a store that ignores conditional writes
         log("maint_refused", reason=exc.reason, detail=str(exc))
         return {"ran": False, "refused": exc.reason, "message": str(exc)}
-    renew = LeaseRenewer(store, key, holder, ttl, log)
-    renew.epoch = lease["epoch"]
+    renew = leases.Renewer(store, key, holder=holder, ttl=ttl, epoch=lease["epoch"], log=log)
     summary = {"ran": True, "maint_epoch": lease["epoch"], "partitions": 0, "compacted": 0, "rows_out": 0,
                "digested": 0, "sessions": 0, "snapshot": None}
     try:
@@ -353,15 +330,15 @@ def run_once(cfg, store, log, now=time.time) -> dict:
                                                session_count=len(digests), lake_stats=stats, log=log)
         summary["retention"]["snapshot_blobs"] = retention.snapshot_blobs(store, cfg.fleet_id, cfg.lake.snapshot_keep_hours,
                                                                           now(), log)
-    except (live.Lost, live.Unsafe, snapshot.StaleEpoch, lake.Fenced) as exc:
+    except (leases.Lost, leases.Unsafe, snapshot.StaleEpoch, lake.Fenced) as exc:
         # Fenced off: another maint took the lease (it lapsed while we worked) and may already
         # have published with a higher epoch. Stop without touching the pointer.
         log("maint_fenced_lost", epoch=lease["epoch"], error=str(exc)[:300])
         summary.update(fenced=True, message=f"maintenance lease lost while working (epoch {lease['epoch']}): {exc}")
     finally:
         try:
-            live.release(store, key, holder=holder)
-        except live.Unsafe as exc:  # turned unsafe mid-pass (periodic probe): the lease expires by TTL
+            leases.release(store, key, holder=holder)
+        except leases.Unsafe as exc:  # turned unsafe mid-pass (periodic probe): the lease expires by TTL
             log("maint_refused", reason=exc.reason, detail="maintenance lease left to expire: " + str(exc))
     return summary
 

@@ -2,7 +2,7 @@
 become claim events, ``handoff`` records become handoff notes, and the spool files every consumer
 (:data:`lib.paths.MCP_CONSUMERS`) has read to their end are reclaimed. Each consumer's offsets
 advance only after what it read was written to the store. The record format is
-:mod:`lib.mcp_records`'; lease requests are the live plane's (:mod:`lib.livesync`)."""
+:mod:`lib.mcp_records`'; lease requests are the live plane's (:mod:`lib.live.sync`)."""
 from __future__ import annotations
 
 

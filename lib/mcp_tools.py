@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 
 from lib import mcp_records
-from lib.live import TTL_MAX, TTL_MIN
+from lib.live.leases import TTL_MAX, TTL_MIN
 from lib.jsonrpc import InvalidParams, Tool, ToolError
 
 # Everything else is imported where a tool first needs it: ``initialize`` and ``tools/list``
@@ -258,14 +259,14 @@ def _session_entry(d: dict) -> dict:
 
 def _resources(paths: list[str], cwd: str) -> list[dict]:
     """Each path with its repository identity: ``{path, repo (repo_id|None), rel}`` where ``rel``
-    is the lease key's path (:func:`lib.live.resolve`: symlinks, ``.``/``..`` and case resolved,
+    is the lease key's path (:func:`lib.live.leases.resolve`: symlinks, ``.``/``..`` and case resolved,
     ``/`` for directories), or the absolute path outside any repository."""
-    from lib import live
+    from lib.live import leases
 
     out = []
     for p in paths:
         full = p if os.path.isabs(p) else os.path.join(cwd, p)
-        where = live.resolve(full)
+        where = leases.resolve(full)
         if where:
             out.append({"path": p, "repo": where["repo"], "rel": where["path"]})
         else:
@@ -277,7 +278,7 @@ def _resources(paths: list[str], cwd: str) -> list[dict]:
 def request_key(kind: str, fleet_id: str, agent_id: str, session_id: str | None, fields: dict) -> str:
     """Identity of a ``fleet_handoff``/``memory_propose`` request for retry recognition: sha256
     hex of the canonical JSON of the kind, the agent session and the record's fields without
-    :data:`VOLATILE_FIELDS`. Lease requests use :func:`lib.live.request_key` (resolved paths, so
+    :data:`VOLATILE_FIELDS`. Lease requests use :func:`lib.live.leases.request_key` (resolved paths, so
     any spelling of the same files is the same request). Stored in the record as ``request_key``."""
     import hashlib
 
@@ -291,7 +292,7 @@ def record_id(kind: str, fleet_id: str, agent_id: str, session_id: str | None, k
     """The id of an MCP spool record: :func:`lib.identity.event_id` (26 Crockford base32
     characters) scoped to the agent session (``session_id``, else ``agent:<fleet>/<agent>`` when
     the runtime gave none), of kind ``mcp_<kind>``, from the request's ``key``
-    (:func:`request_key`, :func:`lib.live.request_key`) and ``prior``, the record id of the
+    (:func:`request_key`, :func:`lib.live.leases.request_key`) and ``prior``, the record id of the
     session's previous write (``""`` for its first). The same request in the same state of the
     session is the same record by every try; claim, release, claim again are three records,
     since each chains on the one before (docs/architecture.md "Event identity")."""
@@ -318,6 +319,10 @@ def _dedupe(items: list[str]) -> list[str]:
     return out
 
 
+SNAPSHOT_TOOLS = frozenset({"fleet_history", "memory_search", "memory_timeline"})
+"""The tools that read the cached snapshot: they take the snapshot lock (:meth:`Tools.start_warm_up`)."""
+
+
 class Tools:
     """The tool handlers bound to one :class:`Context`; :meth:`list` gives the
     :class:`lib.jsonrpc.Tool` objects in their published order.
@@ -328,13 +333,44 @@ class Tools:
 
     def __init__(self, ctx):
         self._ctx = ctx
+        self._ctx_lock = threading.Lock()  # the warm-up thread and the first tool call may both ask
+        self._snapshot_lock = threading.Lock()  # the warm-up thread and the tools reading the snapshot
+        self._warm_up: threading.Thread | None = None
         self._queued: dict | None = None  # the record the current write call queued, once it is
 
     @property
     def ctx(self) -> Context:
-        if not isinstance(self._ctx, Context):
-            self._ctx = self._ctx()
-        return self._ctx
+        with self._ctx_lock:
+            if not isinstance(self._ctx, Context):
+                self._ctx = self._ctx()
+            return self._ctx
+
+    def start_warm_up(self, params: dict | None = None) -> threading.Thread:
+        """Prepare the first ``memory_search`` on a daemon thread (the server calls it on the
+        client's ``notifications/initialized``): load the config, then, unless the local summarize
+        mode is ``none``, :meth:`lib.memory_index.SnapshotReader.warm_up` (the vector file mapped,
+        the embedder loaded, one search run), holding the snapshot lock every tool that reads the
+        snapshot takes, so a tool call that arrives meanwhile waits for it instead of loading the
+        same things again. Logged as ``mcp_warmed_up``; a failure is logged (``mcp_warm_up_failed``)
+        and changes nothing — the first search then loads what it needs itself. Returns the
+        started thread (the same one on a second call)."""
+        def run():
+            try:
+                ctx = self.ctx
+                if ctx.cfg.summarize_mode != "none":
+                    ctx.log("mcp_warmed_up", **ctx.snapshot.warm_up())
+            except Exception as exc:  # a warm-up is an optimisation: never an error the agent sees
+                log = self._ctx.log if isinstance(self._ctx, Context) else None
+                if log:
+                    log("mcp_warm_up_failed", error=f"{type(exc).__name__}: {exc}"[:300])
+            finally:
+                self._snapshot_lock.release()
+        if self._warm_up is not None:  # a client that sends notifications/initialized twice
+            return self._warm_up
+        self._snapshot_lock.acquire()  # taken here, so a tool call right behind the notification waits for it
+        self._warm_up = threading.Thread(target=run, name="ctxlake-warm-up", daemon=True)
+        self._warm_up.start()
+        return self._warm_up
 
     def list(self) -> list[Tool]:
         handlers = {"fleet_status": self.fleet_status, "fleet_claim": self.fleet_claim,
@@ -363,6 +399,9 @@ class Tools:
 
             self._queued = None
             try:
+                if fn.__name__ in SNAPSHOT_TOOLS:
+                    with self._snapshot_lock:  # waits for a warm-up under way (start_warm_up)
+                        return clean_deep(fn(args))
                 return clean_deep(fn(args))
             except (ToolError, RpcError):
                 raise
@@ -441,13 +480,14 @@ class Tools:
     # -- fleet_status ----------------------------------------------------------------------
     def fleet_status(self, args: dict) -> dict:
         """Roster, unexpired leases and this agent's lease requests, with cache ages."""
-        from lib import cache_view, live
+        from lib import cache_view
+        from lib.live import leases
 
         ctx, now = self.ctx, self.ctx.clock()
         roster = cache_view.roster(ctx.paths.roster(ctx.fleet_id), now, ctx.cfg.sync.presence_ttl_secs)
-        leases = cache_view.leases(ctx.paths.leases(ctx.fleet_id), now)
+        held_view = cache_view.leases(ctx.paths.leases(ctx.fleet_id), now)
         notes = []
-        for name, view in (("roster.json", roster), ("leases.json", leases)):
+        for name, view in (("roster.json", roster), ("leases.json", held_view)):
             if view["status"] == cache_view.MISSING:
                 notes.append(f"{name} is not in the local cache yet: ctxlake sync has not refreshed the live view on this host.")
             elif view["status"] == cache_view.UNREADABLE:
@@ -456,16 +496,16 @@ class Tools:
             notes.append(f"{roster['dropped_stale']} roster entr{'y' if roster['dropped_stale'] == 1 else 'ies'} older than "
                          f"{ctx.cfg.sync.presence_ttl_secs}s (store clock) left out.")
         agents = [dict(a, self=a.get("agent_id") == ctx.agent_id) for a in roster["agents"]]
-        held = [dict(lease, mine=lease.get("holder") == ctx.agent_id) for lease in leases["leases"]]
-        requests = self._my_requests(leases["requests"])
-        enabled = roster["status"] == cache_view.OK or leases["status"] == cache_view.OK
+        held = [dict(lease, mine=lease.get("holder") == ctx.agent_id) for lease in held_view["leases"]]
+        requests = self._my_requests(held_view["requests"])
+        enabled = roster["status"] == cache_view.OK or held_view["status"] == cache_view.OK
         out = {"enabled": enabled, "fleet_id": ctx.fleet_id, "agent_id": ctx.agent_id,
                "agents": agents[:LIST_CAP], "leases": held[:LIST_CAP], "my_requests": requests[:LIST_CAP],
                "truncated": len(agents) > LIST_CAP or len(held) > LIST_CAP or len(requests) > LIST_CAP,
                "cache": {"roster": roster.get("cache", {"status": roster["status"]}),
-                         "leases": leases.get("cache", {"status": leases["status"]}),
+                         "leases": held_view.get("cache", {"status": held_view["status"]}),
                          "sync": self._sync_info()},
-               "advisory": live.ADVISORY_NOTE}
+               "advisory": leases.ADVISORY_NOTE}
         if not enabled:
             notes.insert(0, f"No live view of fleet {ctx.fleet_id} in the local cache: is ctxlake sync running on this host?")
         if notes:
@@ -623,7 +663,7 @@ class Tools:
         A **retry** — a request with the same ``request_key`` (``fields["request_key"]`` for
         lease requests, else :func:`request_key`) as the last record this agent session queued
         (kept in ``spool/.state/mcp-last/``, :meth:`lib.paths.Paths.mcp_last_write`), within
-        :data:`lib.live.RETRY_SECS` of it — writes nothing and returns that first record, so the
+        :data:`lib.live.leases.RETRY_SECS` of it — writes nothing and returns that first record, so the
         agent gets the first call's answer. Only the *last* write counts: claim, release, claim
         again is three requests.
 
@@ -632,7 +672,7 @@ class Tools:
             but not confirmed by the disk (:class:`lib.spool.NotDurable`) is queued, not failed.
         """
         from lib import spool
-        from lib.live import RETRY_SECS
+        from lib.live.leases import RETRY_SECS
 
         ctx = self.ctx
         key = fields.get("request_key") or request_key(kind, ctx.fleet_id, ctx.agent_id, ctx.session_id, fields)
@@ -686,7 +726,8 @@ class Tools:
 
     def fleet_claim(self, args: dict) -> dict:
         """Queue a lease request; report what the cache knows of current holders (advisory)."""
-        from lib import cache_view, live
+        from lib import cache_view
+        from lib.live import leases
         a, quarantine = self._guard(args)
         paths = _dedupe(a["paths"])
         reason = a["reason"].strip()
@@ -694,28 +735,28 @@ class Tools:
             raise ToolError("Not queued: reason is blank. Say why you need these paths — other agents read it.")
         ttl = int(a.get("ttl_secs") or self.ctx.cfg.leases.ttl_secs)
         resources = _resources(paths, self.ctx.cwd)
-        key = live.request_key(mcp_records.LEASE_REQUEST, self.ctx.agent_id, self.ctx.session_id, resources, reason=reason, ttl=ttl)
+        key = leases.request_key(mcp_records.LEASE_REQUEST, self.ctx.agent_id, self.ctx.session_id, resources, reason=reason, ttl=ttl)
         rec = self._queue(
             mcp_records.LEASE_REQUEST, {"paths": paths, "resources": resources, "reason": reason, "ttl_secs": ttl,
                               "cwd": self.ctx.cwd, "request_key": key}, quarantine)
         view = cache_view.leases(self.ctx.paths.leases(self.ctx.fleet_id), self.ctx.clock())["view"]
-        holders = live.conflicts_for_paths(view, self.ctx.agent_id, paths, self.ctx.cwd) if view else []
+        holders = leases.conflicts_for_paths(view, self.ctx.agent_id, paths, self.ctx.cwd) if view else []
         answer = self._queued_answer(rec, paths=rec.get("paths", paths), ttl_secs=ttl, note=(
             "Queued, not held: ctxlake sync applies this request against the store by compare-and-swap; call fleet_status "
-            "to see the outcome. " + live.ADVISORY_NOTE))
+            "to see the outcome. " + leases.ADVISORY_NOTE))
         answer["held_by_others_as_of_cache"] = [{k: h.get(k) for k in ("path", "holder", "reason", "expires_at")} for h in holders]
         return answer
 
     def fleet_release(self, args: dict) -> dict:
         """Queue a release of the given paths, or of every lease this agent holds."""
-        from lib import live
+        from lib.live import leases
         a, quarantine = self._guard(args)
         if "paths" in a:
             paths = _dedupe(a["paths"])
             fields = {"paths": paths, "resources": _resources(paths, self.ctx.cwd), "cwd": self.ctx.cwd}
         else:
             fields = {"all": True}
-        fields["request_key"] = live.request_key(mcp_records.LEASE_RELEASE, self.ctx.agent_id, self.ctx.session_id,
+        fields["request_key"] = leases.request_key(mcp_records.LEASE_RELEASE, self.ctx.agent_id, self.ctx.session_id,
                                                  fields.get("resources"), everything=bool(fields.get("all")))
         rec = self._queue(mcp_records.LEASE_RELEASE, fields, quarantine)
         return self._queued_answer(rec, paths=rec.get("paths", "all you hold"), note=(

@@ -5,7 +5,10 @@ Where it sits: maint builds ``snapshot/<f>/<sha>.sqlite``; syncd mirrors it byte
 ``cache/<fleet>/snapshot.bin`` (replacing it by rename); :class:`SnapshotReader` opens that file
 read-only, notices a replacement by file identity and reopens. Nothing here writes.
 
-Ranking (``memory_search``): reciprocal-rank fusion (k = 60) of
+Ranking (``memory_search``): with a semantic embedder, a weighted score fusion — α · cosine +
+(1 − α) · bm25 / the query's best bm25 (α per embedder, :data:`FUSION_ALPHAS`; the result's
+``ranking`` string names both weights); with the lexical ``hash256-v1``, reciprocal-rank fusion
+(k = 60) — of
 
 - FTS5 ``bm25`` over ``claims_fts`` (agent-visible claims only; query tokens quoted and
   OR-joined, stopwords dropped), and
@@ -16,8 +19,10 @@ Ranking (``memory_search``): reciprocal-rank fusion (k = 60) of
     dimension, the claims whose component is non-zero, so a claim sharing no dimension with the
     query is never touched (its cosine is exactly 0). Exact up to :data:`COSINE_SCAN_CAP`
     postings per query; past it, most-contributing postings first and exact rescoring;
-  - a semantic embedder (WordLlama: dense vectors) gets a :class:`DenseIndex` — one numpy
-    matrix, one matrix-vector product per query, always exact.
+  - a semantic embedder (MiniLM, WordLlama: dense vectors) gets a :class:`DenseIndex` — one
+    numpy matrix, one matrix-vector product per query, always exact; mapped from the vector
+    file beside the snapshot (:mod:`lib.vector_file`) when it is this snapshot's, else read
+    from the snapshot's ``claim_index`` table.
 
 A hit must be relevant, not merely the least bad (a claim found for "configure kafka" because
 it says "configure" is worse than no answer). A candidate from either ranking qualifies when it
@@ -105,6 +110,24 @@ _BLOB_CHUNK = 8 << 20
 """Bytes read at a time from the shipped ``claim_index`` matrix (:meth:`DenseIndex._from_shipped`)."""
 COSINE_SCAN_CAP = 10_000
 """Most embedding postings one query reads (see :meth:`VectorIndex.search`)."""
+
+
+def is_entity(subject) -> bool:
+    """True when ``subject`` reads as a name: one to :data:`MAX_ENTITY_WORDS` words, each starting
+    with an uppercase letter (``Caroline``, ``Acme Billing``; not ``spotter dev server``)."""
+    words = subject.split() if isinstance(subject, str) else []
+    return 0 < len(words) <= MAX_ENTITY_WORDS and all(w[:1].isupper() and w[:1].isalpha() for w in words)
+
+
+def _json_list(text) -> list | None:
+    """``text`` decoded when it is a JSON list (a ``snapshot_meta`` value), else ``None``."""
+    if not isinstance(text, str):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, list) else None
 
 
 class Unavailable(Exception):
@@ -357,6 +380,17 @@ class DenseIndex:
             setattr(idx, codes_attr, np.fromiter(codes, dtype=np.int32, count=n))
         return idx
 
+    @classmethod
+    def from_mapped(cls, mapped) -> "DenseIndex":
+        """The index over a mapped vector file (:class:`lib.vector_file.Mapped`): the matrix and
+        the code arrays are views of the mapping, ids decode per returned row; nothing is copied."""
+        idx = cls(mapped.embedder)
+        idx.ids, idx.matrix = mapped.ids, mapped.matrix
+        idx.subjects, idx.types = mapped.subject_codes, mapped.type_codes
+        idx.subject_code = {s: i for i, s in enumerate(mapped.subjects)}
+        idx.type_code = {t: i for i, t in enumerate(mapped.types)}
+        return idx
+
     def __len__(self) -> int:
         return len(self.ids)
 
@@ -418,6 +452,15 @@ def _like(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
+class IndexCorrupt(Exception):
+    """The vector file beside the snapshot is corrupt: the message is the note ``memory_search`` gives."""
+
+
+def _file_identity(st) -> list:
+    """``[size, mtime_ns, inode]`` of a stat result: how a vector file names its snapshot."""
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
 class SnapshotReader:
     """The cached snapshot of one fleet, opened read-only on demand.
 
@@ -437,6 +480,10 @@ class SnapshotReader:
         self._index_for: str | None = None
         self._embedders: list[str] | None = None
         self._entities: frozenset | None = None
+        self.index_note: str | None = None
+        """Why the vector index was not mapped (:meth:`vector_index`), for the search that read it."""
+        self.index_source = "built from the claims"
+        """Where the current dense index came from, for :meth:`warm_up`'s log line."""
 
     def conn(self) -> sqlite3.Connection:
         try:
@@ -453,9 +500,9 @@ class SnapshotReader:
         from lib import snapshot
 
         try:
-            conn = snapshot.open_readonly(self.path)
+            conn = snapshot.open_readonly(self.path, check_same_thread=False)  # see warm_up
             columns = {}
-            for table in ("claims", "sessions", "snapshot_meta", "claims_fts"):
+            for table in ("claims", "sessions", "snapshot_meta", "claims_fts", "claim_index"):
                 columns[table] = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
             meta = {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM snapshot_meta")}
         except sqlite3.Error as exc:
@@ -466,6 +513,20 @@ class SnapshotReader:
                 raise Unavailable("unreadable", f"the cached snapshot's {table} table lacks {sorted(need - columns.get(table, set()))}")
         self._conn, self._ident, self.meta, self.columns = conn, ident, meta, columns
         return conn
+
+    def warm_up(self) -> dict:
+        """Prepare this reader for its first ``memory_search`` (the MCP server runs it on a thread
+        once the client has initialized the session, docs/mcp.md "Performance"): open the
+        snapshot, map or read its vector index, load the query embedder and run one search, so
+        the files' pages and the model are in memory. The caller must keep other calls on this
+        reader out meanwhile (the connection is shared across threads, never used by two at
+        once). Returns ``{"warmed": bool, "reason"}``. :raises Unavailable: no usable snapshot."""
+        self.conn()
+        usable = [e for e in self.claim_embedders() if embed.get(e)]
+        out = self.search("warm up", 1)
+        if not usable or "cosine" not in out["ranking"]:
+            return {"warmed": False, "reason": " ".join(out["notes"]) or "no usable embedder"}
+        return {"warmed": True, "reason": f"{len(self._index)} vectors of {usable[0]}, {self.index_source}"}
 
     def close(self) -> None:
         if self._conn is not None:
@@ -478,9 +539,14 @@ class SnapshotReader:
 
     # -- claims ----------------------------------------------------------------------------
     def claim_embedders(self) -> list[str]:
-        """Embedder ids of agent-visible claims, most used first (computed once per snapshot)."""
+        """Embedder ids of agent-visible claims, most used first: ``snapshot_meta.served_embedders``
+        when maint stamped it (:func:`lib.snapshot.build`), else counted once per snapshot."""
         conn = self.conn()
         if self._embedders is None:
+            stamped = _json_list(self.meta.get("served_embedders"))
+            if stamped is not None:
+                self._embedders = [e for e in stamped if isinstance(e, str)]
+                return self._embedders
             rows = []
             if "embedder" in self.columns.get("claims", ()):
                 rows = conn.execute(
@@ -496,10 +562,38 @@ class SnapshotReader:
         conn = self.conn()
         if self._index is None or self._index_for != embedder_id:
             self._index = None
-            kind = VectorIndex if embedder_id in embed.LEXICAL else DenseIndex
-            self._index = kind.build(conn, embedder_id)
+            self.index_note = None
+            if embedder_id in embed.LEXICAL:
+                self._index = VectorIndex.build(conn, embedder_id)
+            else:
+                self._index = self._dense_index(conn, embedder_id)
             self._index_for = embedder_id
         return self._index
+
+    def _dense_index(self, conn, embedder_id: str) -> DenseIndex:
+        """The mapped vector file when it is this snapshot's; else the index read from the
+        snapshot (:meth:`DenseIndex.build`), with :attr:`index_note` saying so when the file is
+        missing. :raises IndexCorrupt: the file is there but corrupt (the caller ranks by FTS5)."""
+        from lib import vector_file
+        from lib.paths import snapshot_vectors_path
+
+        side = snapshot_vectors_path(self.path)
+        ident = [self._ident[2], self._ident[3], self._ident[1]]
+        try:
+            idx = DenseIndex.from_mapped(vector_file.load(side, ident, embedder_id))
+            self.index_source = "mapped from the vector file"
+            return idx
+        except vector_file.Missing:
+            if self.columns.get("claim_index"):
+                self.index_note = ("No vector file beside the cached snapshot (ctxlake sync writes it): this server "
+                                   "read the index from the snapshot instead, a slower first search.")
+        except vector_file.Stale:
+            pass  # syncd replaced one of the two and is about to replace the other
+        except vector_file.Corrupt as exc:
+            raise IndexCorrupt(f"The vector file beside the cached snapshot is corrupt ({exc}): ranked by FTS5 only; "
+                               "the next ctxlake sync rewrites it.") from None
+        self.index_source = "read from the snapshot"
+        return DenseIndex.build(conn, embedder_id)
 
     def relevance_floor(self) -> float:
         """``snapshot_meta.relevance_floor`` as a float in [0, 1], else :data:`DEFAULT_RELEVANCE_FLOOR`."""
@@ -560,10 +654,15 @@ class SnapshotReader:
     def search(self, query: str, k: int, subject: str | None = None, claim_type: str | None = None) -> dict:
         """Rank agent-visible claims for ``query`` (see the module docstring).
 
-        Returns ``{"hits": [{"claim_id", "matched_by": ["fts5"?, "cosine"?], "cosine"?}],
+        Returns ``{"hits": [{"claim_id", "matched_by": ["fts5"?, "cosine"?], "cosine"?, "score"}],
         "truncated": bool, "ranking": str, "relevance_floor": float, "notes": [str]}`` with at
         most ``k`` hits, best first (ties by claim_id). ``truncated`` is true when more claims
-        qualified than were returned.
+        qualified than were returned. ``score`` is what ranked the hit: with a semantic embedder
+        α · cosine + (1 − α) · bm25 / the query's best bm25 (0..1), else the reciprocal-rank sum.
+
+        A query that names an entity (:meth:`named_in`) is ranked by its other words: the name
+        matches every claim about that person, so letting it into bm25 ranks their claims by how
+        often they say the name (on LoCoMo's tuning conversations, hit@5 0.756 → 0.773).
 
         Lexical side: terms found in more than :data:`RANK_DF_BUDGET` claims are left out of the
         bm25 query when rarer terms exist (their IDF is low, so they barely move bm25, while
@@ -584,10 +683,16 @@ class SnapshotReader:
             eid = usable[0]
             try:
                 qvec = embed.get(eid)(query)  # once per search: a MiniLM query costs ~20 ms of CPU
+                loaded = self._index is not None and self._index_for == eid
                 cos, exact = self.vector_index(eid).search(qvec, pool, subject, claim_type,
                                                            exact_rows=self.embeddings_by_id, prefer=named)
+                if self.index_note and not loaded:
+                    notes.append(self.index_note)
                 ranking = f"rrf(fts5 bm25, cosine {eid})" if exact else \
                     f"rrf(fts5 bm25, cosine {eid} over the {COSINE_SCAN_CAP} most-contributing postings)"
+            except IndexCorrupt as exc:
+                usable = []
+                notes.append(str(exc))
             except Exception as exc:  # the embedder or numpy failed on this host: lexical ranking still works
                 usable = []
                 notes.append(f"The {eid} embedder failed here ({type(exc).__name__}: {str(exc)[:120]}): ranked by FTS5 only.")
@@ -606,10 +711,13 @@ class SnapshotReader:
                 if 0 < dfs[t] <= budget:
                     ranked_terms.append(t)
                     budget -= dfs[t]
+        name_stems = {stem(t) for n in named for t in embed.tokens(n)}
+        if named:  # ranked by what the query asks about them, not by the name every claim of theirs matches
+            ranked_terms = [t for t in ranked_terms if stem(t) not in name_stems] or ranked_terms
         scored = self.fts_scored(match_expr(ranked_terms), pool, subject, claim_type) if ranked_terms else []
         bm25 = _unit_scores(scored)
-        if named:  # the named subjects' own claims, ranked by what the query asks about them
-            about = [t for t in terms if stem(t) not in {stem(w) for n in named for w in embed.tokens(n)}] or terms
+        if named:  # the named subjects' own claims, however common the words they share with others
+            about = [t for t in terms if stem(t) not in name_stems] or terms
             mine = self.fts_scored(match_expr(about), pool, None, claim_type, subjects=sorted(named))
             for cid, v in _unit_scores(mine).items():
                 bm25[cid] = max(v, bm25.get(cid, 0.0))
@@ -617,28 +725,33 @@ class SnapshotReader:
         fts_ids = list(dict.fromkeys(cid for cid, _ in scored))
         semantic = bool(usable) and usable[0] not in embed.LEXICAL
         alpha = fusion_alpha(usable[0]) if semantic else 0.0
+        if semantic:  # a weighted sum of scores, not reciprocal ranks: the string names what ranked
+            ranking = f"fusion(fts5 bm25 {1.0 - alpha:.2f}, cosine {usable[0]} {alpha:.2f})"
         floor = self.relevance_floor()
         mixed = self.relevance_floor_mixed() if semantic else None
         cos_of = dict(cos)
         candidates = list(dict.fromkeys(fts_ids + [cid for cid, _ in cos]))
         rows = self.claims_by_id(candidates) if candidates else {}
         if semantic:  # FTS-only candidates get their cosine too, for the mixed rule
-            missing = [cid for cid in fts_ids if cid not in cos_of]
+            missing = [cid for cid in fts_ids if cid not in cos_of and cid in rows]
             if missing:
                 import numpy as np  # a semantic embedder's dense index has loaded it already
 
                 q = np.asarray(qvec, dtype="<f4")
+                q = q / (float(np.linalg.norm(q)) or 1.0)
                 for cid, blob in self.embeddings_by_id(missing).items():
                     if len(blob) == 4 * len(q):  # a blob of another size is not this embedder's
-                        cos_of[cid] = float(np.frombuffer(blob, dtype="<f4") @ q)
+                        v = np.frombuffer(blob, dtype="<f4")
+                        cos_of[cid] = float(v @ q) / (float(np.linalg.norm(v)) or 1.0)
         qstems = {stem(t) for t in terms}
-        name_stems = {stem(t) for n in named for t in embed.tokens(n)}
         content = (qstems - name_stems) or qstems  # a name is not evidence of relevance, unless it is all there is
         need = 1 if named or len(content) < 2 else 2  # the name already vouches for whom; one more word for what
         entities = self.entities()
         qualified, shared = set(), {}
         for cid in candidates:
-            row = rows.get(cid) or {}
+            row = rows.get(cid)
+            if row is None:
+                continue  # FTS5 indexes every agent-visible claim; only promoted and contested ones are served
             words = {stem(t) for t in embed.tokens(f"{row.get('claim') or ''} {row.get('subject') or ''}")}
             subj = str(row.get("subject") or "").lower()
             if named and subj in entities and subj not in named:
@@ -665,6 +778,8 @@ class SnapshotReader:
             for cid in fused:
                 if cid not in in_cos and cid in cos_of:
                     fused[cid] += alpha * cos_of[cid]
+        for cid, v in fused.items():
+            hits[cid]["score"] = round(v, 4)
         if candidates and not fused:
             notes.append("Candidates were found but none passed the relevance floor: nothing is better than an unrelated claim.")
         order = sorted(fused, key=lambda c: (-fused[c], c))
@@ -672,21 +787,21 @@ class SnapshotReader:
                 "relevance_floor": floor, "notes": notes}
 
     def entities(self) -> frozenset:
-        """Lowercased subjects of agent-visible claims that read as names — one to
-        :data:`MAX_ENTITY_WORDS` words, each starting with an uppercase letter (``Caroline``,
-        ``Jolene``, ``Acme Billing``) — computed once per snapshot. Subjects written in lowercase
+        """Lowercased subjects of agent-visible claims that read as names (:func:`is_entity`:
+        ``Caroline``, ``Jolene``, ``Acme Billing``) — ``snapshot_meta.entity_subjects`` when maint
+        stamped it, else computed once per snapshot. Subjects written in lowercase
         (``spotter dev server``, ``pytest``) are topics, not names, and never restrict a search."""
         if self._entities is None:
+            self.conn()
+            stamped = _json_list(self.meta.get("entity_subjects"))
+            if stamped is not None:
+                self._entities = frozenset(s.lower() for s in stamped if isinstance(s, str) and is_entity(s))
+                return self._entities
             try:
                 rows = self.conn().execute(f"SELECT DISTINCT c.subject FROM claims c WHERE {_VISIBLE}").fetchall()
             except sqlite3.Error:
                 rows = []
-            out = set()
-            for (subj,) in rows:
-                words = subj.split() if isinstance(subj, str) else []
-                if 0 < len(words) <= MAX_ENTITY_WORDS and all(w[:1].isupper() and w[:1].isalpha() for w in words):
-                    out.add(subj.lower())
-            self._entities = frozenset(out)
+            self._entities = frozenset(subj.lower() for (subj,) in rows if is_entity(subj))
         return self._entities
 
     def named_in(self, query: str) -> set:

@@ -216,12 +216,13 @@ class _ScrapeTimeCollector:
 
 
 def _cached_lease_count(path: str, now: float) -> int:
-    """Unexpired leases in the cached view at ``path`` at local time ``now`` (:func:`lib.live.view_leases`)."""
-    from lib import cache_view, live
+    """Unexpired leases in the cached view at ``path`` at local time ``now`` (:func:`lib.live.leases.view_leases`)."""
+    from lib import cache_view
+    from lib.live import leases
 
     data = cache_view.read_raw(path)
 
-    return len(live.view_leases(data, now)) if isinstance(data, dict) else 0
+    return len(leases.view_leases(data, now)) if isinstance(data, dict) else 0
 
 
 class MetricsServer:

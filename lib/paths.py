@@ -8,6 +8,7 @@ Layout under ``CTXLAKE_HOME`` (default ``~/.ctxlake``)::
     spool/.state/                               upload watermarks (keyed by dev:inode)
     spool/.state/live/<fleet_id>.json           syncd's live-plane state
     cache/<fleet_id>/{roster,leases,briefing}.json, snapshot.bin
+    cache/<fleet_id>/snapshot.bin.vectors          the snapshot's vector index, mappable
     hook-errors.log, hook-lost.bin              hook failures; losses on a full disk
 
 Nothing else in the project joins these names; callers ask this module. Standard library
@@ -20,7 +21,7 @@ import os
 RUNTIMES = ("claude_code", "cursor", "hermes", "import")
 MCP_CONSUMERS = ("leases", "claims", "handoffs")
 """syncd's consumers of the MCP spool, each with its own offsets (:meth:`Paths.mcp_consumer_state`):
-lease requests and releases (:mod:`lib.livesync`), proposals and handoffs (``syncd.py``). A file
+lease requests and releases (:mod:`lib.live.sync`), proposals and handoffs (``syncd.py``). A file
 is reclaimed once all of them have read it to its end."""
 _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
@@ -56,6 +57,12 @@ def hooks_lock_path(state_dir: str) -> str:
 def snapshot_pointer_path(snapshot_path: str) -> str:
     """``<snapshot>.pointer.json``: the pointer record kept beside a cached snapshot."""
     return snapshot_path + ".pointer.json"
+
+
+def snapshot_vectors_path(snapshot_path: str) -> str:
+    """``<snapshot>.vectors``: the snapshot's vector index as a mappable file (:mod:`lib.vector_file`),
+    written beside the cached snapshot by syncd."""
+    return snapshot_path + ".vectors"
 
 
 def config_file_path(environ=None) -> str:
@@ -186,6 +193,12 @@ class Paths:
         """``spool/.state/<runtime>/<stem>.reconciled``: the event ids a seal's transcript
         backstop reconciled (:mod:`lib.backstop`), so a resumed session is not filled twice."""
         return os.path.join(self.state_dir, safe_segment(runtime), stem + ".reconciled")
+
+    def session_process(self, runtime: str, stem: str) -> str:
+        """``spool/.state/<runtime>/<stem>.proc``: the session's runtime process and transcript
+        path as the hooks saw them (:mod:`lib.idle_seal`), so syncd can seal a session that
+        never sent its end event."""
+        return os.path.join(self.state_dir, safe_segment(runtime), stem + ".proc")
 
     def unmapped_marker(self, runtime: str, event: str) -> str:
         """``spool/.state/unmapped/<runtime>-<event>``: an event the adapter does not map was

@@ -11,7 +11,8 @@ Per spooled session (files ``<sid>.ndjson.<n>`` oldest first, then ``<sid>.ndjso
    so a crash re-sends exactly the same bytes as the same segment number;
 3. create-only PUT ``seg-<NNNNNN>.parquet``; a 412 on a pending segment means a previous try
    landed — its bytes are compared, and the watermark advances;
-4. when ``<sid>.done`` exists and every file is consumed: reconcile the session with its
+4. when ``<sid>.done`` exists (or the session never ended and is idle with its process gone,
+   :mod:`lib.idle_seal`) and every file is consumed: reconcile the session with its
    transcript (:mod:`lib.backstop`: what the hooks missed is appended, and shipped by 1–3 in the
    same pass), then create ``_SEALED``, delete the spool files and ``.done``. The watermark is kept forever (a resumed session id must not restart at
    ``seg-000000``) but forgets the deleted files' identities (their inodes get reused).
@@ -35,13 +36,14 @@ SHIP_RUNTIMES = ("claude_code", "cursor", "hermes", "import")
 class ShipStats:
     """Counters of one shipping pass (all ints): envelopes, segments, sealed, dropped_lines
     (spool lines that did not become events, each quarantined with its reason), backstop_filled
-    (envelopes the transcript backstop appended), quarantine_records, errors; ``session_errors``
+    (envelopes the transcript backstop appended), idle_sealed (sessions sealed without an end
+    event, :mod:`lib.idle_seal`), quarantine_records, errors; ``session_errors``
     lists ``(session_file, message)``; ``last_quarantine_reason`` the last quarantined line's
     file, offset and reason."""
 
     def __init__(self):
         self.envelopes = self.segments = self.sealed = self.dropped_lines = self.backstop_filled = 0
-        self.quarantine_records = self.errors = 0
+        self.quarantine_records = self.errors = self.idle_sealed = 0
         self.session_errors: list = []
         self.last_quarantine_reason: str | None = None
 
@@ -150,13 +152,16 @@ def _one_date(lines: list[bytes], start: int, end: int) -> tuple[list[bytes], in
 
 
 def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_rows: int, log,
-                 stats: ShipStats, fleet_filter: str | None = None, should_stop=None, observe=None) -> None:
+                 stats: ShipStats, fleet_filter: str | None = None, should_stop=None, observe=None,
+                 idle_secs: float | None = None, _ended: tuple | None = None) -> None:
     """Ship one spooled session. Raises store errors (the caller keeps going with others).
 
     ``should_stop()`` (optional) is asked before each batch: once it answers True the session is
     left as it stands — every batch already sent has its watermark written — and the rest ships
     on a later pass (syncd's graceful SIGTERM). ``observe(runtime, lines)`` sees each batch's raw
-    spool lines once the store confirmed its segment.
+    spool lines once the store confirmed its segment. ``idle_secs`` (``[sync] idle_seal_secs``;
+    ``None``: never) seals a session without an end marker once :func:`lib.idle_seal.idle_end`
+    says it ended.
     """
     state = paths.watermark(runtime, stem)
     wm = spool.Watermark.load(state)
@@ -169,23 +174,41 @@ def ship_session(store, paths, runtime: str, stem: str, group: dict, *, batch_ro
             if _ship_file(store, paths, fh, path, runtime, wm, batch_rows=batch_rows, log=log, stats=stats,
                           should_stop=should_stop, observe=observe):
                 return
-    if group.get("done"):
-        if not _all_consumed(paths, runtime, group, wm, stats, log):
+    done, mark = _ended or _end_of(paths, runtime, stem, group, idle_secs)
+    if done is None or not _all_consumed(paths, runtime, group, wm, stats, log):
+        return
+    if mark and wm.backstop != mark:
+        filled = backstop.reconcile(paths, runtime, stem, group["files"], done, fleet_id=wm.fleet_id,
+                                    agent_id=wm.agent_id, log=log)
+        stats.backstop_filled += filled
+        wm.backstop = mark
+        wm.save()
+        if filled:  # ship what the backstop appended now, so the session seals in this pass
+            group = spool.session_files(paths.runtime_spool(runtime)).get(stem, group)
+            ship_session(store, paths, runtime, stem, group, batch_rows=batch_rows, log=log, stats=stats,
+                         fleet_filter=fleet_filter, should_stop=should_stop, observe=observe, _ended=(done, mark))
             return
+    _seal(store, paths, runtime, stem, group, wm, done, stats, log)
+
+
+def _end_of(paths, runtime: str, stem: str, group: dict, idle_secs: float | None) -> tuple:
+    """``(end marker, its identity)`` of a session that ended, else ``(None, None)``: the
+    hook's ``.done`` (missing a transcript path, the one the hooks recorded), or the end
+    :func:`lib.idle_seal.idle_end` gives a session idle with its process gone."""
+    from lib import idle_seal
+
+    proc = paths.session_process(runtime, stem)
+    if group.get("done"):
         done = _read_done(group["done"])
-        mark = _done_identity(group["done"])
-        if mark and wm.backstop != mark:
-            filled = backstop.reconcile(paths, runtime, stem, group["files"], done, fleet_id=wm.fleet_id,
-                                        agent_id=wm.agent_id, log=log)
-            stats.backstop_filled += filled
-            wm.backstop = mark
-            wm.save()
-            if filled:  # ship what the backstop appended now, so the session seals in this pass
-                group = spool.session_files(paths.runtime_spool(runtime)).get(stem, group)
-                ship_session(store, paths, runtime, stem, group, batch_rows=batch_rows, log=log, stats=stats,
-                             fleet_filter=fleet_filter, should_stop=should_stop, observe=observe)
-                return
-        _seal(store, paths, runtime, group, wm, done, stats, log)
+        if not isinstance(done.get("transcript_path"), str):
+            recorded = idle_seal.read(proc).get("transcript_path")
+            if isinstance(recorded, str):
+                done["transcript_path"] = recorded
+        return done, _done_identity(group["done"])
+    if idle_secs is None or not group["files"]:
+        return None, None
+    idle = idle_seal.idle_end(group["files"], proc, idle_secs)
+    return (idle, idle.pop("mark")) if idle else (None, None)
 
 
 def _ship_file(store, paths, fh, path, runtime, wm, *, batch_rows, log, stats, should_stop, observe) -> bool:
@@ -372,17 +395,18 @@ def _done_identity(path: str) -> str | None:
     return f"{spool.identity(st)}:{st.st_mtime_ns}"
 
 
-def _seal(store, paths, runtime, group, wm, done, stats, log) -> None:
+def _seal(store, paths, runtime, sid, group, wm, done, stats, log) -> None:
     if wm.partition_date is None:  # a session with no envelopes at all: nothing to seal
         _cleanup(group, wm)
         return
-    sid = os.path.basename(group["done"])[:-5]
     from urllib.parse import unquote
 
     marker = {"session_id": unquote(sid), "runtime": wm.runtime or runtime, "segments": wm.next_seg,
               "dropped_lines": wm.dropped_lines, "partitions": sorted(wm.partitions or [wm.partition_date])}
     if isinstance(done, dict) and isinstance(done.get("transcript_path"), str):
         marker["transcript_path_hash"] = sha256_hex(done["transcript_path"])
+    if done.get("event") == "idle":  # no end event came: sealed once idle (lib.idle_seal)
+        marker["ended"] = {k: done[k] for k in ("event", "idle_secs", "process")}
     for dt in marker["partitions"]:  # every partition the session's events went to is sealed
         prefix = lake.session_prefix(wm.fleet_id, dt, wm.runtime or runtime, wm.agent_id, unquote(sid))
         try:
@@ -395,6 +419,10 @@ def _seal(store, paths, runtime, group, wm, done, stats, log) -> None:
         log("seal_deferred", key=lake.sealed_key(prefix), detail="lines were appended after the last batch; they ship next pass")
         return
     stats.sealed += 1
+    if done.get("event") == "idle":
+        stats.idle_sealed += 1
+        log("session_sealed_idle", key=lake.sealed_key(prefix), idle_secs=done["idle_secs"], process=done["process"],
+            detail="no end event came; idle with its runtime process gone or not knowable")
     log("session_sealed", key=lake.sealed_key(prefix), segments=wm.next_seg)
 
 
@@ -423,7 +451,8 @@ def _cleanup(group: dict, wm) -> bool:
     if kept:
         return False
     try:
-        os.unlink(group["done"])
+        if group.get("done"):
+            os.unlink(group["done"])
     except FileNotFoundError:
         pass
     return True
@@ -473,14 +502,14 @@ def ship_quarantine(store, paths, *, log, stats: ShipStats, settle_secs: float =
 
 
 def ship_all(store, paths, *, batch_rows: int = 20000, log=lambda *a, **k: None, should_stop=None,
-             observe=None) -> ShipStats:
+             observe=None, idle_secs: float | None = None) -> ShipStats:
     """One shipping pass over every runtime spool directory and the quarantine spool.
 
     A failure in one session (store outage, unreadable watermark) is logged and counted; the
     others still ship, and the failed session's spool stays intact for the next pass.
     ``should_stop()`` (optional) ends the pass early between batches (see :func:`ship_session`).
     ``observe(runtime, lines)`` (the live plane) sees the raw lines of every shipped batch; an
-    exception in it is logged and never stops shipping.
+    exception in it is logged and never stops shipping. ``idle_secs``: see :func:`ship_session`.
     """
     if observe is not None:
         watcher = observe
@@ -499,7 +528,7 @@ def ship_all(store, paths, *, batch_rows: int = 20000, log=lambda *a, **k: None,
                 return stats
             try:
                 ship_session(store, paths, runtime, stem, group, batch_rows=batch_rows, log=log, stats=stats,
-                             should_stop=should_stop, observe=observe)
+                             should_stop=should_stop, observe=observe, idle_secs=idle_secs)
             except Exception as exc:  # keep going: one session must not stop the pass
                 stats.errors += 1
                 stats.session_errors.append((f"{runtime}/{stem}", f"{type(exc).__name__}: {exc}"))

@@ -122,6 +122,25 @@ def vector_index_rows(claims: list[dict]) -> list[dict]:
     return out
 
 
+def served_summary(claims: list[dict]) -> dict:
+    """``snapshot_meta`` keys a reader would otherwise count over every claim before its first
+    search: ``served_embedders`` (JSON list of the embedder ids of served claims — agent-visible,
+    promoted or contested — most used first, ties by id) and ``entity_subjects`` (JSON sorted list
+    of their subjects that read as names, :func:`lib.memory_index.is_entity`)."""
+    from lib.memory_index import SERVED_STATUSES, is_entity
+
+    counts: dict[str, int] = {}
+    names = set()
+    for c in claims:
+        if c.get("visible_to_agents") == 1 and c.get("status") in SERVED_STATUSES:
+            if isinstance(c.get("embedder"), str):
+                counts[c["embedder"]] = counts.get(c["embedder"], 0) + 1
+            if is_entity(c.get("subject")):
+                names.add(c["subject"])
+    order = sorted(counts, key=lambda e: (-counts[e], e))
+    return {"served_embedders": json.dumps(order), "entity_subjects": json.dumps(sorted(names), ensure_ascii=False)}
+
+
 class StaleEpoch(Exception):
     """The published pointer carries a higher maintenance epoch than ours: we were fenced off."""
 
@@ -130,7 +149,7 @@ def build(fleet_id: str, digests: list[dict], claims: list[dict], meta: dict | N
           handoffs: list[dict] = ()) -> bytes:
     """SQLite bytes for the snapshot.
 
-    Tables: ``snapshot_meta(key, value)``, ``sessions`` (one row per digest; lists as JSON
+    Tables: ``snapshot_meta(key, value)`` (with :func:`served_summary`'s keys), ``sessions`` (one row per digest; lists as JSON
     text), ``claims`` (+ ``embedding`` BLOB, ``embedder``), ``claims_fts`` (FTS5 over claims with
     ``visible_to_agents = 1`` only), ``handoffs`` (:data:`HANDOFF_COLUMNS`, one row per note).
     Rows are inserted in sorted order so bytes are deterministic.
@@ -143,7 +162,8 @@ def build(fleet_id: str, digests: list[dict], claims: list[dict], meta: dict | N
         conn.execute("PRAGMA journal_mode=OFF")
         conn.execute("PRAGMA page_size=4096")
         db = sqlite_utils.Database(conn)
-        m = {"schema_version": str(SNAPSHOT_SCHEMA_VERSION), "fleet_id": fleet_id, **{k: str(v) for k, v in (meta or {}).items()}}
+        m = {"schema_version": str(SNAPSHOT_SCHEMA_VERSION), "fleet_id": fleet_id, **served_summary(claims),
+             **{k: str(v) for k, v in (meta or {}).items()}}
         db["snapshot_meta"].insert_all(({"key": k, "value": m[k]} for k in sorted(m)), pk="key")
         db["sessions"].create(SESSION_COLUMNS, pk="session_id")
         rows = []
@@ -276,7 +296,8 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
     verified. A copy that changed behind our back (corruption, a hand edit) is re-hashed and,
     if it no longer matches, downloaded again.
 
-    Returns ``{"changed": bool, "sha256": str|None, "pointer": dict|None}``. The blob's sha256 is
+    Returns ``{"changed": bool, "sha256": str|None, "pointer": dict|None}`` and, once a snapshot
+    is cached, ``vectors`` (and ``vectors_error``) from :func:`cache_vectors`. The blob's sha256 is
     verified before the atomic replace; a mismatch raises ``ValueError`` and keeps the old copy.
     """
     import os
@@ -301,7 +322,9 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
     except NotFound:
         return {"changed": False, "sha256": None, "pointer": None}
     if not obj.modified:
-        return {"changed": False, "sha256": side["pointer"].get("sha256"), "pointer": side["pointer"]}
+        have = side["pointer"].get("sha256")
+        return {"changed": False, "sha256": have, "pointer": side["pointer"],
+                **(cache_vectors(cache_path, have) if isinstance(have, str) else {})}
     pointer = _pointer(obj.data, key)
     sha = pointer.get("sha256")
     if not isinstance(sha, str) or len(sha) != 64:
@@ -318,13 +341,31 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
         current = sha256(blob) if blob is not None else None
     if current == sha:
         remember()
-        return {"changed": False, "sha256": sha, "pointer": pointer}
+        return {"changed": False, "sha256": sha, "pointer": pointer, **cache_vectors(cache_path, sha)}
     data = store.get(lake.snapshot_blob_key(fleet_id, sha)).data
     if sha256(data) != sha:
         raise ValueError(f"snapshot blob {sha} does not match its name")
     cache_view.write_blob(cache_path, data)
+    del data
     remember()
-    return {"changed": True, "sha256": sha, "pointer": pointer}
+    return {"changed": True, "sha256": sha, "pointer": pointer, **cache_vectors(cache_path, sha)}
+
+
+def cache_vectors(cache_path: str, sha: str) -> dict:
+    """Make ``<cache_path>.vectors`` (:mod:`lib.vector_file`) the cached snapshot's, unless it
+    already is: ``{"vectors": "current" | "written" | reason}``. A failure to write it is
+    returned, not raised (``"vectors_error"``): the snapshot itself is in place, and the MCP
+    server reads the index from the snapshot meanwhile."""
+    from lib import vector_file
+    from lib.paths import snapshot_vectors_path
+
+    side = snapshot_vectors_path(cache_path)
+    if vector_file.current(side, cache_path, sha):
+        return {"vectors": "current"}
+    try:
+        return {"vectors": vector_file.write(cache_path, sha, side)["reason"]}
+    except (OSError, sqlite3.Error) as exc:
+        return {"vectors": "failed", "vectors_error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 LAKE_FIGURES = ("version", "files", "bytes", "unreferenced_files", "unreferenced_bytes", "vacuum_due_files",
@@ -410,9 +451,11 @@ def previous_embeddings(store, fleet_id: str, embedder_id: str, log=lambda *a, *
     return {cid: bytes(blob) for cid, blob in rows if isinstance(cid, str) and isinstance(blob, bytes)}
 
 
-def open_readonly(path: str) -> sqlite3.Connection:
-    """Open a snapshot read-only (``mode=ro``); :raises sqlite3.Error: missing or corrupt."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+def open_readonly(path: str, check_same_thread: bool = True) -> sqlite3.Connection:
+    """Open a snapshot read-only (``mode=ro``); ``check_same_thread=False`` for a connection one
+    thread prepares and another then uses (the caller serializes them). :raises sqlite3.Error:
+    missing or corrupt."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=check_same_thread)
     conn.row_factory = sqlite3.Row
     conn.execute("SELECT 1 FROM snapshot_meta LIMIT 1")
     return conn

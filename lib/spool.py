@@ -412,20 +412,23 @@ class Watermark:
         atomic_write(self.path, json.dumps(data, sort_keys=True).encode())
 
 
-def atomic_write(path: str, data: bytes, mode: int = 0o600, *, fsync: bool = True) -> None:
+def atomic_write(path: str, data, mode: int = 0o600, *, fsync: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically: temp file in the same dir, fsync (unless
-    ``fsync=False``: atomic but not durable), rename. On any failure (a full disk) the temp
-    file is removed and the old ``path`` is left as it was. :raises OSError: as the disk did."""
+    ``fsync=False``: atomic but not durable), rename. ``data`` is bytes, or an iterable of bytes
+    chunks written in turn (a file larger than memory should hold at once). On any failure (a
+    full disk) the temp file is removed and the old ``path`` is left as it was. :raises OSError:
+    as the disk did."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
+            for chunk in ((data,) if isinstance(data, (bytes, bytearray, memoryview)) else data):
+                view = memoryview(chunk)
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
             if fsync:
                 os.fsync(fd)
         finally:

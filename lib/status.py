@@ -23,31 +23,18 @@ def _age(ts) -> str:
     return "never" if t is None else _secs(time.time() - t) + " ago"
 
 
-def _roster_agents(roster, now: float | None = None) -> list[dict]:
+def _roster_agents(path: str, presence_ttl: float, now: float | None = None) -> list[dict]:
     """Live agents from ``cache/<fleet>/roster.json``: ``[{agent_id, runtime, task, repo, branch,
-    age_secs}]``. The roster is untrusted cache content: entries that are not objects are skipped,
-    ``agents`` may be a list or a map keyed by agent id, and ``updated_at`` (store clock, epoch
-    seconds or ISO text) is aged by the store clock when the file carries ``store_time`` and
-    ``refreshed_at``."""
-    if not isinstance(roster, dict):
-        return []
-    agents = roster.get("agents")
-    if isinstance(agents, dict):
-        agents = [dict(v, agent_id=v.get("agent_id") or k) for k, v in agents.items() if isinstance(v, dict)]
-    if not isinstance(agents, list):
-        return []
-    from lib.clock import parse_time, view_now
+    age_secs}]``, by the view every reader of the cached roster uses (:func:`lib.cache_view.roster`:
+    the one live-agent rule, ``updated_at`` within ``presence_ttl`` by the store clock, so this
+    lists whom ``fleet_status`` and the briefing list). Untrusted cache content: a roster that is
+    not one lists nobody."""
+    from lib import cache_view
 
-    store_now = view_now(roster, now)
-    out = []
-    for a in agents:
-        if not isinstance(a, dict) or not a.get("agent_id"):
-            continue
-        updated = parse_time(a.get("updated_at"))
-        out.append({"agent_id": str(a["agent_id"]), "runtime": str(a.get("runtime") or "?"),
-                    "task": str(a["task"]) if a.get("task") else "", "repo": a.get("repo"), "branch": a.get("branch"),
-                    "age_secs": None if updated is None else max(0.0, store_now - updated)})
-    return out
+    view = cache_view.roster(path, time.time() if now is None else now, presence_ttl)
+    return [{"agent_id": str(a["agent_id"]), "runtime": str(a.get("runtime") or "?"),
+             "task": str(a["task"]) if a.get("task") else "", "repo": a.get("repo"), "branch": a.get("branch"),
+             "age_secs": a.get("age_secs")} for a in view["agents"]]
 
 
 def _hook_log(path: str) -> dict:
@@ -78,7 +65,6 @@ def gather(cfg) -> dict:
 
     p = cfg.paths
     sync = cache_view.read_raw(p.sync_status(cfg.fleet_id)) or {}
-    roster = cache_view.read_raw(p.roster(cfg.fleet_id)) or {}
     leases = cache_view.read_raw(p.leases(cfg.fleet_id)) or {}
     backlog = spool.backlog(p.spool_dir, p.state_dir)
     snap = None
@@ -108,7 +94,7 @@ def gather(cfg) -> dict:
           "synced_store": sync.get("store"),
           "briefing": {"chars": len(brief.get("text") or ""), "rendered_at": brief.get("rendered_at")}
           if isinstance(brief, dict) else None,
-          "spool_backlog": backlog, "agents": _roster_agents(roster),
+          "spool_backlog": backlog, "agents": _roster_agents(p.roster(cfg.fleet_id), cfg.sync.presence_ttl_secs),
           "leases": _held_leases(leases), "leases_refused": leases.get("refused") if isinstance(leases, dict) else None,
           "hooks": hooks, "hook_log": _hook_log(p.hook_errors), "spool_disk": spool.disk_free(p.spool_dir)}
     st["hook_errors"] = st["hook_log"]["errors"]
@@ -142,10 +128,10 @@ def next_step(st: dict) -> str:
 
 
 def _held_leases(view) -> list[dict]:
-    """Unexpired leases of the cached view by the store clock (:func:`lib.live.view_leases`)."""
-    from lib import live
+    """Unexpired leases of the cached view by the store clock (:func:`lib.live.leases.view_leases`)."""
+    from lib.live import leases
 
-    return live.view_leases(view) if isinstance(view, dict) else []
+    return leases.view_leases(view) if isinstance(view, dict) else []
 
 
 def _mib(n: int) -> str:

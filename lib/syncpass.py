@@ -1,6 +1,6 @@
 """One syncd pass (docs/design.md §1, §3, §13): wait for in-flight hook captures → ship the spool
 to the lake (segments, seals, quarantine records, :mod:`lib.ship`) → live plane (heartbeats,
-roster, lease requests from the MCP spool, lease renewals, :mod:`lib.livesync`) → the other MCP
+roster, lease requests from the MCP spool, lease renewals, :mod:`lib.live.sync`) → the other MCP
 spool consumers (:mod:`lib.mcp_ingest`) → mirror the current snapshot into the cache and render
 the briefing (:func:`lib.briefing.refresh`) → write ``cache/<fleet>/sync.json``, the summary
 ``ctxlake status`` and ``/metrics`` read. ``syncd.py`` loops it."""
@@ -70,14 +70,15 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     every sent batch's watermark written; the summary then has ``interrupted: True``.
     ``cache_refreshed`` says whether the store → cache step ran to the end (readiness).
 
-    ``plane`` is the process's :class:`lib.livesync.LivePlane` (built here when not given, as
+    ``plane`` is the process's :class:`lib.live.sync.LivePlane` (built here when not given, as
     for ``--once``): it sees every shipped envelope, then runs the live plane (heartbeats,
     roster, lease requests and renewals) before the cache refresh renders the briefing.
     """
-    from lib import briefing, cache_view, livesync, mcp_ingest, ship, spool
+    from lib import briefing, cache_view, mcp_ingest, ship, spool
+    from lib.live import sync
     from lib.clock import format_time
 
-    plane = plane or livesync.LivePlane(cfg, log)
+    plane = plane or sync.LivePlane(cfg, log)
     disk = spool.disk_free(cfg.paths.spool_dir)
     if disk["low"]:  # hooks on this host are losing events and cannot log it themselves
         log("spool_disk_low", free_bytes=disk["free_bytes"], path=cfg.paths.spool_dir,
@@ -86,8 +87,9 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     if not spool.wait_for_hooks(cfg.paths.state_dir, timeout=5):
         log("hook_captures_still_running", detail="shipping what is complete; the rest goes next pass")
     stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, should_stop=should_stop,
-                          observe=plane.observe)
+                          observe=plane.observe, idle_secs=cfg.sync.idle_seal_secs)
     summary = {"shipped": stats.envelopes, "segments": stats.segments, "sealed": stats.sealed,
+               "idle_sealed": stats.idle_sealed,
                "backstop_filled": stats.backstop_filled, "dropped_lines": stats.dropped_lines,
                "last_quarantine_reason": stats.last_quarantine_reason,
                "quarantine_records": stats.quarantine_records,

@@ -226,7 +226,7 @@ def test_iam_policies_are_valid_json():
 
 def test_store_deletes_are_the_documented_ones():
     """syncd/maint delete only what docs/security.md grants: grep every ``.delete(`` call."""
-    allowed = {"lib/doctor.py", "lib/fleet.py", "lib/roster.py", "lib/store/routed.py", "lib/lake.py", "lib/retention.py",
+    allowed = {"lib/doctor.py", "lib/live/fleet.py", "lib/live/presence.py", "lib/store/routed.py", "lib/lake.py", "lib/retention.py",
                "lib/maintenance.py"}
     for path in glob.glob(os.path.join(ROOT, "**", "*.py"), recursive=True):
         rel = os.path.relpath(path, ROOT)

@@ -6,7 +6,9 @@ import inside a function counts as much as one at the top:
 - ``lib/`` never imports a role script, ``tests/`` or ``bench/``;
 - the foundation (``FOUNDATION``) imports nothing above it, the store seam (``lib/store/``) only
   itself and the foundation; no cycle among module-level imports;
-- ``tests/`` never imports ``bench/`` (what both need lives in ``tests/support/``).
+- ``tests/`` never imports ``bench/`` (what both need lives in ``tests/support/``);
+- role scripts stay parse, wire and loop: ``maint.py``, ``syncd.py`` and ``ctxlake.py`` within
+  their length (``ROLE_SCRIPT_LINES``).
 
 The hook's and the MCP server's import sets are ``tests/test_import_discipline.py``'s."""
 from __future__ import annotations
@@ -158,3 +160,18 @@ def test_no_import_cycle_at_import_time():
         if m not in state:
             visit(m, [m])
     assert not cycles, cycles
+
+
+ROLE_SCRIPT_LINES = {"maint": 120, "syncd": 200, "ctxlake": 350}
+"""Role scripts parse, wire and loop (docs/architecture.md "Modules"): the maintenance pass,
+syncd's pass and each verb's logic live in ``lib/``, so these stay a page or two."""
+
+
+def test_role_scripts_stay_parse_wire_and_loop():
+    long = {}
+    for name, limit in ROLE_SCRIPT_LINES.items():
+        with open(os.path.join(ROOT, name + ".py"), encoding="utf-8") as fh:
+            n = sum(1 for _ in fh)
+        if n > limit:
+            long[name + ".py"] = (n, limit)
+    assert not long, f"role scripts past their length (lines, limit): move the logic into lib/: {long}"

@@ -13,7 +13,9 @@ An adapter module exposes:
 - ``answer(event, payload, ctx) -> dict`` — the JSON the runtime reads on stdout;
 - ``to_envelopes(event, payload, builder, ctx) -> list[dict]`` — runs in the capture child;
 - ``done_marker(event, payload) -> dict | None`` — ``<session>.done`` contents on session end;
-- optionally ``runtime_version(payload) -> str | None``.
+- optionally ``runtime_version(payload) -> str | None``;
+- optionally ``transcript_path(payload, environ) -> str | None`` — where the runtime keeps the
+  session's own record (what the transcript backstop reads, :mod:`lib.backstop`).
 
 ``ctx`` is a :class:`HookContext`.
 """
@@ -49,11 +51,16 @@ class HookContext:
     ``paths`` is a :class:`lib.paths.Paths`; ``policy(cached)`` a callable returning the lease
     policy (``warn``/``block``) given the one cached in ``leases.json`` (or ``None``), called only
     when a conflict is found (loading the config file costs time the hook rarely needs). Reads are lazy and fail open (a missing or corrupt cache file
-    is "nothing known"). ``injected`` collects claim ids shown to the agent.
+    is "nothing known"). ``injected`` collects claim ids shown to the agent. ``runtime_pid``
+    (the hook's parent: the runtime's process, or ``None``) and ``environ`` (the hook's
+    environment, or ``None`` for ``os.environ``) go into the session's process record
+    (:mod:`lib.idle_seal`).
     """
 
-    def __init__(self, paths, fleet_id: str, agent_id: str, policy=lambda cached=None: cached or "warn"):
+    def __init__(self, paths, fleet_id: str, agent_id: str, policy=lambda cached=None: cached or "warn",
+                 runtime_pid: int | None = None, environ=None):
         self.paths, self.fleet_id, self.agent_id, self.policy = paths, fleet_id, agent_id, policy
+        self.runtime_pid, self.environ = runtime_pid, environ
         self.injected: list[str] = []
         self._leases = None
         self._roster = None
@@ -69,35 +76,35 @@ class HookContext:
 
     def _lease_view(self) -> dict:
         if self._leases is None:
-            from lib import live
+            from lib.live import leases
 
-            self._leases = live.read_view(self.paths.leases(self.fleet_id))
+            self._leases = leases.read_view(self.paths.leases(self.fleet_id))
         return self._leases
 
     def lease_conflicts(self, paths: list[str], cwd: str | None) -> list[dict]:
-        """Leases held by *other* live agents on any of ``paths`` (:func:`lib.live.conflicts_for_paths`)."""
-        from lib import live
+        """Leases held by *other* live agents on any of ``paths`` (:func:`lib.live.leases.conflicts_for_paths`)."""
+        from lib.live import leases
 
-        return live.conflicts_for_paths(self._lease_view(), self.agent_id, paths, cwd)
+        return leases.conflicts_for_paths(self._lease_view(), self.agent_id, paths, cwd)
 
     def lease_policy(self) -> str:
         """``warn`` or ``block`` (see the class docstring)."""
         return self.policy(self._lease_view().get("policy"))
 
     def store_now(self) -> float:
-        """Store time now, estimated from the cached lease view (:func:`lib.live.view_now`)."""
-        from lib import live
+        """Store time now, estimated from the cached lease view (:func:`lib.live.leases.view_now`)."""
+        from lib.live import leases
 
-        return live.view_now(self._lease_view())
+        return leases.view_now(self._lease_view())
 
     def recent_touches(self, paths: list[str], cwd: str | None) -> list[dict]:
         """Recent edits of ``paths`` by other live agents, from the cached roster
-        (:func:`lib.roster.recent_touches`)."""
-        from lib import roster
+        (:func:`lib.live.presence.recent_touches`)."""
+        from lib.live import presence
 
         if self._roster is None:
-            self._roster = roster.read_view(self.paths.roster(self.fleet_id))
-        return roster.recent_touches(self._roster, self.agent_id, paths, cwd)
+            self._roster = presence.read_view(self.paths.roster(self.fleet_id))
+        return presence.recent_touches(self._roster, self.agent_id, paths, cwd)
 
 
 def repo_fields(cwd: str | None) -> dict:

@@ -7,7 +7,9 @@ PreToolUse/PostToolUse/PostToolUseFailure→tool_call (``tool_name``, ``tool_inp
 ``tool_use_id``; output from ``tool_response`` — not ``tool_result``, reference bug 12.2 #2; a
 failure's output and exit status from ``error``, ``"Exit code <n>\n…"`` for a shell command),
 PreCompact→compact (``compact_trigger``), Stop/SubagentStop→assistant (``last_assistant_message``),
-SessionEnd→session_end. Other events (Notification, PermissionRequest, SubagentStart, …) get the
+SessionEnd→session_end, PostModelSwitch→model_switch (``from_model``, ``to_model``,
+``requested_model``, ``source`` as ``switch_source``; Claude Code 2.1.332 fires it for ``/model``).
+An MCP tool's ``mcp_server.name`` becomes ``tool.mcp_server``. Other events (Notification, PermissionRequest, SubagentStart, …) get the
 default answer and no envelope. PreToolUse on a write tool answers with a lease warning (policy
 ``warn``) or a ``permissionDecision: deny`` (policy ``block``). Standard library only.
 """
@@ -25,9 +27,10 @@ EVENTS = {
     "Stop": "assistant",
     "SubagentStop": "assistant",
     "SessionEnd": "session_end",
+    "PostModelSwitch": "model_switch",
 }
 INSTALL_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
-                  "PreCompact", "Stop", "SubagentStop", "SessionEnd")
+                  "PreCompact", "Stop", "SubagentStop", "SessionEnd", "PostModelSwitch")
 WRITE_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 SYNC_EVENTS = {"SessionStart": None, "SessionEnd": None, "PreToolUse": WRITE_TOOLS}
 """Events installed synchronously (the agent waits for the answer), ``None`` = every call, a
@@ -166,11 +169,11 @@ def collision_answer(tool_name, tool_input, cwd, ctx) -> dict:
         return {}
     parts = []
     if held:
-        from lib.live import refusal_message
+        from lib.live.leases import refusal_message
 
         parts.append(refusal_message(held, ctx.store_now()))
     if touches:
-        from lib.roster import touch_message
+        from lib.live.presence import touch_message
 
         parts.append(touch_message(touches))
     msg = "\n".join(parts)
@@ -243,6 +246,9 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
         tid = payload.get("tool_use_id")
         tool = {"name": payload.get("tool_name") or "unknown", "input": payload.get("tool_input"),
                 "paths": tool_paths(payload.get("tool_input"))}
+        server = payload.get("mcp_server")
+        if isinstance(server, dict) and isinstance(server.get("name"), str):
+            tool["mcp_server"] = server["name"]
         fields, emitted = {}, now
         dur = payload.get("duration_ms")
         if isinstance(dur, (int, float)) and not isinstance(dur, bool) and 0 <= dur < 1 << 53:
@@ -262,6 +268,12 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
             fields["observed_at"] = format_time(now)
         return [builder.make("tool_call", tool=tool, message_id=tid, event_id=ids("tool", tid),
                              emitted_at=format_time(emitted), fields=fields, **turn, **common)]
+    if etype == "model_switch":
+        got = {k: payload[k] for k in ("from_model", "to_model", "requested_model") if isinstance(payload.get(k), str)}
+        if isinstance(payload.get("source"), str):
+            got["switch_source"] = payload["source"]
+        eid = ids("model_switch", payload.get("prompt_id"), got.get("from_model"), got.get("to_model"))
+        return [builder.make("model_switch", event_id=eid, fields=got, **turn, **common)]
     if etype == "compact":
         text = payload.get("custom_instructions") or None
         trigger = payload.get("trigger") if isinstance(payload.get("trigger"), str) else None
@@ -280,6 +292,13 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
                              event_id=eid, **extra, **common)]
     return [builder.make("session_end", content=payload.get("reason") if isinstance(payload.get("reason"), str) else None,
                          event_id=ids("end"), **common)]
+
+
+def transcript_path(payload: dict, environ=None) -> str | None:
+    """The session's transcript file as Claude Code names it in every hook payload
+    (``transcript_path``), or ``None``."""
+    path = payload.get("transcript_path")
+    return path if isinstance(path, str) and path else None
 
 
 def done_marker(event: str, payload: dict) -> dict | None:

@@ -143,11 +143,11 @@ def answer(event: str, payload: dict, ctx) -> dict:
         return {"permission": "allow"}
     parts = []
     if held:
-        from lib.live import refusal_message
+        from lib.live.leases import refusal_message
 
         parts.append(refusal_message(held, ctx.store_now()))
     if touches:  # another live agent's recent edit: a note, never a deny
-        from lib.roster import touch_message
+        from lib.live.presence import touch_message
 
         parts.append(touch_message(touches))
     msg = "\n".join(parts)
@@ -302,6 +302,12 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
     reason = payload.get("reason")
     return [builder.make("session_end", content=reason if isinstance(reason, str) else None,
                          event_id=identity.event_id(sid, "end"), **common)]
+
+
+def transcript_path(payload: dict, environ=None) -> str | None:
+    """The session's transcript file when Cursor names one (``transcript_path``), or ``None``."""
+    path = payload.get("transcript_path")
+    return path if isinstance(path, str) and path else None
 
 
 def done_marker(event: str, payload: dict) -> dict | None:

@@ -38,6 +38,8 @@ neither ``json`` nor ``re``.
 """
 from __future__ import annotations
 
+import os
+
 EVENTS = {
     "on_session_start": "session_start",
     "pre_llm_call": "prompt",
@@ -98,7 +100,7 @@ def answer(event: str, payload: dict, ctx) -> dict:
     held = ctx.lease_conflicts(tool_paths(payload.get("tool_input")), cwd)
     if not held or ctx.lease_policy() != "block":
         return {}
-    from lib.live import refusal_message
+    from lib.live.leases import refusal_message
 
     return {"action": "block", "message": refusal_message(held, ctx.store_now())}
 
@@ -209,6 +211,15 @@ def to_envelopes(event: str, payload: dict, builder, ctx) -> list[dict]:
     reason = _text(extra, "reason") or (("interrupted" if extra.get("interrupted") else "completed")
                                         if event == "on_session_end" else None)
     return [builder.make("session_end", content=reason, event_id=identity.event_id(sid, "end"), **common)]
+
+
+def transcript_path(payload: dict, environ=None) -> str | None:
+    """Hermes' own record of the session: ``$HERMES_HOME/state.db``, else
+    ``~/.hermes/state.db`` (as :func:`lib.importers.hermes.default_path` finds it), from the
+    hook's environment, which Hermes hands down to its hooks."""
+    env = os.environ if environ is None else environ
+    base = env.get("HERMES_HOME") or os.path.join(os.path.expanduser("~"), ".hermes")
+    return os.path.join(os.path.expanduser(base), "state.db")
 
 
 def done_marker(event: str, payload: dict) -> dict | None:

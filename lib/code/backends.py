@@ -19,26 +19,26 @@ class Spec:
     ``node`` is the definition node (the signature starts there); ``outer`` the node whose
     byte range is the symbol's slice (decorators, ``template <…>``, ``export``, a one-spec Go
     declaration); ``body`` the node a compact view folds (``None`` when there is no body);
-    ``doc`` a doc string a backend found itself (Python docstrings), else looked up above
-    ``outer``. ``sig_node`` is where the signature starts when that is not ``node``
+    ``sig_node`` is where the signature starts when that is not ``node``
     (decorators, ``export``, ``template <…>``); ``sig_end`` the node whose start ends a header
     signature when the symbol is not a definition kind with a body (a variable bound to an
     arrow function).
     """
 
-    __slots__ = ("name", "kind", "node", "outer", "body", "doc", "sig_node", "sig_end")
+    __slots__ = ("name", "kind", "node", "outer", "body", "sig_node", "sig_end")
 
-    def __init__(self, name, kind, node, outer=None, body=None, doc=None, sig_node=None, sig_end=None):
+    def __init__(self, name, kind, node, outer=None, body=None, sig_node=None, sig_end=None):
         self.name, self.kind, self.node, self.outer, self.body = name, kind, node, outer, body
-        self.doc, self.sig_node, self.sig_end = doc, sig_node, sig_end
+        self.sig_node, self.sig_end = sig_node, sig_end
 
 
 class Backend(Record):
     """A language backend: see the module docstring."""
 
     FIELDS = (("name", ""), ("visit", None), ("comments", frozenset()), ("comment_prefix", "//"), ("imports", None),
-              ("doc_above", True), ("definitions", frozenset()), ("stops", frozenset()), ("query_min_bytes", 0))
-    # ``definitions``: every node type ``visit`` can return a Spec for — a tree-sitter query
+              ("doc_above", True), ("docstring", None), ("definitions", frozenset()), ("stops", frozenset()), ("query_min_bytes", 0))
+    # ``docstring``: ``(body, data) -> str | None``, a doc string the language keeps in the
+    # body (Python), tried before the comment above; ``definitions``: every node type ``visit`` can return a Spec for — a tree-sitter query
     # finds them in C (lib.code.symbols.walk_specs) instead of a Python walk over every node;
     # ``stops``: node types whose inside ``visit`` does not descend into (a symbol under one of
     # them is not listed: a Go function's local types, a C function's locals, Java/C# fields'
@@ -106,7 +106,7 @@ def _python(node, data, parent):
         outer = parent if parent is not None and parent.type == "decorated_definition" else node
         body = node.child_by_field_name("body")
         kind = "class" if t == "class_definition" else "function"
-        return [Spec(name, kind, node, outer, body, doc=_python_docstring(body, data), sig_node=outer)], True
+        return [Spec(name, kind, node, outer, body, sig_node=outer)], True
     if t in ("assignment", "expression_statement") and parent is not None and (
             parent.type == "module" or (parent.type == "block" and parent.parent.type == "class_definition")):
         return [Spec(text(n, data), "var", node, node, None) for n in _python_assigned_names(node)], False
@@ -658,14 +658,19 @@ def _lua_imports(root, data):
 
 # -- Markup ------------------------------------------------------------------------------------
 
-_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_HEADING_BYTES = frozenset({b"h1", b"h2", b"h3", b"h4", b"h5", b"h6"})
 
 
 def _html(node, data, parent):
     if node.type in ("element", "script_element", "style_element"):
-        tag = next((c for c in node.children if c.type in ("start_tag", "self_closing_tag")), None)
-        if tag is None:
+        tag = node.child(0)  # the start tag comes first (``children`` would build every child)
+        if tag is None or tag.type not in ("start_tag", "self_closing_tag"):
             return [], True
+        tag_name = tag.child(1)
+        heading = (tag_name is not None and tag_name.type == "tag_name"
+                   and data[tag_name.start_byte:tag_name.end_byte].lower() in _HEADING_BYTES)
+        if not heading and b"id" not in data[tag.start_byte:tag.end_byte].lower():
+            return [], True  # neither a heading nor an `id` anywhere in the tag: most elements
         specs = []
         for attr in (c for c in tag.children if c.type == "attribute"):
             key = next((c for c in attr.children if c.type == "attribute_name"), None)
@@ -679,8 +684,7 @@ def _html(node, data, parent):
             if name:
                 specs.append(Spec(name, "element", node, node, None))
                 break
-        tag_name = next((c for c in tag.children if c.type == "tag_name"), None)
-        if tag_name is not None and text(tag_name, data).lower() in _HEADINGS:
+        if heading:
             words = " ".join(_html_text(node, data).split())
             if words:
                 specs.append(Spec(words, "heading", node, node, None))
@@ -735,7 +739,7 @@ _WALK = 1 << 40
 """``query_min_bytes`` of a grammar whose Python walk wins at every size a cold call reads."""
 
 BACKENDS = {
-    "python": Backend("python", _python, frozenset({"comment"}), "#", _python_imports, doc_above=True,
+    "python": Backend("python", _python, frozenset({"comment"}), "#", _python_imports, doc_above=True, docstring=_python_docstring,
                       definitions=frozenset({"function_definition", "class_definition", "assignment",
                                                          "expression_statement"}),
                       query_min_bytes=_WALK),

@@ -368,8 +368,37 @@ def _reparse_masked(grammar: str, tree, data: bytes, masked: bytes, spans: list)
     return new, errors, size
 
 
-def parse(path: str, data: bytes) -> Parsed:
-    """Parse ``data`` with the backend chosen for ``path``.
+_skeleton_parsers = {}
+
+
+def _parse_skeleton(name: str, grammar: str, data: bytes):
+    """The outline parse (:mod:`lib.code.skeleton`): the tree of ``data`` with the interiors of
+    function bodies left out; ``False`` when nothing can be left out, ``None`` when that tree
+    has a syntax error (the caller parses the whole file instead)."""
+    from lib.code import skeleton
+
+    if len(data) < skeleton.MIN_BYTES:
+        return False
+    cuts = skeleton.holes(name, data)
+    if not cuts:
+        return False
+    p = _skeleton_parsers.get(grammar)
+    if p is None:
+        p = _skeleton_parsers[grammar] = binding().Parser(language(grammar))
+    Range = binding().Range
+    p.included_ranges = [Range(a_point, b_point, a, b) for a, b, a_point, b_point in skeleton.ranges(data, cuts)]
+    tree = p.parse(data)
+    if tree.root_node.has_error:
+        return None
+    _remember(tree)
+    return tree
+
+
+def parse(path: str, data: bytes, skip_bodies: bool = False) -> Parsed:
+    """Parse ``data`` with the backend chosen for ``path``; with ``skip_bodies``, function
+    bodies whose statements no symbol needs are left out of the parse where the language
+    allows it (:mod:`lib.code.skeleton`): the tree then serves symbols, and imports only of
+    the languages whose imports never sit in a function (:data:`skeleton.IMPORTS_OUTSIDE_BODIES`).
 
     :raises ExitError: code 2 for an unsupported extension.
     """
@@ -383,6 +412,10 @@ def parse(path: str, data: bytes) -> Parsed:
         grammar = name
     if name in ("c", "cpp") and base.endswith(".h"):
         return _parse_header(data)
+    if skip_bodies:
+        tree = _parse_skeleton(name, grammar, data)
+        if tree:
+            return Parsed(name, tree, data, 0, 0)
     tree, errors, size = _parse(grammar, data)
     if errors and name in ("c", "cpp"):
         spans = mask_spans(data)

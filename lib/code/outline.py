@@ -13,7 +13,7 @@ text mode, tokens(the JSON payload before ``saved`` is added) in JSON mode.
 """
 from __future__ import annotations
 
-from lib.code import languages, render, source, symbols, tokens
+from lib.code import languages, render, skeleton, source, symbols, tokens
 from lib.code.errors import PARSE
 from lib.code.render import Result
 
@@ -51,8 +51,9 @@ def load(path: str, config, real: str | None = None, extract: bool = True, want=
     """
     languages.require_backend(path)
     src = source.read(path, config.limits.max_file_bytes, real)
-    parsed = languages.parse(path, src.data)
-    syms = symbols.extract(parsed, src.line_starts(), want) if extract else None
+    skip = extract or languages.backend_for(path) in skeleton.IMPORTS_OUTSIDE_BODIES
+    parsed = languages.parse(path, src.data, skip_bodies=skip)
+    syms = symbols.extract(parsed, want) if extract else None
     return src, parsed, syms
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from lib.code import backends as _backends
 from lib.code.languages import Parsed
-from lib.code.source import span_lines
 
 KINDS = ("class", "struct", "enum", "interface", "function", "method", "module", "const", "var", "trait",
          "type", "heading", "rule", "element")
@@ -44,16 +43,31 @@ DEBUG_NAMES = {"class": "Class", "struct": "Struct", "enum": "Enum", "interface"
 SIGNATURE_CAP = 120
 
 
+_UNREAD = object()
+
+
 class Symbol:
     """One extracted definition. ``start``/``end`` are the byte range of its slice,
     ``start_line``/``end_line`` 1-based and inclusive; ``spec`` keeps the tree nodes for the
-    compact view and is never serialised."""
+    compact view and is never serialised.
 
-    __slots__ = ("name", "kind", "signature", "start", "end", "start_line", "end_line", "doc", "spec")
+    ``doc`` is read on first access (:func:`doc_of`), not at extraction: only JSON output
+    shows doc comments, and stripping every Javadoc or XML doc block of a file cost more
+    than its parse. ``doc`` given to the constructor is taken as already read."""
 
-    def __init__(self, name, kind, signature, start, end, start_line, end_line, doc, spec=None):
+    __slots__ = ("name", "kind", "signature", "start", "end", "start_line", "end_line", "_doc", "spec", "_source")
+
+    def __init__(self, name, kind, signature, start, end, start_line, end_line, doc=_UNREAD, spec=None, source=None):
         self.name, self.kind, self.signature, self.start, self.end = name, kind, signature, start, end
-        self.start_line, self.end_line, self.doc, self.spec = start_line, end_line, doc, spec
+        self.start_line, self.end_line, self._doc, self.spec, self._source = start_line, end_line, doc, spec, source
+
+    @property
+    def doc(self) -> str | None:
+        """The doc comment (one line, markers stripped) or ``None``."""
+        if self._doc is _UNREAD:
+            self._doc = doc_of(self.spec, *self._source) if self._source is not None else None
+            self._source = None
+        return self._doc
 
     def __repr__(self):
         return f"Symbol({self.name!r}, {self.kind!r}, L{self.start_line}-{self.end_line}, {self.signature!r})"
@@ -143,13 +157,20 @@ def clean_signature(line: str, comment_prefix: str = "//") -> str:
 
 
 def signature_at(data: bytes, start: int, end: int, comment_prefix: str) -> str:
-    """First-line signature from the source lines starting at byte ``start`` (not past ``end``)."""
-    chunk = data[start:end].decode("utf-8", "replace")
-    lines = chunk.split("\n")
-    for line in lines:
+    """First-line signature from the source lines starting at byte ``start`` (not past ``end``).
+    Reads line by line: an element or section spanning the whole file costs one line, not a
+    decode of the file."""
+    first, pos = None, start
+    while pos < end:
+        nl = data.find(b"\n", pos, end)
+        stop = end if nl < 0 else nl
+        line = data[pos:stop].decode("utf-8", "replace")
+        if first is None:
+            first = line
         if line.strip() and not attribute_only(line):
             return clean_signature(line.rstrip("\r"), comment_prefix)
-    return clean_signature(lines[0] if lines else "", comment_prefix)
+        pos = stop + 1
+    return clean_signature(first or "", comment_prefix)
 
 
 
@@ -398,20 +419,40 @@ def walk_specs_python(parsed: Parsed):
             stack.extend((child, node) for child in reversed(node.children))
 
 
-def extract(parsed: Parsed, starts: list | None = None, want=None) -> list:
+def doc_of(spec, data: bytes, backend) -> str | None:
+    """The doc comment of ``spec``'s definition: the backend's own docstring reader (Python's
+    first body statement) when it finds one, else the comment directly above (:func:`doc_above`)
+    where the language puts doc comments there."""
+    if backend.docstring is not None:
+        doc = backend.docstring(spec.body, data)
+        if doc is not None:
+            return doc
+    if not backend.doc_above:
+        return None
+    return doc_above(spec.outer if spec.outer is not None else spec.node, data, backend.comments)
+
+
+def _last_row(node) -> int:
+    """0-based row of the last byte of ``node`` (a range ending in a newline does not count the
+    next line), from the points tree-sitter computed while parsing."""
+    row, col = node.end_point
+    if col == 0 and row > node.start_point[0]:
+        return row - 1
+    return row
+
+
+def extract(parsed: Parsed, want=None) -> list:
     """All symbols of a parsed file, in source pre-order.
 
-    :param starts: line-start offsets of ``parsed.data`` (computed when omitted).
+    Line numbers come from the tree's points (no line index of the file is built).
+
     :param want: when given, a predicate on each :class:`~lib.code.backends.Spec` (its ``name``
         and ``kind`` are final): only the specs it accepts get a signature and doc comment and
         become symbols (``symbol`` needs one, not the whole outline).
     """
     backend = _backends.BACKENDS[parsed.language]
     data = parsed.data
-    if starts is None:
-        from lib.code.source import Source
-
-        starts = Source("", data, "").line_starts()
+    source = (data, backend)
     out = []
     for spec in walk_specs(parsed):
         if want is not None and not want(spec):
@@ -422,9 +463,6 @@ def extract(parsed: Parsed, starts: list | None = None, want=None) -> list:
         if sig is None:
             sig_node = spec.sig_node if spec.sig_node is not None else spec.node
             sig = signature_at(data, sig_node.start_byte, sig_node.end_byte, backend.comment_prefix)
-        doc = spec.doc
-        if doc is None and backend.doc_above:
-            doc = doc_above(outer, data, backend.comments)
-        first, last = span_lines(starts, start, end)
-        out.append(Symbol(spec.name, spec.kind, sig, start, end, first, last, doc, spec))
+        first, last = outer.start_point[0] + 1, _last_row(outer) + 1
+        out.append(Symbol(spec.name, spec.kind, sig, start, end, first, last, spec=spec, source=source))
     return out

@@ -7,8 +7,9 @@ assistant / tool / system, ``content``, ``tool_calls`` JSON on assistant rows, `
 ``tool_name`` on tool rows, ``timestamp``, ``compacted``), plus ``session_model_usage`` (tokens
 per model) and ``schema_version``.
 
-The file is opened read-only and immutable (``mode=ro&immutable=1``): Hermes may be running, and
-an import must never take a lock on, or write a journal next to, the agent's own database. Only
+The file is opened read-only (:func:`open_readonly`: immutable, ``mode=ro&immutable=1``, unless
+Hermes left a write-ahead log, whose rows only a WAL reader sees): Hermes may be running, and an
+import must never block it nor write a journal next to the agent's own database. Only
 named columns are read; when one is missing (a schema this reader does not know) the import is
 refused with the list of missing columns and the file's ``schema_version`` — never guessed.
 
@@ -61,21 +62,38 @@ class SchemaMismatch(ValueError):
 
 def default_path(environ=None) -> str:
     """``$HERMES_HOME/state.db``, else ``~/.hermes/state.db``."""
-    env = os.environ if environ is None else environ
-    base = env.get("HERMES_HOME") or os.path.join(os.path.expanduser("~"), ".hermes")
-    return os.path.join(os.path.expanduser(base), "state.db")
+    from lib.adapters.hermes import transcript_path
+
+    return transcript_path({}, environ)
 
 
 def open_readonly(path: str) -> sqlite3.Connection:
-    """Open ``path`` read-only and immutable (no lock, no journal, no write).
+    """Open ``path`` read-only: immutable (no lock, no journal, no write) when Hermes left no
+    write-ahead log; with one (``state.db-wal``: Hermes is running, or was killed before it
+    checkpointed, which is when the transcript backstop needs it most) as a plain read-only
+    WAL reader, because an immutable open ignores the log and with it every row Hermes wrote
+    since its last checkpoint (a killed ``hermes -z`` run: all of them). A WAL reader never
+    blocks Hermes' writer. Where the log cannot be read (no access to ``-shm``) it falls back
+    to the immutable open.
 
     :raises FileNotFoundError: no such file. :raises sqlite3.DatabaseError: not SQLite.
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no Hermes state database at {path}")
-    conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro&immutable=1", uri=True)
+    uri = f"file:{quote(os.path.abspath(path))}?mode=ro"
+    conn = None
+    if os.path.exists(path + "-wal"):
+        try:
+            conn = sqlite3.connect(uri, uri=True)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            if conn is not None:
+                conn.close()
+            conn = None
+    if conn is None:
+        conn = sqlite3.connect(uri + "&immutable=1", uri=True)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     conn.row_factory = sqlite3.Row
-    conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     return conn
 
 
@@ -178,8 +196,10 @@ def _usage(conn, cols: dict, session: dict) -> dict | None:
     return usage
 
 
-def parse_db(path: str, *, fleet_id: str, agent_id: str) -> tuple[dict[str, list[dict]], ImportResult, list[dict]]:
-    """Read ``state.db`` at ``path``: ``(envelopes by session id, ImportResult, quarantine records)``.
+def parse_db(path: str, *, fleet_id: str, agent_id: str,
+             session_id: str | None = None) -> tuple[dict[str, list[dict]], ImportResult, list[dict]]:
+    """Read ``state.db`` at ``path``: ``(envelopes by session id, ImportResult, quarantine records)``;
+    ``session_id``: that session only.
 
     :raises FileNotFoundError: no file. :raises SchemaMismatch: required columns missing.
     :raises sqlite3.DatabaseError: not a SQLite database.
@@ -187,8 +207,9 @@ def parse_db(path: str, *, fleet_id: str, agent_id: str) -> tuple[dict[str, list
     conn = open_readonly(path)
     try:
         cols = check_schema(conn, path)
+        where, args = ("WHERE id = ? ", (session_id,)) if session_id is not None else ("", ())
         sessions = _select(conn, "sessions", cols["sessions"], REQUIRED["sessions"] + OPTIONAL["sessions"],
-                           "ORDER BY started_at, id")
+                           where + "ORDER BY started_at, id", args)
         result = ImportResult(path)
         out: dict[str, list[dict]] = {}
         quarantine: list[dict] = []
@@ -206,6 +227,20 @@ def parse_db(path: str, *, fleet_id: str, agent_id: str) -> tuple[dict[str, list
         return out, result, quarantine
     finally:
         conn.close()
+
+
+def iter_envelopes(path: str, *, fleet_id: str, agent_id: str, quarantine: list | None = None,
+                   session_id: str | None = None):
+    """``(session id, envelope)`` of every session in ``state.db`` (``session_id``: that one
+    only), in the order :func:`parse_db` gives; ``quarantine`` (a list) receives the redactor's
+    quarantine records. The shape the transcript backstop reads (:mod:`lib.backstop`). Raises
+    as :func:`parse_db`."""
+    by_session, _, q = parse_db(path, fleet_id=fleet_id, agent_id=agent_id, session_id=session_id)
+    if quarantine is not None:
+        quarantine.extend(q)
+    for sid, envs in by_session.items():
+        for env in envs:
+            yield sid, env
 
 
 def _ts(value, fallback: float) -> tuple[str, int, float]:

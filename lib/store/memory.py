@@ -21,7 +21,7 @@ class MemoryStore:
 
     conditional_writes_native = True
     """Create-only and If-Match are implemented here, not by a remote server: nothing to probe
-    (:func:`lib.live.require_conditional`)."""
+    (:func:`lib.live.leases.require_conditional`)."""
 
     def __init__(self, url: str = "memory://", now=time.time):
         self.url = url

@@ -59,7 +59,7 @@ class RedisStore:
 
     conditional_writes_native = True
     """Create-only and If-Match are implemented here, not by a remote server: nothing to probe
-    (:func:`lib.live.require_conditional`)."""
+    (:func:`lib.live.leases.require_conditional`)."""
 
     def __init__(self, url: str, client=None):
         import redis

@@ -57,18 +57,6 @@ def assert_one_line_failure(r, kind: str, *needles: str) -> str:
     return lines[0]
 
 
-@pytest.fixture
-def box(tmp_path):
-    return Box(tmp_path)
-
-
-@pytest.fixture
-def inited(box):
-    r = box.run("init", "--store", "file://" + os.path.join(box.tmp, "lake"), "--fleet", "team-a", "--agent-id", "alice")
-    assert r.returncode == 0, r.stderr
-    return box
-
-
 USAGE = [
     ((), "required: verb"),
     (("bogus",), "invalid choice: 'bogus'"),
@@ -92,8 +80,8 @@ USAGE = [
     (("install", "vim"), "invalid choice: 'vim'"),
     (("query", "SELEC 1"), "DuckDB refused the SQL"),
     (("query", "SELECT nope FROM events"), "DuckDB refused the SQL"),
-    (("lease", "claim"), "name at least one path"),
-    (("lease", "claim", "x.py", "--ttl", "0"), "--ttl: must be a whole number of seconds from 30"),
+    (("lease", "acquire"), "name at least one path"),
+    (("lease", "acquire", "x.py", "--ttl", "0"), "--ttl: must be a whole number of seconds from 30"),
     (("lease", "grab"), "invalid choice: 'grab'"),
     (("claims", "--retire", "c-123"), "--retire needs --reason"),
     (("claims", "--retire", "c-123", "--reason", "stale"), "matches 0 claims"),
@@ -113,7 +101,7 @@ def test_sync_accepts_the_documented_foreground_spelling(inited):
 
 def test_lease_outside_a_git_repository_is_a_usage_error(inited):
     os.makedirs(os.path.join(inited.tmp, "plain"))
-    assert_one_line_failure(inited.run("lease", "claim", "a.py", cwd=os.path.join(inited.tmp, "plain")), "usage",
+    assert_one_line_failure(inited.run("lease", "acquire", "a.py", cwd=os.path.join(inited.tmp, "plain")), "usage",
                             "not inside a git repository")
 
 
@@ -193,8 +181,8 @@ def test_lease_held_by_another_agent_is_refused(inited):
     repo = os.path.join(inited.tmp, "repo")
     subprocess.run(["git", "init", "-q", repo], check=True)
     subprocess.run(["git", "-C", repo, "remote", "add", "origin", "https://example.com/acme/app.git"], check=True)
-    assert inited.run("lease", "claim", "a.py", "--holder", "bob", cwd=repo).returncode == 0
-    assert_one_line_failure(inited.run("lease", "claim", "a.py", cwd=repo), "refused", "bob")
+    assert inited.run("lease", "acquire", "a.py", "--holder", "bob", cwd=repo).returncode == 0
+    assert_one_line_failure(inited.run("lease", "claim", "a.py", cwd=repo), "refused", "bob")  # claim: the old name
 
 
 def test_s3_missing_bucket_and_bad_credentials_are_store_errors(seaweed, tmp_path):
@@ -302,9 +290,9 @@ def test_a_held_lease_is_named_once(inited):
     repo = os.path.join(inited.tmp, "repo2")
     subprocess.run(["git", "init", "-q", repo], check=True)
     subprocess.run(["git", "-C", repo, "remote", "add", "origin", "https://example.com/acme/app.git"], check=True)
-    assert inited.run("lease", "claim", "src/", "--holder", "bob", cwd=repo).returncode == 0
-    line = assert_one_line_failure(inited.run("lease", "claim", "src/", cwd=repo), "refused", "held by bob")
-    assert line.count("ctxlake") == 2 and line.startswith("ctxlake: lease claim: src/")  # prefix + the advisory note
+    assert inited.run("lease", "acquire", "src/", "--holder", "bob", cwd=repo).returncode == 0
+    line = assert_one_line_failure(inited.run("lease", "acquire", "src/", cwd=repo), "refused", "held by bob")
+    assert line.count("ctxlake") == 2 and line.startswith("ctxlake: lease acquire: src/")  # prefix + the advisory note
 
 
 def test_a_refused_local_write_is_the_disk_kind_with_its_cause():

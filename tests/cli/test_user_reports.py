@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from lib.failures import CLOSED_PIPE
-from tests.cli.test_errors import ROOT, assert_one_line_failure, box, inited  # noqa: F401 - fixtures
+from tests.cli.test_errors import ROOT, assert_one_line_failure
 
 
 @pytest.mark.parametrize("verb", [("status",), ("sync", "--once"), ("doctor",), ("claims",)])
@@ -45,10 +45,10 @@ def test_lease_ttl_is_refused_outside_the_range_fleet_claim_accepts(inited):
     bounds = SCHEMAS["fleet_claim"]["properties"]["ttl_secs"]
     repo = _repo(inited)
     for bad in (bounds["minimum"] - 1, bounds["maximum"] + 1, 99999999999999):
-        assert_one_line_failure(inited.run("lease", "claim", "src/foo.py", "--ttl", str(bad), cwd=repo), "usage",
+        assert_one_line_failure(inited.run("lease", "acquire", "src/foo.py", "--ttl", str(bad), cwd=repo), "usage",
                                 "--ttl", f"from {bounds['minimum']} to {bounds['maximum']}", str(bad))
     assert "0 lease(s) held" in inited.run("lease", "list", cwd=repo).stdout
-    r = inited.run("lease", "claim", "src/foo.py", "--ttl", str(bounds["maximum"]), cwd=repo)
+    r = inited.run("lease", "acquire", "src/foo.py", "--ttl", str(bounds["maximum"]), cwd=repo)
     assert r.returncode == 0, r.stderr
     listed = inited.run("lease", "list", cwd=repo).stdout
     assert "src/foo.py" in listed and "1 lease(s) held" in listed, listed
@@ -113,7 +113,8 @@ def test_claims_retire_without_reason_says_reason_is_required(inited):
 
 
 def test_maintenance_skipped_says_what_to_do_not_internal_jargon(inited):
-    from lib import config, live
+    from lib import config
+    from lib.live import leases as live
     from lib.store import open_store
 
     cfg = config.load({"CTXLAKE_CONFIG": inited.config, "CTXLAKE_HOME": inited.env["CTXLAKE_HOME"]})

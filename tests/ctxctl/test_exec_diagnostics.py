@@ -150,6 +150,19 @@ def test_gcc_errors_notes_and_code_frames(tmp_path):
                      ["bad.c", "undeclared", r"\|"], expect_code=1)
 
 
+def test_gxx_template_errors_with_instantiation_context(tmp_path):
+    """C++: a failed template instantiation — g++ names the file, the function it was in
+    (``In instantiation of …``, ``required from here``) and the failing line."""
+    need("g++")
+    (tmp_path / "bad.cpp").write_text(
+        "#include <string>\n#include <vector>\ntemplate <typename T>\nT twice(const T& v) {\n"
+        "    return v * 2;\n}\nint main() {\n    std::vector<int> xs{1, 2};\n"
+        "    std::string s = twice(std::string(\"a\"));\n    return xs.size() + s.size() + missing;\n}\n")
+    argv = ["sh", "-c", "seq 1 40; g++ -fdiagnostics-color=never -c bad.cpp -o bad.o"]
+    check(" ".join(argv[:2]) + f" '{argv[2]}'", argv, tmp_path,
+          ["bad.cpp", "In instantiation of", "required from here", "missing"], expect_code=1)
+
+
 def test_go_build_the_issue_transcript(tmp_path):
     """Issue #24's Go build: 120 `go: downloading` lines around the three diagnostics. Go is
     not installed here, so the transcript is replayed with the exit code Go gives."""

@@ -302,10 +302,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
-        for f in frames:
-            self.wfile.write(f)
-            self.wfile.flush()
         self.close_connection = True
+        try:
+            for f in frames:
+                self.wfile.write(f)
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client went away (a CLI killed mid-request): nobody to answer
 
     def do_HEAD(self):
         self.send_response(200)

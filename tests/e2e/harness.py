@@ -80,6 +80,15 @@ class Fleet:
         with open(self.config, "w", encoding="utf-8") as fh:
             fh.write(text)
 
+    def set_sync(self, key: str, value: int) -> None:
+        """Set ``[sync] <key> = <value>`` in ctxlake.toml (what an operator edits)."""
+        with open(self.config, encoding="utf-8") as fh:
+            text = fh.read()
+        line = f"{key} = {value}\n"
+        text = text.replace("[sync]\n", "[sync]\n" + line, 1) if "[sync]\n" in text else text + "\n[sync]\n" + line
+        with open(self.config, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
     def env(self, **extra) -> dict:
         return clean_env(**dict({"CTXLAKE_HOME": self.home, "CTXLAKE_CONFIG": self.config}, **extra))
 
@@ -273,11 +282,17 @@ class HermesAgent(Agent):
     def env(self, **extra) -> dict:
         return super().env(HERMES_HOME=self.hermes_home, **extra)
 
+    def _argv(self, prompt: str) -> list[str]:
+        return [runtimes.hermes_bin(), "-z", prompt, "--accept-hooks", "--usage-file", os.path.join(self.root, "usage.json")]
+
+    def start(self, prompt: str) -> subprocess.Popen:
+        """Start ``hermes -z <prompt>`` in the background (an agent that is still working)."""
+        return subprocess.Popen(self._argv(prompt), cwd=self.project, env=self.env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
     def run(self, prompt: str) -> str:
         """``hermes -z <prompt> --accept-hooks`` (one-shot) in the project; its stdout."""
-        binary = runtimes.hermes_bin()
-        r = self.fleet.timed(f"hermes:{self.name}", subprocess.run,
-                             [binary, "-z", prompt, "--accept-hooks", "--usage-file", os.path.join(self.root, "usage.json")],
+        r = self.fleet.timed(f"hermes:{self.name}", subprocess.run, self._argv(prompt),
                              cwd=self.project, env=self.env(), capture_output=True, text=True, timeout=RUN_TIMEOUT)
         assert r.returncode == 0, f"hermes exited {r.returncode}\nstdout: {r.stdout[-3000:]}\nstderr: {r.stderr[-3000:]}"
         self.fleet.wait_hooks()

@@ -8,7 +8,7 @@ Two sessions of one agent. Session 1 runs ``terminal``, ``read_file``, ``patch``
 from ``pre_llm_call`` and calls ``mcp__ctxlake__fleet_history``, which can only list session 1 if
 the MCP server Hermes spawned reads the right ``CTXLAKE_HOME`` — one Hermes does not pass
 through, so it must come from the entry ``install`` wrote. Then an operator holds ``src/app.py``
-(``ctxlake lease claim``), sets policy ``block``, and session 3's ``patch`` of it is refused
+(``ctxlake lease acquire``), sets policy ``block``, and session 3's ``patch`` of it is refused
 through Hermes' own pre_tool_call answer (``{"action": "block"}``).
 """
 from __future__ import annotations
@@ -63,7 +63,7 @@ def run(hermes_bin, model, tmp_path_factory, scenario_timer):
         sid = recorded_first[0]["payload"]["session_id"]
         spool_first = fleet.spool("hermes", sid)
         first_bodies = model.bodies("h")
-        fleet.syncd_once()
+        pass_first = fleet.syncd_pass()
         fleet.maint_once()
         fleet.syncd_once()
         briefing = fleet.cache_file("briefing.json")
@@ -73,9 +73,9 @@ def run(hermes_bin, model, tmp_path_factory, scenario_timer):
         second_bodies = model.bodies("h")[len(first_bodies):]
         spool_second = fleet.spool("hermes", sid2)
 
-        claim = fleet.ctxlake("lease", "claim", "src/app.py", "--reason", HOLD_REASON, "--holder", HOLDER,
-                              cwd=agent.project)
-        assert claim.returncode == 0, claim.stdout + claim.stderr
+        acquired = fleet.ctxlake("lease", "acquire", "src/app.py", "--reason", HOLD_REASON, "--holder", HOLDER,
+                                 cwd=agent.project)
+        assert acquired.returncode == 0, acquired.stdout + acquired.stderr
         fleet.set_policy("block")
         fleet.syncd_once()
         model.script("h", [[tool("patch", {"path": os.path.join(agent.project, "src", "app.py"),
@@ -85,7 +85,7 @@ def run(hermes_bin, model, tmp_path_factory, scenario_timer):
         recorded = agent.recorded()
         out = {"fleet": fleet, "agent": agent, "installed": installed, "model_url": model.url, "sid": sid, "sid2": sid2,
                "recorded_first": recorded_first, "recorded": recorded, "spool_first": spool_first,
-               "spool_second": spool_second,
+               "spool_second": spool_second, "pass_first": pass_first,
                "briefing": briefing, "s1": first_bodies, "s2": second_bodies,
                "s3": model.bodies("h")[len(first_bodies) + len(second_bodies):]}
     if capture.capturing():
@@ -228,3 +228,12 @@ def test_payload_shapes_match_the_committed_capture(run):
     assert os.path.exists(path), f"no capture for Hermes {runtimes.HERMES_VERSION}: run `make e2e-capture`"
     live = capture.shapes(capture.payloads(run["recorded"]))
     assert live == capture.shapes(capture.load_json(path)), "Hermes' hook payloads changed shape: re-capture"
+
+
+def test_the_seal_reconciled_the_session_with_state_db_and_found_nothing_missing(run):
+    """The transcript backstop reads Hermes' state.db at the seal (the .done names it); with
+    every hook run it fills nothing: hooks and state.db give each event the same id."""
+    p = run["pass_first"]
+    assert p["errors"] == 0 and p["sealed"] == 1, p
+    print(f"\nHermes seal: backstop filled {p['backstop_filled']} event(s)")
+    assert p["backstop_filled"] == 0

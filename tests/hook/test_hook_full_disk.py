@@ -25,8 +25,7 @@ import sys
 import pytest
 
 import ctxlake
-from lib import syncpass
-from lib import config, lost_events, spool
+from lib import config, lost_events, spool, syncpass
 from lib.metrics import SyncdMetrics
 from lib.store import open_store
 from tests.conftest import FIXTURES, ROOT

@@ -243,7 +243,7 @@ def test_a_syncd_pod_killed_mid_pass_and_started_again_loses_nothing(deploy):
 def test_the_operator_pod_retires_an_ended_agent_and_reports_the_fleet(deploy, monkeypatch):
     """The operator Deployment's pod against a fake API server on 127.0.0.1 (tests/operator):
     a kubeconfig on a hostPath stands in for the service-account token the kubelet mounts."""
-    from lib import live
+    from lib.live import leases
     from lib.store import open_store
     from tests.operator.conftest import populate
     from tests.operator.fake_kube import FakeKube
@@ -286,7 +286,7 @@ def test_the_operator_pod_retires_an_ended_agent_and_reports_the_fleet(deploy, m
         ended["status"]["phase"] = "Succeeded"
         api.put("pods", ended)
         until("alice's leases are released by the operator pod",
-              lambda: all(live.read(store, k)[0]["holder"] is None for k in held["alice"]), deadline_s=120)
-        assert live.read(store, held["bob"][0])[0]["holder"] == "bob"
+              lambda: all(leases.read(store, k)[0]["holder"] is None for k in held["alice"]), deadline_s=120)
+        assert leases.read(store, held["bob"][0])[0]["holder"] == "bob"
         out, err = d.logs(pod, "operator")
         assert f"agent alice of fleet {FLEET} retired: 2 lease(s) released" in out + err

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from lib import activity
+from lib.live import activity
 from lib.paths import Paths
 from tests.live.conftest import REPO_ID
 from tests.live.helpers import hook, prompt, session_end

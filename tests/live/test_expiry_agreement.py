@@ -1,5 +1,5 @@
 """Every reader of lease state judges expiry by the store clock through one rule
-(:func:`lib.live.is_live`), so ``ctxlake status``, the hook, ``ctxlake lease list``,
+(:func:`lib.live.leases.is_live`), so ``ctxlake status``, the hook, ``ctxlake lease list``,
 ``fleet_status`` and ``/metrics`` agree — read all at once just before and just after a lease
 expires (issue #25: ``status`` used to copy ``leases.json`` without checking ``expires_at``)."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ import os
 import time
 
 import ctxlake
-from lib import syncpass
-from lib import live, mcp_tools, metrics
+from lib import mcp_tools, metrics, syncpass
+from lib.live import leases
 from lib.store import open_store
 from tests.live.helpers import Log, hook, prompt, tool
 
@@ -50,7 +50,7 @@ def test_status_hook_lease_list_fleet_status_and_metrics_agree_around_an_expiry(
     assert ctxlake.main(["lease", "claim", "src/app.py", "--reason", "refactor", "--ttl", str(TTL)], out) == 0
     store = open_store(cfg.store)
     syncpass.run_pass(cfg, store, Log())  # leases.json now lists alice's lease; nothing renews it
-    (record,), now = live.list_leases(store, F)
+    (record,), now = leases.list_leases(store, F)
     assert record["holder"] == "alice" and record["expires_at"] - now > 1.5
     assert read_all(home, cfg, git_repo) == {k: 1 for k in ("status", "lease list", "fleet_status", "/metrics", "hook")}
     time.sleep(max(0.0, record["expires_at"] - store.clock()) + 0.3)  # past expiry by the store clock; no new pass

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lib import live, repo
+from lib import repo
+from lib.live import leases
 from tests.live.conftest import REPO_ID, make_repo
 
 FILES = ["src/b.py", "src/sub/c.py", "README.md", "src/sub/deep/d.py"]
@@ -86,7 +87,7 @@ def spelling(draw, root: str, target: str):
 def test_every_spelling_of_one_file_or_directory_is_one_lease_key(tree, data):
     target = data.draw(st.sampled_from(FILES + DIRS))
     _, cwd, path = data.draw(spelling(tree, target))
-    where = live.resolve(path, cwd)
+    where = leases.resolve(path, cwd)
     assert where == {"repo": REPO_ID, "path": target}, (path, cwd)
     full = path if cwd is None else os.path.join(cwd, path)
     assert os.path.samefile(full, os.path.join(tree, target))  # the ground truth agrees
@@ -97,9 +98,9 @@ def test_every_spelling_of_one_file_or_directory_is_one_lease_key(tree, data):
 def test_spellings_share_a_key_exactly_when_they_name_the_same_file(tree, a, b, data):
     _, ca, pa = data.draw(spelling(tree, a))
     _, cb, pb = data.draw(spelling(tree, b))
-    ka, kb = live.resolve(pa, ca), live.resolve(pb, cb)
+    ka, kb = leases.resolve(pa, ca), leases.resolve(pb, cb)
     same = os.path.samefile(pa if ca is None else os.path.join(ca, pa), pb if cb is None else os.path.join(cb, pb))
-    assert (live.resource_key(ka["repo"], ka["path"]) == live.resource_key(kb["repo"], kb["path"])) == same
+    assert (leases.resource_key(ka["repo"], ka["path"]) == leases.resource_key(kb["repo"], kb["path"])) == same
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -109,21 +110,21 @@ def test_a_directory_lease_covers_every_spelling_of_what_is_under_it(tree, data)
     f = data.draw(st.sampled_from([x for x in FILES if x.startswith(d)]))
     _, cd, pd = data.draw(spelling(tree, d))
     _, cf, pf = data.draw(spelling(tree, f))
-    lease = dict(live.resolve(pd, cd), holder="alice", expires_at=2e9)
+    lease = dict(leases.resolve(pd, cd), holder="alice", expires_at=2e9)
     view = {"leases": [lease], "store_time": 1e9, "refreshed_at": 1e9}
-    hits = live.conflicts_for_paths(view, "bob", [pf], cf, local_now=1e9)
+    hits = leases.conflicts_for_paths(view, "bob", [pf], cf, local_now=1e9)
     assert [h["path"] for h in hits] == [d]
 
 
 def test_the_issue_walkaround_a_symlinked_directory_is_the_same_lease(tree):
     """With src/b.py held by alice, ``ln -s src lnk`` and ``lnk/b.py`` must not be free for bob."""
-    assert live.resolve("lnk/b.py", tree) == live.resolve("src/b.py", tree) == {"repo": REPO_ID, "path": "src/b.py"}
-    assert live.resolve("alias.py", tree)["path"] == "src/b.py"        # a symlinked file: keyed by its target
-    assert live.resolve("deep/../b.py", tree)["path"] == "src/b.py"    # .. after a symlink, as the FS means it
-    assert live.resolve("src/readme-link.md", tree)["path"] == "README.md"
-    assert live.resolve(".", tree) == {"repo": REPO_ID, "path": "/"}
-    assert live.resolve("src/new-file.py", tree)["path"] == "src/new-file.py"  # not created yet: as given
-    assert live.resolve("lnk/new-dir/", tree)["path"] == "src/new-dir/"
+    assert leases.resolve("lnk/b.py", tree) == leases.resolve("src/b.py", tree) == {"repo": REPO_ID, "path": "src/b.py"}
+    assert leases.resolve("alias.py", tree)["path"] == "src/b.py"        # a symlinked file: keyed by its target
+    assert leases.resolve("deep/../b.py", tree)["path"] == "src/b.py"    # .. after a symlink, as the FS means it
+    assert leases.resolve("src/readme-link.md", tree)["path"] == "README.md"
+    assert leases.resolve(".", tree) == {"repo": REPO_ID, "path": "/"}
+    assert leases.resolve("src/new-file.py", tree)["path"] == "src/new-file.py"  # not created yet: as given
+    assert leases.resolve("lnk/new-dir/", tree)["path"] == "src/new-dir/"
 
 
 def test_a_symlink_pointing_outside_the_repository_is_refused(tree, home, monkeypatch):
@@ -131,8 +132,8 @@ def test_a_symlink_pointing_outside_the_repository_is_refused(tree, home, monkey
 
     import ctxlake
 
-    assert live.resolve("out/secret.py", tree) is None
-    assert live.locate(["out/secret.py", "src/b.py"], tree) == [("src/b.py", REPO_ID, "src/b.py")]
+    assert leases.resolve("out/secret.py", tree) is None
+    assert leases.locate(["out/secret.py", "src/b.py"], tree) == [("src/b.py", REPO_ID, "src/b.py")]
     monkeypatch.chdir(tree)
     out = io.StringIO()
     assert ctxlake.main(["lease", "claim", "out/secret.py"], out, out) == 2
@@ -144,7 +145,7 @@ def test_a_symlink_into_another_repository_is_keyed_by_that_repository(tree, tmp
     link = os.path.join(tree, "vendor-other")
     os.symlink(other, link)
     try:
-        assert live.resolve("vendor-other/src/app.py", tree) == {"repo": "github.com/Example-Org/Other",
+        assert leases.resolve("vendor-other/src/app.py", tree) == {"repo": "github.com/Example-Org/Other",
                                                                  "path": "src/app.py"}
     finally:
         os.unlink(link)
@@ -153,6 +154,6 @@ def test_a_symlink_into_another_repository_is_keyed_by_that_repository(tree, tmp
 def test_case_spellings_are_one_key_only_where_the_file_system_folds_case(tree):
     upper = os.path.join(tree, "SRC", "B.py")
     if repo.folds_case(tree):
-        assert live.resolve(upper)["path"] == "src/b.py"
+        assert leases.resolve(upper)["path"] == "src/b.py"
     else:  # a case-sensitive file system: SRC/B.py is another (absent) file, and keyed as such
-        assert not os.path.exists(upper) and live.resolve(upper)["path"] == "SRC/B.py"
+        assert not os.path.exists(upper) and leases.resolve(upper)["path"] == "SRC/B.py"

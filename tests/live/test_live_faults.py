@@ -10,7 +10,7 @@ import time
 import pytest
 
 from lib import syncpass
-from lib import live, livesync, roster
+from lib.live import leases, presence, sync
 from lib.store import Unavailable, open_store
 from lib.store.memory import MemoryStore
 from tests.live.conftest import REPO_ID, FakeClock
@@ -66,36 +66,35 @@ def test_a_first_pass_without_a_store_writes_an_empty_view_marked_stale(home, cf
     syncpass.run_pass(cfg, DownStore(), Log())
     view = read_json(cfg.paths.leases(F))
     assert view["leases"] == [] and view["stale_since"] and view["refreshed_at"] is None
-    assert live.conflicts_for_paths(view, "a", ["x"], None) == []
+    assert leases.conflicts_for_paths(view, "a", ["x"], None) == []
 
 
 def test_a_garbage_lease_object_is_treated_as_free_overwritten_by_cas_and_logged(home, cfg, git_repo):
     store = open_store(cfg.store)
-    key = live.lease_key(F, live.resource_key(REPO_ID, "README.md"))
+    key = leases.lease_key(F, leases.resource_key(REPO_ID, "README.md"))
     store.put(key, b'{"holder": "ghost", "epoch": "seven"')  # truncated and mistyped
     rid = mcp_record(cfg.paths, "lease_request", "alice", paths=["README.md"], reason="docs", cwd=git_repo)
     log = Log()
     syncpass.run_pass(cfg, store, log)
     assert read_json(cfg.paths.leases(F))["requests"][rid]["outcome"] == "granted"
     assert ("lease_garbage" in log.names())
-    rec, _ = live.read(store, key)
+    rec, _ = leases.read(store, key)
     assert rec["holder"] == "alice" and rec["epoch"] == 1 and rec["path"] == "README.md"
 
 
 def test_garbage_in_the_fleet_listing_is_shown_as_free(home, cfg):
     store = open_store(cfg.store)
-    store.put(live.lease_key(F, "0" * 64), b"\xff\xfe")
+    store.put(leases.lease_key(F, "0" * 64), b"\xff\xfe")
     log = Log()
     syncpass.run_pass(cfg, store, log)
     assert read_json(cfg.paths.leases(F))["leases"] == [] and "lease_garbage" in log.names()
 
 
 def test_a_garbage_maintenance_lease_cannot_reset_fencing(cfg, mem_store):
-    from lib import maintenance
-    from lib import lake
+    from lib import lake, maintenance
 
     mem_store.put(lake.snapshot_pointer_key(F), json.dumps({"sha256": "0" * 64, "maint_epoch": 12}).encode())
-    mem_store.put(live.lease_key(F, live.MAINTENANCE), b"garbage")
+    mem_store.put(leases.lease_key(F, leases.MAINTENANCE), b"garbage")
     log = Log()
     summary = maintenance.run_once(cfg, mem_store, log)
     assert summary["ran"] and summary["maint_epoch"] == 13 and "lease_garbage" in log.names()
@@ -113,37 +112,37 @@ def _decisions(home, cfg, git_repo, monkeypatch, skew: float) -> dict:
         clock = FakeClock()
         store = MemoryStore(now=clock)
         out = {}
-        key = live.lease_key(F, "skew")
-        live.acquire(store, key, holder="a", reason="r", ttl=300)
-        with pytest.raises(live.Refused) as exc:
-            live.acquire(store, key, holder="b", reason="x", ttl=300)
+        key = leases.lease_key(F, "skew")
+        leases.acquire(store, key, holder="a", reason="r", ttl=300)
+        with pytest.raises(leases.Refused) as exc:
+            leases.acquire(store, key, holder="b", reason="x", ttl=300)
         out["refused_by"] = (exc.value.holder, exc.value.expires_at - clock())
         clock.advance(299)
-        with pytest.raises(live.Refused):
-            live.acquire(store, key, holder="b", reason="x", ttl=300)
+        with pytest.raises(leases.Refused):
+            leases.acquire(store, key, holder="b", reason="x", ttl=300)
         clock.advance(1)
-        out["takeover_epoch"] = live.acquire(store, key, holder="b", reason="x", ttl=300)["epoch"]
+        out["takeover_epoch"] = leases.acquire(store, key, holder="b", reason="x", ttl=300)["epoch"]
         # the live plane on this host: heartbeat, roster and lease request, all on the store clock
         hook(home, "alice", prompt(f"sess-{skew}", git_repo, "work"))
         rid = mcp_record(cfg.paths, "lease_request", "alice", paths=["src/app.py"], reason="app", ttl_secs=120,
                          cwd=git_repo)
-        plane = livesync.LivePlane(cfg, Log(), rand=lambda: 0.0)
+        plane = sync.LivePlane(cfg, Log(), rand=lambda: 0.0)
         assert "live_error" not in plane.run(store)
-        beat = roster.read_heartbeat(store, F, "alice")
+        beat = presence.read_heartbeat(store, F, "alice")
         out["heartbeat_age"] = clock() - beat["updated_at"]
         view = read_json(cfg.paths.leases(F))
         out["request"] = view["requests"][rid]["outcome"]
         out["lease_left"] = view["requests"][rid]["expires_at"] - clock()
         # the hook on this host judges expiry through the cached store_time/refreshed_at pair
         target = os.path.join(git_repo, "src", "app.py")
-        out["hook_sees_lease"] = [h["holder"] for h in live.conflicts_for_paths(view, "bob", [target], None)]
+        out["hook_sees_lease"] = [h["holder"] for h in leases.conflicts_for_paths(view, "bob", [target], None)]
         clock.advance(119)
         assert "live_error" not in plane.run(store)
         out["roster"] = [a["agent_id"] for a in read_json(cfg.paths.roster(F))["agents"]]
         clock.advance(400)  # lease and heartbeat both long expired by the store clock
-        out["after_expiry"] = [h["holder"] for h in live.conflicts_for_paths(
+        out["after_expiry"] = [h["holder"] for h in leases.conflicts_for_paths(
             {**view, "store_time": clock(), "refreshed_at": time.time()}, "bob", [target], None)]
-        out["stale_roster"] = roster.live_agents([beat], clock(), cfg.sync.presence_ttl_secs)
+        out["stale_roster"] = presence.live_agents([beat], clock(), cfg.sync.presence_ttl_secs)
         return out
     finally:
         monkeypatch.setattr(time, "time", real)
@@ -164,14 +163,14 @@ def test_a_host_ten_minutes_off_makes_the_same_decisions(home, cfg, git_repo, mo
 @pytest.mark.s3
 def test_on_a_real_s3_server_expiry_follows_the_servers_clock_not_ours(s3_url, monkeypatch):
     store = open_store(s3_url)
-    key = live.lease_key(F, "skew-s3")
+    key = leases.lease_key(F, "skew-s3")
     real = time.time
     monkeypatch.setattr(time, "time", lambda: real() + 600)  # this host is ten minutes fast
-    rec = live.acquire(store, key, holder="a", reason="r", ttl=2)
+    rec = leases.acquire(store, key, holder="a", reason="r", ttl=2)
     server_now = store.clock()
     assert abs(rec["expires_at"] - 2 - server_now) <= 2  # stamped with the server's Date, not ours
-    with pytest.raises(live.Refused):
-        live.acquire(store, key, holder="b", reason="x", ttl=2)  # by our clock it expired 10 min ago
+    with pytest.raises(leases.Refused):
+        leases.acquire(store, key, holder="b", reason="x", ttl=2)  # by our clock it expired 10 min ago
     while store.clock() < rec["expires_at"]:
         time.sleep(0.2)  # waits for the server's clock; asserts nothing about durations
-    assert live.acquire(store, key, holder="b", reason="x", ttl=2)["epoch"] == 2
+    assert leases.acquire(store, key, holder="b", reason="x", ttl=2)["epoch"] == 2

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from lib import maintenance
-from lib import lake, live, snapshot
+from lib import lake, maintenance, snapshot
+from lib.live import leases
 from tests.live.helpers import Log
 
 F = "fleet-live"
@@ -25,8 +25,8 @@ def test_publish_with_a_stale_epoch_raises_and_leaves_the_pointer(mem_store):
 
 
 def test_second_maint_is_refused_naming_the_holder(cfg, mem_store):
-    live.acquire(mem_store, live.lease_key(F, live.MAINTENANCE), holder="maint@other:1", reason="maintenance",
-                 ttl=300, resource=live.MAINTENANCE)
+    leases.acquire(mem_store, leases.lease_key(F, leases.MAINTENANCE), holder="maint@other:1", reason="maintenance",
+                 ttl=300, resource=leases.MAINTENANCE)
     out = maintenance.run_once(cfg, mem_store, Log())
     assert not out["ran"] and out["held_by"] == "maint@other:1" and "advisory" in out["message"]
 
@@ -65,7 +65,7 @@ def test_a_maint_whose_lease_lapsed_stops_before_the_swap(cfg, mem_store, store_
 
 def test_even_without_noticing_the_lapse_a_stale_epoch_cannot_swap_the_pointer(cfg, mem_store, store_clock, monkeypatch):
     seen = _lapse_and_take_over(mem_store, store_clock, cfg, monkeypatch)
-    monkeypatch.setattr(maintenance.LeaseRenewer, "tick", lambda self, force=False: None)  # a maint that never checks
+    monkeypatch.setattr(leases.Renewer, "tick", lambda self, force=False: None)  # a maint that never checks
     log = Log()
     a = maintenance.run_once(cfg, mem_store, log)
     assert a["fenced"] and "maint epoch" in a["message"]

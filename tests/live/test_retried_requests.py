@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import os
 
-from lib import syncpass
-from lib import live, mcp_tools
+from lib import mcp_tools, syncpass
+from lib.live import leases
 from lib.store import open_store
 from tests.live.conftest import REPO_ID
 from tests.live.helpers import Log, hook, mcp_record, prompt, read_json, session_end, tool
@@ -66,7 +66,7 @@ def test_syncd_applies_a_redelivered_record_once_and_answers_a_duplicate_with_th
     identity the claim would be re-granted after its release (epoch 2)."""
     hook(home, "alice", prompt("sess-alice", git_repo, "parser"))
     p = cfg.paths
-    key = live.request_key("lease_request", "alice", None, [{"repo": REPO_ID, "rel": "src/app.py"}], reason="r", ttl=300)
+    key = leases.request_key("lease_request", "alice", None, [{"repo": REPO_ID, "rel": "src/app.py"}], reason="r", ttl=300)
     fields = dict(paths=["src/app.py"], reason="r", ttl_secs=300, cwd=git_repo, request_key=key,
                   requested_at="2026-05-01T10:00:00.000Z")
     r1 = mcp_record(p, "lease_request", "alice", **fields)
@@ -78,7 +78,7 @@ def test_syncd_applies_a_redelivered_record_once_and_answers_a_duplicate_with_th
     reqs = read_json(p.leases(F))["requests"]
     assert reqs[r1]["outcome"] == "granted" and reqs[r2]["outcome"] == "released"
     assert read_json(p.leases(F))["leases"] == []
-    raw, _ = live.read(store, live.lease_key(F, live.resource_key(REPO_ID, "src/app.py")))
+    raw, _ = leases.read(store, leases.lease_key(F, leases.resource_key(REPO_ID, "src/app.py")))
     assert raw["holder"] is None and raw["epoch"] == 1
     assert log.names().count("lease_request_applied") == 2 and log.names().count("lease_request_retried") == 1
     # a second record of the same request (another MCP server of the same agent) gets the first outcome
@@ -86,7 +86,7 @@ def test_syncd_applies_a_redelivered_record_once_and_answers_a_duplicate_with_th
     syncpass.run_pass(cfg, store, Log())
     reqs = read_json(p.leases(F))["requests"]
     assert reqs[r3]["outcome"] == "granted" and reqs[r3]["retry_of"] == r1
-    raw, _ = live.read(store, live.lease_key(F, live.resource_key(REPO_ID, "src/app.py")))
+    raw, _ = leases.read(store, leases.lease_key(F, leases.resource_key(REPO_ID, "src/app.py")))
     assert raw["holder"] is None and raw["epoch"] == 1  # not granted again
 
 

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from lib import syncpass
-from lib import live, livesync, roster
+from lib.live import leases, presence, sync
 from lib.store import open_store
 from lib.store.memory import MemoryStore
 from tests.live.conftest import REPO_ID, FakeClock
@@ -34,13 +34,13 @@ def test_an_open_session_gets_a_heartbeat_roster_entry_and_briefing_line(home, c
     store = open_store(cfg.store)
     summary = syncpass.run_pass(cfg, store, Log())
     assert summary["errors"] == 0 and summary["live"]["heartbeats"] == 1
-    beat = roster.read_heartbeat(store, F, "alice")
+    beat = presence.read_heartbeat(store, F, "alice")
     assert beat["session_id"] == "sess-alice" and beat["task"] == "Split the lexer into tokens and spans"
     assert beat["repo"] == REPO_ID and beat["runtime"] == "claude_code" and beat["host_id"].startswith("sha256:")
     assert beat["paths"] == ["README.md", "src/parser/lexer.py"] or set(beat["paths"]) == {"README.md", "src/parser/lexer.py"}
     edits = {t["path"]: t["write"] for t in beat["touched"]}
     assert edits == {"src/parser/lexer.py": True, "README.md": False}
-    stored = json.loads(store.get(roster.roster_key(F)).data)
+    stored = json.loads(store.get(presence.roster_key(F)).data)
     assert [a["agent_id"] for a in stored["agents"]] == ["alice"]
     cached = read_json(cfg.paths.roster(F))
     assert [a["agent_id"] for a in cached["agents"]] == ["alice"] and cached["store_time"] and cached["refreshed_at"]
@@ -53,7 +53,7 @@ def test_heartbeat_rewrite_after_a_restart_keeps_session_task_and_paths(home, cf
     syncpass.run_pass(cfg, store, Log())
     os.unlink(cfg.paths.live_state(F))  # syncd restarted and lost its memory; nothing new was spooled
     syncpass.run_pass(with_sync(cfg, heartbeat_secs=0), store, Log())
-    beat = roster.read_heartbeat(store, F, "alice")
+    beat = presence.read_heartbeat(store, F, "alice")
     assert beat["session_id"] == "sess-alice" and beat["task"].startswith("Split the lexer")
     assert "src/parser/lexer.py" in beat["paths"]
 
@@ -68,8 +68,8 @@ def test_an_ended_session_disappears_at_the_next_pass_not_after_the_ttl(home, cf
     log = Log()
     syncpass.run_pass(cfg, store, log)
     assert ("agent_left", {"agent": "alice", "detail": "no open session: heartbeat deleted"}) in log.events
-    assert roster.read_heartbeat(store, F, "alice") is None
-    assert [a["agent_id"] for a in json.loads(store.get(roster.roster_key(F)).data)["agents"]] == ["bob"]
+    assert presence.read_heartbeat(store, F, "alice") is None
+    assert [a["agent_id"] for a in json.loads(store.get(presence.roster_key(F)).data)["agents"]] == ["bob"]
     assert [a["agent_id"] for a in read_json(cfg.paths.roster(F))["agents"]] == ["bob"]
 
 
@@ -79,7 +79,7 @@ def test_an_idle_session_is_not_presence(home, cfg, git_repo):
     os.utime(cfg.paths.session_spool("claude_code", "sess-alice"), (old, old))
     store = open_store(cfg.store)
     assert syncpass.run_pass(cfg, store, Log())["live"]["live_agents"] == 0
-    assert roster.read_heartbeat(store, F, "alice") is None
+    assert presence.read_heartbeat(store, F, "alice") is None
 
 
 def test_lease_requests_from_the_mcp_spool_are_applied_within_one_pass(home, cfg, git_repo):
@@ -113,7 +113,7 @@ def test_lease_requests_from_the_mcp_spool_are_applied_within_one_pass(home, cfg
     assert view["requests"][r4]["outcome"] == "released" and view["requests"][r4]["released"][0]["path"] == "src/parser/"
     assert view["requests"][r5]["outcome"] == "granted"
     assert [(x["holder"], x["path"]) for x in view["leases"]] == [("bob", "src/parser/lexer.py")]
-    raw, _ = live.read(store, live.lease_key(F, live.resource_key(REPO_ID, "src/parser/")))
+    raw, _ = leases.read(store, leases.lease_key(F, leases.resource_key(REPO_ID, "src/parser/")))
     assert raw["holder"] is None and raw["epoch"] == 1  # released keeps the epoch
 
 
@@ -150,7 +150,7 @@ def plane_env(home, cfg, git_repo):
     store = MemoryStore(now=clock)
     cfg = with_sync(cfg, heartbeat_secs=60, roster_secs=60)
     log = Log()
-    plane = livesync.LivePlane(cfg, log, rand=lambda: 0.0)
+    plane = sync.LivePlane(cfg, log, rand=lambda: 0.0)
     return cfg, store, clock, plane, log, git_repo
 
 
@@ -165,17 +165,17 @@ def test_held_leases_are_renewed_every_ttl_fifth_while_the_session_is_open_and_r
     start_alice(home, repo)
     mcp_record(cfg.paths, "lease_request", "alice", paths=["src/app.py"], reason="app", ttl_secs=100, cwd=repo)
     run(plane, store)
-    key = live.lease_key(F, live.resource_key(REPO_ID, "src/app.py"))
-    first = live.read(store, key)[0]
+    key = leases.lease_key(F, leases.resource_key(REPO_ID, "src/app.py"))
+    first = leases.read(store, key)[0]
     assert first["expires_at"] == clock() + 100
     clock.advance(10)
     assert run(plane, store)["renewed"] == 0          # not due before ttl/5
     clock.advance(11)
     assert run(plane, store)["renewed"] == 1
-    assert live.read(store, key)[0]["expires_at"] == clock() + 100 and live.read(store, key)[0]["epoch"] == first["epoch"]
+    assert leases.read(store, key)[0]["expires_at"] == clock() + 100 and leases.read(store, key)[0]["epoch"] == first["epoch"]
     hook(home, "alice", session_end("sess-alice", repo))
     assert run(plane, store)["released"] == 1
-    assert live.read(store, key)[0]["holder"] is None
+    assert leases.read(store, key)[0]["holder"] is None
 
 
 def test_a_lapsed_lease_taken_by_another_is_reported_lost(home, plane_env):
@@ -184,8 +184,8 @@ def test_a_lapsed_lease_taken_by_another_is_reported_lost(home, plane_env):
     mcp_record(cfg.paths, "lease_request", "alice", paths=["src/app.py"], reason="app", ttl_secs=100, cwd=repo)
     run(plane, store)
     clock.advance(150)  # this syncd was away longer than the TTL
-    key = live.lease_key(F, live.resource_key(REPO_ID, "src/app.py"))
-    live.acquire(store, key, holder="carol", reason="hotfix", ttl=100, resource="k", repo=REPO_ID, path="src/app.py")
+    key = leases.lease_key(F, leases.resource_key(REPO_ID, "src/app.py"))
+    leases.acquire(store, key, holder="carol", reason="hotfix", ttl=100, resource="k", repo=REPO_ID, path="src/app.py")
     run(plane, store)
     view = read_json(cfg.paths.leases(F))
     assert view["lost"][-1]["path"] == "src/app.py" and view["lost"][-1]["now_held_by"] == "carol"
@@ -206,7 +206,7 @@ def test_the_roster_is_rebuilt_at_most_every_roster_secs_across_hosts(tmp_path, 
         c = config.load(env)
         hook(str(h), agent, prompt(f"sess-{agent}", git_repo, f"{agent}'s task"))
         log = Log()
-        planes.append((livesync.LivePlane(with_sync(c, roster_secs=60), log, rand=lambda: 0.0), log))
+        planes.append((sync.LivePlane(with_sync(c, roster_secs=60), log, rand=lambda: 0.0), log))
     for plane, _ in planes:
         run(plane, store)
     rebuilt = lambda: sum(log.names().count("roster_rebuilt") for _, log in planes)  # noqa: E731
@@ -216,7 +216,7 @@ def test_the_roster_is_rebuilt_at_most_every_roster_secs_across_hosts(tmp_path, 
         for plane, _ in planes:
             run(plane, store)
     assert rebuilt() == 2
-    agents = {a["agent_id"] for a in json.loads(store.get(roster.roster_key(F)).data)["agents"]}
+    agents = {a["agent_id"] for a in json.loads(store.get(presence.roster_key(F)).data)["agents"]}
     assert agents == {"alice", "bob"}
 
 
@@ -232,7 +232,7 @@ def test_a_host_that_stops_beating_drops_out_of_every_view_after_the_ttl(tmp_pat
         c = config.load({"CTXLAKE_HOME": str(h), "CTXLAKE_CONFIG": str(h / "x.toml"), "CTXLAKE_FLEET_ID": F,
                          "CTXLAKE_AGENT_ID": agent})
         hook(str(h), agent, prompt(f"sess-{agent}", git_repo, "work"))
-        planes[agent] = (livesync.LivePlane(with_sync(c, roster_secs=60), Log(), rand=lambda: 0.0), c)
+        planes[agent] = (sync.LivePlane(with_sync(c, roster_secs=60), Log(), rand=lambda: 0.0), c)
     for plane, _ in planes.values():
         run(plane, store)
     bob_plane, bob_cfg = planes["bob"]
@@ -241,29 +241,29 @@ def test_a_host_that_stops_beating_drops_out_of_every_view_after_the_ttl(tmp_pat
         run(bob_plane, store)
     cached = read_json(bob_cfg.paths.roster(F))
     assert [a["agent_id"] for a in cached["agents"]] == ["bob"]
-    assert [a["agent_id"] for a in json.loads(store.get(roster.roster_key(F)).data)["agents"]] == ["bob"]
+    assert [a["agent_id"] for a in json.loads(store.get(presence.roster_key(F)).data)["agents"]] == ["bob"]
 
 
 def test_an_agent_retired_by_the_fleet_operator_is_not_resurrected_until_it_works_again(home, plane_env):
-    from lib import fleet
+    from lib.live import fleet
 
     cfg, store, clock, plane, log, repo = plane_env
     start_alice(home, repo)
     syncpass.run_pass(cfg, store, log, plane=plane)  # shipped: the plane knows alice's activity
     mcp_record(cfg.paths, "lease_request", "alice", paths=["src/app.py"], reason="app", ttl_secs=100, cwd=repo)
     run(plane, store)
-    assert roster.read_heartbeat(store, F, "alice") is not None
+    assert presence.read_heartbeat(store, F, "alice") is not None
     out = fleet.retire_agent(store, F, "alice")  # her pod ended; the operator cleans up at once
     assert out["heartbeat_deleted"] and len(out["leases_released"]) == 1
     for _ in range(3):  # heartbeats fall due; the session file is still there, idle
         clock.advance(61)
         run(plane, store)
-    assert roster.read_heartbeat(store, F, "alice") is None
+    assert presence.read_heartbeat(store, F, "alice") is None
     assert "agent_retired_elsewhere" in log.names() and plane.state["held"] == {}
     assert read_json(cfg.paths.roster(F))["agents"] == []
     hook(home, "alice", prompt("sess-alice", repo, "back to work"))  # new activity: she rejoins
     syncpass.run_pass(cfg, store, log, plane=plane)
-    assert roster.read_heartbeat(store, F, "alice")["task"] == "back to work"
+    assert presence.read_heartbeat(store, F, "alice")["task"] == "back to work"
 
 
 def test_fleet_claim_and_release_through_the_real_mcp_tools(home, cfg, git_repo):

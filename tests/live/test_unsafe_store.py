@@ -12,9 +12,8 @@ import threading
 import pytest
 
 import ctxlake
-from lib import maintenance
-from lib import syncpass
-from lib import config, live, roster
+from lib import config, maintenance, syncpass
+from lib.live import leases, presence
 from lib.store import Unavailable, open_store
 from lib.store.memory import MemoryStore
 from tests.live.conftest import REPO_ID
@@ -46,9 +45,9 @@ def test_eight_two_agent_races_through_the_stripping_proxy_grant_nothing(proxied
             store = open_store(store_url)
             barrier.wait()
             try:
-                live.claim(store, F, [{"repo": REPO_ID, "path": f"src/race-{i}.py"}], holder=agent, reason="race")
+                leases.hold(store, F, [{"repo": REPO_ID, "path": f"src/race-{i}.py"}], holder=agent, reason="race")
                 outcomes.append("granted")
-            except live.Unsafe as exc:
+            except leases.Unsafe as exc:
                 outcomes.append(("unsafe", exc.reason))
 
         threads = [threading.Thread(target=claim, args=(a,)) for a in ("alice", "bob")]
@@ -58,12 +57,12 @@ def test_eight_two_agent_races_through_the_stripping_proxy_grant_nothing(proxied
             t.join(60)
     assert len(outcomes) == 16 and "granted" not in outcomes
     assert all("ignored" in reason for _, reason in outcomes)
-    assert list(open_store(store_url).list(live.leases_prefix(F))) == []  # not one lease object written
+    assert list(open_store(store_url).list(leases.leases_prefix(F))) == []  # not one lease object written
     out = io.StringIO()
     monkeypatch.chdir(git_repo)
-    assert ctxlake.main(["lease", "claim", "src/app.py", "--reason", "x"], out, out) == 1
+    assert ctxlake.main(["lease", "acquire", "src/app.py", "--reason", "x"], out, out) == 1
     line, = out.getvalue().splitlines()
-    assert line.startswith("ctxlake: lease claim: store does not honour conditional writes (")
+    assert line.startswith("ctxlake: lease acquire: store does not honour conditional writes (")
     assert "run `ctxlake doctor`" in line
 
 
@@ -83,7 +82,7 @@ def test_syncd_and_maint_refuse_and_say_so_once_per_pass_while_hooks_keep_captur
     assert roster_view["agents"] == [] and roster_view["refused"] == leases_view["refused"]
     req = leases_view["requests"][rid]
     assert req["outcome"] == "refused" and "does not honour conditional writes" in req["error"]
-    assert list(store.list(live.leases_prefix(F))) == [] and list(store.list(roster.roster_key(F))) == []
+    assert list(store.list(leases.leases_prefix(F))) == [] and list(store.list(presence.roster_key(F))) == []
     # status says why there are no leases
     out = io.StringIO()
     assert ctxlake.main(["status"], out) == 0
@@ -99,7 +98,7 @@ def test_syncd_and_maint_refuse_and_say_so_once_per_pass_while_hooks_keep_captur
     summary = maintenance.run_once(cfg, store, log)
     assert summary["ran"] is False and "ignored" in summary["refused"]
     assert log.names().count("maint_refused") == 1
-    assert list(store.list(live.leases_prefix(F))) == []
+    assert list(store.list(leases.leases_prefix(F))) == []
 
 
 @pytest.mark.s3
@@ -109,15 +108,15 @@ def test_a_gateway_dropping_conditions_only_sometimes_passes_one_round_and_fails
     url = seaweed.url()
     try:
         store = open_store(url)
-        key = live.leases_prefix(F)
-        assert live.probe_round(store, live.probe_key(key)) is None  # nothing stripped yet: one round proves little
+        key = leases.leases_prefix(F)
+        assert leases.probe_round(store, leases.probe_key(key)) is None  # nothing stripped yet: one round proves little
         log = Log()
-        with pytest.raises(live.Unsafe) as err:
-            live.require_conditional(store, key, log=log)
+        with pytest.raises(leases.Unsafe) as err:
+            leases.require_conditional(store, key, log=log)
         assert proxy.stripped == 1 and "ignored" in err.value.reason
         assert log.events[-1][1]["honoured"] is False
-        with pytest.raises(live.Unsafe):  # sticky for the process: never trusted again
-            live.acquire(store, live.lease_key(F, "k"), holder="alice")
+        with pytest.raises(leases.Unsafe):  # sticky for the process: never trusted again
+            leases.acquire(store, leases.lease_key(F, "k"), holder="alice")
     finally:
         proxy.close()
         seaweed.wipe(url.split("/", 3)[3] + "/")
@@ -128,18 +127,18 @@ def test_the_verdict_is_probed_again_periodically_and_an_outage_records_none():
     store = MemoryStore("memory://probe-periodic")
     store.conditional_writes_native = False  # probe it like a remote S3 store (it honours every condition)
     log = Log()
-    key = live.lease_key(F, "k")
-    live.require_conditional(store, key, log=log, clock=lambda: clock[0])
-    assert [f["rounds"] for e, f in log.events] == [live.PROBE_ROUNDS]
-    live.require_conditional(store, key, log=log, clock=lambda: clock[0])  # within PROBE_SECS: cached
-    clock[0] += live.PROBE_SECS
-    live.require_conditional(store, key, log=log, clock=lambda: clock[0])
-    assert [f["rounds"] for e, f in log.events] == [live.PROBE_ROUNDS, 1]
+    key = leases.lease_key(F, "k")
+    leases.require_conditional(store, key, log=log, clock=lambda: clock[0])
+    assert [f["rounds"] for e, f in log.events] == [leases.PROBE_ROUNDS]
+    leases.require_conditional(store, key, log=log, clock=lambda: clock[0])  # within PROBE_SECS: cached
+    clock[0] += leases.PROBE_SECS
+    leases.require_conditional(store, key, log=log, clock=lambda: clock[0])
+    assert [f["rounds"] for e, f in log.events] == [leases.PROBE_ROUNDS, 1]
     assert [e.key for e in store.list("live/")] == [f"live/{F}/_probe.json"]  # one object, overwritten, never deleted
     down = MemoryStore("memory://probe-down")
     down.conditional_writes_native = False
     down.fail_next = [Unavailable("store down")]
     with pytest.raises(Unavailable):
-        live.require_conditional(down, key)
-    assert live.conditional_verdict(down, key) is None
-    live.require_conditional(down, key)  # the next call probes afresh and trusts it
+        leases.require_conditional(down, key)
+    assert leases.conditional_verdict(down, key) is None
+    leases.require_conditional(down, key)  # the next call probes afresh and trusts it

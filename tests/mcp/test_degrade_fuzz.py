@@ -310,8 +310,7 @@ def test_any_local_syncd_state_leaves_a_pass_running_and_the_spool_draining(live
     """syncd's own state files (the live plane's memory, the MCP consumers' watermarks) garbage:
     the pass logs and goes on, the handoff in the MCP spool still reaches the store, and the
     spool is reclaimed."""
-    from lib import syncpass
-    from lib import handoffs
+    from lib import handoffs, syncpass
     from lib.paths import MCP_CONSUMERS
     from lib.store import open_store
 

@@ -121,7 +121,7 @@ def test_dense_embedder_uses_the_matrix_and_equals_brute_force(dense_reader, fil
 def test_semantic_hit_without_a_shared_word_needs_the_floor(dense_reader):
     found = dense_reader.search("v7", 5)  # no claim contains the word v7; only the embedding matches
     assert [h["claim_id"] for h in found["hits"]] == ["01D00007"]
-    assert found["hits"][0]["matched_by"] == ["cosine"] and found["ranking"] == "rrf(fts5 bm25, cosine toy-dense-v1)"
+    assert found["hits"][0]["matched_by"] == ["cosine"] and found["ranking"] == "fusion(fts5 bm25 0.30, cosine toy-dense-v1 0.70)"
 
 
 def test_a_failing_embedder_degrades_to_fts_with_a_note(dense_reader, monkeypatch):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from lib import embed
+from lib import embed, memory_index
 from lib.config import load
 from tests.mcp.conftest import (AGENT, FLEET, NOW, claim, digest, spool_lines, write_cache,
                                 write_snapshot)
@@ -292,7 +292,7 @@ def test_semantic_embedder_candidate_needs_the_relevance_floor(make_session, cfg
     write_snapshot(cfg, claims=[near, far])
     hits = make_session().call("memory_search", {"query": "which animals are cute"})
     assert [(h["claim_id"], h["matched_by"], h["cosine"]) for h in hits["results"]] == [("01Q", ["cosine"], 1.0)]
-    assert hits["ranking"] == "rrf(fts5 bm25, cosine toy-semantic-v1)"
+    assert hits["ranking"] == "fusion(fts5 bm25 0.30, cosine toy-semantic-v1 0.70)"
     write_snapshot(cfg, claims=[near, far], meta={"relevance_floor": "1.01"})  # out of range: the default floor
     assert [h["claim_id"] for h in make_session().call("memory_search", {"query": "animals"})["results"]] == ["01Q"]
 
@@ -386,6 +386,6 @@ def test_semantic_snapshot_is_searched_with_its_embedder(make_session, cfg, eid)
     write_snapshot(cfg, claims=rows, meta=meta)
     s = make_session()
     out = s.call("memory_search", {"query": "postgres migrations"})
-    assert out["ranking"] == f"rrf(fts5 bm25, cosine {eid})"
+    assert out["ranking"] == f"fusion(fts5 bm25 {1 - memory_index.fusion_alpha(eid):.2f}, cosine {eid} {memory_index.fusion_alpha(eid):.2f})"
     assert out["results"][0]["claim_id"] == "01B" and "cosine" in out["results"][0]["matched_by"]
     assert s.call("memory_search", {"query": "banana bread recipe"})["results"] == []

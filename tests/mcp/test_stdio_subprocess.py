@@ -148,3 +148,44 @@ def test_broken_config_still_serves(server_env, tmp_path):
     assert code == 0
     assert frames(out)[0]["result"]["isError"] is False
     assert b"config_failed" in err
+
+
+def test_the_session_warms_up_after_initialized_and_answers_the_same(server_env, home):
+    """``notifications/initialized`` starts the warm-up thread (the vector file mapped, the embedder
+    loaded); a search sent right behind it waits for it and answers what a server that never
+    warmed up answers."""
+    from lib import embed, snapshot, vector_file
+    from lib.paths import snapshot_vectors_path
+    from tests.mcp.conftest import claim
+
+    eid = embed.default_embedder()[0]
+    if eid == embed.HASH_EMBEDDER_ID:
+        pytest.skip("no dense embedder installed")
+    texts = ["redis-server listens on port 6380 in the ci image", "pytest needs the postgres container running",
+             "the deploy job fails without AWS_REGION", "npm ci is slower than pnpm install here"]
+    rows = []
+    for i, (text, vec) in enumerate(zip(texts, embed.embed_many(eid, texts))):
+        row = claim(f"01W{i:05d}", text, embedding=False)
+        row.update(embedding=embed.to_blob(vec, len(vec)), embedder=eid)
+        rows.append(row)
+    path = os.path.join(home, "cache", FLEET, "snapshot.bin")
+    with open(path, "wb") as fh:
+        fh.write(snapshot.build(FLEET, [], rows, meta={"summarize_mode": "agent"}))
+    assert vector_file.write(path, "c" * 64, snapshot_vectors_path(path))["written"]
+    search = req("tools/call", {"name": "memory_search", "arguments": {"query": "which port does redis use"}}, 2)
+    init = req("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}, 1)
+    env = {k: v for k, v in server_env.items() if k != "CTXLAKE_MCP_QUIET"}
+    answers = []
+    for notify in (True, False):
+        lines = [init] + ([b'{"jsonrpc":"2.0","method":"notifications/initialized"}'] if notify else []) + [search]
+        code, out, err = run(env, b"\n".join(lines) + b"\n")
+        assert code == 0, err
+        answers.append(json.loads(json.loads(out.splitlines()[-1])["result"]["content"][0]["text"]))
+        events = [json.loads(line) for line in err.splitlines() if line.startswith(b"{")]
+        warmed = [e for e in events if e.get("event") == "mcp_warmed_up"]
+        if notify:
+            assert warmed and warmed[0]["warmed"] is True and "mapped from the vector file" in warmed[0]["reason"], events
+        else:
+            assert not warmed
+    assert answers[0]["results"][0]["claim_id"] == "01W00000"
+    assert answers[0] == answers[1]

@@ -4,7 +4,7 @@
   record was written (a cache the answer reads being garbage, a disk that does not confirm)
   still answers ``queued``;
 - a retry (the same request from the same agent session as its last write, within
-  ``lib.live.RETRY_SECS``) writes nothing and gets the first call's answer;
+  ``lib.live.leases.RETRY_SECS``) writes nothing and gets the first call's answer;
 - ``memory_propose`` answers the content id the gate files the claim under.
 """
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import os
 
-from lib import claims, live, spool
+from lib import claims, spool
+from lib.live import leases
 from tests.mcp.conftest import NOW, spool_lines, write_cache
 
 EVIDENCE = [{"session_id": "s-1", "message_id": "toolu_01"}]
@@ -52,7 +53,7 @@ def test_the_same_call_is_new_when_it_is_not_a_retry(make_session, cfg):
     claim = ("fleet_claim", {"paths": ["src/a.py"], "reason": "refactor"})
     ids = [s.call(*claim)["record_id"], s.call("fleet_release", {"paths": ["src/a.py"]})["record_id"]]
     ids.append(s.call(*claim)["record_id"])  # claim, release, claim again: three requests
-    clock["t"] += live.RETRY_SECS + 1
+    clock["t"] += leases.RETRY_SECS + 1
     ids.append(s.call(*claim)["record_id"])  # the same call after the window is a new request
     ids.append(make_session(clock=lambda: clock["t"], session_id="sess-2").call(*claim)["record_id"])  # another session
     assert len(set(ids)) == 5

@@ -80,4 +80,4 @@ def test_search_reads_the_shipped_index(tmp_path, monkeypatch):
     reader = SnapshotReader(_write(tmp_path, rows))
     monkeypatch.setattr(DenseIndex, "build", classmethod(lambda cls, conn, eid, chunk=8192: cls._from_shipped(conn, eid)))
     out = reader.search("claim about docker", 5)
-    assert out["ranking"].startswith("rrf(fts5 bm25, cosine dense-test")
+    assert out["ranking"] == "fusion(fts5 bm25 0.30, cosine dense-test 0.70)"

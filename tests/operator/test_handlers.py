@@ -1,4 +1,4 @@
-"""The operator's handlers called directly, and the lib.fleet decisions under them (issue #9)."""
+"""The operator's handlers called directly, and the lib.live.fleet decisions under them (issue #9)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,8 @@ import kopf
 import pytest
 
 import fleet_operator as op
-from lib import config, fleet, live
+from lib import config
+from lib.live import fleet, leases
 from lib.store import NotFound, OVERWRITE, PreconditionFailed, Unavailable, open_store
 from tests.operator.conftest import FLEET, populate
 
@@ -45,7 +46,7 @@ def test_the_kopf_handler_returns_nothing_so_kopf_never_patches_the_pod(store):
 def test_a_running_agent_pod_changes_nothing(store):
     held = populate(store)
     assert op.retire_for_pod("MODIFIED", _pod(), _memo(store), LOG) is None
-    assert all(live.read(store, k)[0]["holder"] == "alice" for k in held["alice"])
+    assert all(leases.read(store, k)[0]["holder"] == "alice" for k in held["alice"])
     assert _roster_ids(store) == ["alice", "bob"]
 
 
@@ -56,10 +57,10 @@ def test_an_ended_agent_pod_releases_its_leases_and_leaves_the_roster(store, eve
     assert sorted(out["leases_released"]) == sorted(held["alice"])
     assert out["heartbeat_deleted"] and out["roster_removed"]
     for key in held["alice"]:
-        rec, _ = live.read(store, key)
+        rec, _ = leases.read(store, key)
         assert rec["holder"] is None and rec["epoch"] == 1  # released by CAS, fencing epoch kept
-    assert live.read(store, held["bob"][0])[0]["holder"] == "bob"
-    assert live.read(store, live.lease_key(FLEET, live.MAINTENANCE))[0]["holder"] == "maint@node-1:7"
+    assert leases.read(store, held["bob"][0])[0]["holder"] == "bob"
+    assert leases.read(store, leases.lease_key(FLEET, leases.MAINTENANCE))[0]["holder"] == "maint@node-1:7"
     with pytest.raises(NotFound):
         store.get(fleet.heartbeat_key(FLEET, "alice"))
     store.get(fleet.heartbeat_key(FLEET, "bob"))
@@ -107,7 +108,7 @@ def test_roster_removal_survives_a_concurrent_rebuild(store):
             if key == fleet.roster_key(FLEET) and not self.raced:
                 self.raced = True
                 doc = json.loads(self.inner.get(key).data)
-                doc["agents"].append({"agent_id": "carol"})
+                doc["agents"].append({"agent_id": "carol", "updated_at": self.inner.clock()})
                 self.inner.put(key, json.dumps(doc).encode(), OVERWRITE)
             return self.inner.put(key, data, mode)
 
@@ -144,20 +145,49 @@ def test_fleet_status_reports_a_store_outage_on_the_resource():
 
 # -- pure decisions --------------------------------------------------------------------------
 
-def test_roster_without_handles_both_roster_shapes():
-    assert fleet.roster_without({"agents": [{"agent_id": "a"}, {"agent_id": "b"}]}, "a") == {"agents": [{"agent_id": "b"}]}
-    assert fleet.roster_without({"agents": {"a": {}, "b": {}}, "v": 2}, "a") == {"agents": {"b": {}}, "v": 2}
-    assert fleet.roster_without({"agents": [{"agent_id": "b"}]}, "a") is None
-    assert fleet.roster_without("garbage", "a") is None
+def test_retirement_leaves_a_document_that_is_not_a_roster_to_the_next_rebuild(store):
+    """One roster shape, one editor: a roster whose ``agents`` is not a list is not edited (the
+    next rebuild by any syncd replaces it); the leases and the heartbeat still go."""
+    held = populate(store)
+    odd = json.dumps({"agents": {"alice": {}, "bob": {}}}).encode()
+    store.put(fleet.roster_key(FLEET), odd, OVERWRITE)
+    out = fleet.retire_agent(store, FLEET, "alice")
+    assert not out["roster_removed"] and store.get(fleet.roster_key(FLEET)).data == odd
+    assert sorted(out["leases_released"]) == sorted(held["alice"]) and out["heartbeat_deleted"]
+
+
+def test_the_operator_and_the_agents_apply_one_live_agent_rule(store, tmp_path):
+    """A heartbeat object rewritten just now (fresh Last-Modified) whose ``updated_at`` is past the
+    presence TTL: the roster the agents read leaves it out, the cached view of that roster (hook,
+    ``fleet_status``, ``ctxlake status``) too, and so does the operator's fleet status."""
+    from lib import cache_view
+    from lib.live import presence
+
+    populate(store)
+    now = store.clock()
+    store.put(fleet.heartbeat_key(FLEET, "bob"), json.dumps({"agent_id": "bob", "fleet_id": FLEET, "runtime": "cursor",
+                                                           "updated_at": now - 301}).encode(), OVERWRITE)
+    _, etag, _, _ = presence.read_roster(store, FLEET)
+    roster, _, published = presence.rebuild(store, FLEET, etag=etag, ttl=300, built_by="test")
+    assert published
+    status = fleet.fleet_status(store, FLEET, presence_ttl=300)
+    assert [a["agent_id"] for a in roster["agents"]] == status["agents"] == ["alice"]
+    bob_roster = dict(roster, agents=roster["agents"] + [{"agent_id": "bob", "updated_at": now - 301}])
+    cached = tmp_path / "roster.json"
+    cached.write_text(json.dumps({**bob_roster, "store_time": now, "refreshed_at": now}))
+    view = cache_view.roster(str(cached), now, 300)
+    assert [a["agent_id"] for a in view["agents"]] == ["alice"] and view["dropped_stale"] == 1
 
 
 def test_summarize_counts_only_fresh_heartbeats_and_unexpired_leases():
     now = 10_000.0
-    leases = [{"holder": "a", "expires_at": now + 5, "resource": "r1", "epoch": 1},
-              {"holder": "a", "expires_at": now - 5, "resource": "r2", "epoch": 1},  # expired
-              {"holder": None, "expires_at": now + 5, "resource": "r3", "epoch": 2},  # free
-              {"holder": "maint@x", "expires_at": now + 5, "resource": live.MAINTENANCE, "epoch": 3}]
-    s = fleet.summarize([("a", now - 10), ("old", now - 301), ("never", None)], leases,
+    records = [{"holder": "a", "expires_at": now + 5, "resource": "r1", "epoch": 1},
+               {"holder": "a", "expires_at": now - 5, "resource": "r2", "epoch": 1},  # expired
+               {"holder": None, "expires_at": now + 5, "resource": "r3", "epoch": 2},  # free
+               {"holder": "maint@x", "expires_at": now + 5, "resource": leases.MAINTENANCE, "epoch": 3}]
+    heartbeats = [{"agent_id": "a", "updated_at": now - 10}, {"agent_id": "old", "updated_at": now - 301},
+                  {"agent_id": "never"}, {"agent_id": "gone", "updated_at": now, "ended": True}]
+    s = fleet.summarize(heartbeats, records,
                         {"built_at": "garbage"}, now - 42, now=now, presence_ttl=300)
     assert s["agents"] == ["a"] and s["live_agents"] == 1
     assert s["leases_held"] == 1 and s["leases_by_agent"] == {"a": 1} and s["maintenance_holder"] == "maint@x"

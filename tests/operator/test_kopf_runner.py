@@ -11,7 +11,7 @@ import kopf
 import pytest
 from kopf.testing import KopfRunner
 
-from lib import fleet, live
+from lib.live import fleet, leases
 from lib.store import NotFound, open_store
 from tests.conftest import ROOT
 from tests.operator.conftest import FLEET, populate
@@ -80,14 +80,14 @@ def test_operator_retires_an_ended_agent_pod_and_reports_fleet_status(cluster):
                 kube.get("ctxlakefleets", NS, "team-a")["metadata"].get("finalizers") or []))
             assert any(p.endswith("/status") for p, _ in kube.patches)
             # nothing happened to a running agent or a pod without the label
-            assert live.read(store, held["alice"][0])[0]["holder"] == "alice"
+            assert leases.read(store, held["alice"][0])[0]["holder"] == "alice"
 
             # the agent's pod finishes
             pod = kube.get("pods", NS, "alice-0")
             pod["status"]["phase"] = "Succeeded"
             kube.put("pods", pod)
             _until("alice's leases are released",
-                   lambda: all(live.read(store, k)[0]["holder"] is None for k in held["alice"]))
+                   lambda: all(leases.read(store, k)[0]["holder"] is None for k in held["alice"]))
             _until("alice left the roster", lambda: [a["agent_id"] for a in json.loads(
                 store.get(fleet.roster_key(FLEET)).data)["agents"]] == ["bob"])
             with pytest.raises(NotFound):
@@ -96,7 +96,7 @@ def test_operator_retires_an_ended_agent_pod_and_reports_fleet_status(cluster):
                             lambda: (kube.get("ctxlakefleets", NS, "team-a").get("status") or {}).get("liveAgents") == 1
                             and kube.get("ctxlakefleets", NS, "team-a")["status"])
             assert status["agents"] == ["bob"] and status["leasesByAgent"] == [{"agentId": "bob", "leases": 1}]
-            assert live.read(store, held["bob"][0])[0]["holder"] == "bob"
+            assert leases.read(store, held["bob"][0])[0]["holder"] == "bob"
             kube.delete("pods", NS, "alice-0")  # a later DELETED of the same pod does no more work
     finally:
         kopf.set_default_registry(default_registry)

@@ -104,3 +104,56 @@ def replay_hooks(paths, payloads: list[dict], times: dict, fleet: str = FLEET, a
     """:func:`capture_at` for each Claude Code payload at the time Claude Code fired it."""
     for p in payloads:
         capture_at(paths, "claude_code", p, hook_time(p, times), fleet, agent)
+
+
+class HookedHost:
+    """A CTXLAKE_HOME with its ``file://`` store, fed by the real hook in process and shipped
+    by the real shipping pass: ``hook(runtime, payload)``, ``ship()`` (its log lines in
+    ``logged``), ``shipped()`` (every envelope of the bronze segments). ``env`` extends the
+    hook's environment."""
+
+    def __init__(self, base: str, **env):
+        import os
+
+        self.home = os.path.join(base, "home")
+        os.makedirs(self.home)
+        self.env = {"CTXLAKE_HOME": self.home, "CTXLAKE_CONFIG": os.path.join(self.home, "none.toml"), **env}
+        self.paths = Paths.from_env(self.env)
+        self.store = FileStore(self.paths.default_store_url)
+        self.logged: list = []
+
+    def hook(self, runtime: str, payload: dict) -> None:
+        import io
+
+        from lib import hookproc
+
+        hookproc.run([runtime, payload["hook_event_name"], "--fleet=f", "--agent=alice"],
+                     io.BytesIO(json.dumps(payload).encode()), io.StringIO(), environ=self.env, detach=False)
+
+    def replay(self, payloads: list[dict], keep=lambda i, p: True) -> "HookedHost":
+        """Run the hook (as :meth:`hook` of the subclass) on each payload ``keep(index, payload)`` keeps."""
+        for i, p in enumerate(payloads):
+            if keep(i, p):
+                self.hook(p)
+        return self
+
+    def ship(self) -> ship.ShipStats:
+        return ship.ship_all(self.store, self.paths, batch_rows=500, log=lambda ev, **kw: self.logged.append((ev, kw)))
+
+    def shipped(self) -> list[dict]:
+        return [e for entry in self.store.list("sessions/") if entry.key.endswith(".parquet")
+                for e in lake.decode(self.store.get(entry.key).data)]
+
+    def converges(self, full: set, lost_pre: set) -> None:
+        """Ship and seal; assert the lake holds each identity once and exactly ``full`` (the
+        identities of the fully hooked session) less ``lost_pre`` (lost pre-call hooks, which
+        no transcript holds as events of their own)."""
+        from lib import identity
+
+        stats = self.ship()
+        assert stats.errors == 0 and stats.sealed == 1
+        shipped = self.shipped()
+        ids = {identity.key(e) for e in shipped}
+        assert len(ids) == len(shipped), "no identity shipped twice"
+        assert ids == full - lost_pre
+

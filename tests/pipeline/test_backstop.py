@@ -9,7 +9,6 @@ its result).
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
@@ -17,10 +16,9 @@ import shutil
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lib import hookproc, identity, lake, ship
-from lib.paths import Paths
-from lib.store.file import FileStore
+from lib import identity
 from tests.conftest import FIXTURES
+from tests.pipeline.lakeutil import HookedHost
 
 CAPTURED = os.path.join(FIXTURES, "captured", "claude-code-2.1.332")
 SID = "00000000-0000-4000-8000-000000000001"
@@ -34,42 +32,24 @@ def _payloads() -> list[dict]:
 PAYLOADS = _payloads()
 
 
-class _Host:
+class _Host(HookedHost):
     """A CTXLAKE_HOME with its file:// store and a copy of the session's transcript."""
 
     def __init__(self, base: str):
-        self.home = os.path.join(base, "home")
-        os.makedirs(self.home)
-        self.env = {"CTXLAKE_HOME": self.home, "CTXLAKE_CONFIG": os.path.join(self.home, "none.toml")}
-        self.paths = Paths.from_env(self.env)
-        self.store = FileStore(self.paths.default_store_url)
+        super().__init__(base)
         self.transcript = os.path.join(base, "claude", "projects", "-home-dev-projects-demo", SID + ".jsonl")
         os.makedirs(os.path.dirname(self.transcript))
         shutil.copy(os.path.join(CAPTURED, "transcript-first.jsonl"), self.transcript)
-        self.logged: list = []
 
     def hook(self, payload: dict) -> None:
-        p = dict(payload, transcript_path=self.transcript)
-        hookproc.run(["claude_code", p["hook_event_name"], "--fleet=f", "--agent=alice"],
-                     io.BytesIO(json.dumps(p).encode()), io.StringIO(), environ=self.env, detach=False)
-
-    def ship(self) -> ship.ShipStats:
-        return ship.ship_all(self.store, self.paths, batch_rows=500, log=lambda ev, **kw: self.logged.append((ev, kw)))
-
-    def shipped(self) -> list[dict]:
-        return [e for entry in self.store.list("sessions/") if entry.key.endswith(".parquet")
-                for e in lake.decode(self.store.get(entry.key).data)]
+        super().hook("claude_code", dict(payload, transcript_path=self.transcript))
 
     def sealed(self) -> bool:
         return any(entry.key.endswith("/_SEALED") for entry in self.store.list("sessions/"))
 
 
 def _run(base: str, keep) -> _Host:
-    host = _Host(base)
-    for i, p in enumerate(PAYLOADS):
-        if keep(i, p):
-            host.hook(p)
-    return host
+    return _Host(base).replay(PAYLOADS, keep)
 
 
 def _ids(envs) -> set:
@@ -144,10 +124,5 @@ def _full_ids(base: str) -> set:
 def test_any_lost_hooks_converge_to_the_lake_of_a_fully_hooked_session(tmp_path_factory, lost):
     full = _full_ids(str(tmp_path_factory.mktemp("full")))
     host = _run(str(tmp_path_factory.mktemp("lost")), lambda i, p: i not in lost)
-    stats = host.ship()
-    assert stats.errors == 0 and stats.sealed == 1
-    shipped = host.shipped()
-    assert len(_ids(shipped)) == len(shipped), "no identity shipped twice"
-    pre_lost = {(SID, identity.event_id(SID, "tool_pre", PAYLOADS[i]["tool_use_id"]))
-                for i in lost if PAYLOADS[i]["hook_event_name"] == "PreToolUse"}
-    assert _ids(shipped) == full - pre_lost
+    host.converges(full, {(SID, identity.event_id(SID, "tool_pre", PAYLOADS[i]["tool_use_id"]))
+                          for i in lost if PAYLOADS[i]["hook_event_name"] == "PreToolUse"})

@@ -241,10 +241,10 @@ def _crash_syncd(home, env, rng, plan, *, after_kill, log_path) -> tuple[int, di
 
 def _wait_maintenance_lease(store) -> None:
     """Wait until a killed maint's lease has expired (by the store clock, as maint judges it)."""
-    from lib import live
+    from lib.live import leases
     from lib.store import NotFound
 
-    key = live.lease_key(FLEET, live.MAINTENANCE)
+    key = leases.lease_key(FLEET, leases.MAINTENANCE)
     while True:
         try:
             obj = store.get(key)
@@ -264,10 +264,10 @@ def _crash_maint(home, env, rng, plan, *, log_path) -> tuple[int, dict]:
     random 0–400 ms after the run took the maintenance lease, i.e. while it works). Returns
     ``(kills, summary_of_the_completed_run)``.
     """
-    from lib import live
+    from lib.live import leases
 
     store = _store(home)
-    lease_path = os.path.join(store.root, *live.lease_key(FLEET, live.MAINTENANCE).split("/"))
+    lease_path = os.path.join(store.root, *leases.lease_key(FLEET, leases.MAINTENANCE).split("/"))
     kills = 0
     for item in plan:
         _wait_maintenance_lease(store)

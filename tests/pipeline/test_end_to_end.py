@@ -82,12 +82,12 @@ def test_import_hooks_sync_maint_brief_query(env, home):
 
 def test_second_maint_exits_zero_naming_the_holder(env, home):
     sys.path.insert(0, ROOT)
-    from lib import live
+    from lib.live import leases
     from lib.store import open_store
 
     store = open_store("file://" + os.path.join(home, "lake"))
-    live.acquire(store, live.lease_key("fleet-e2e", live.MAINTENANCE), holder="maint@other-host:42", reason="maintenance",
-                 ttl=300, resource=live.MAINTENANCE)
+    leases.acquire(store, leases.lease_key("fleet-e2e", leases.MAINTENANCE), holder="maint@other-host:42", reason="maintenance",
+                 ttl=300, resource=leases.MAINTENANCE)
     r = _run(["maint.py", "--once"], env)
     assert r.returncode == 0
     assert "maint@other-host:42" in r.stdout.decode()

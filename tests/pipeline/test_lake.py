@@ -15,8 +15,7 @@ from collections import Counter
 
 import pytest
 
-from lib import maintenance
-from lib import config, lake, retention
+from lib import config, lake, maintenance, retention
 from lib.store import open_store
 from tests.conftest import FIXTURES
 

@@ -11,8 +11,7 @@ import sys
 
 import pytest
 
-from lib import maintenance
-from lib import config, lake
+from lib import config, lake, maintenance
 from lib.store import open_store
 from tests.conftest import FIXTURES, ROOT
 

@@ -8,8 +8,7 @@ import threading
 from collections import Counter
 
 
-from lib import maintenance
-from lib import config, lake
+from lib import config, lake, maintenance
 from lib.store import open_store
 from tests.conftest import FIXTURES
 

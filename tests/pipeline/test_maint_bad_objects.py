@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from lib import maintenance
-from lib import lake
+from lib import lake, maintenance
 from lib.importers.claude_code import import_path
 from lib.store import CREATE
 from tests.conftest import FIXTURES

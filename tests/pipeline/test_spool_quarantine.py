@@ -17,8 +17,7 @@ import os
 import time
 
 import ctxlake
-from lib import syncpass
-from lib import config, ship
+from lib import config, ship, syncpass
 from lib.importers.claude_code import import_path
 from lib.store import open_store
 from tests.conftest import FIXTURES

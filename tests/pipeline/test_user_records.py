@@ -11,8 +11,7 @@ from collections import Counter
 
 import pytest
 
-from lib import digest as digestmod
-from lib import identity
+from lib import digest as digestmod, identity
 from lib.importers.claude_code import parse_file
 from tests.conftest import FIXTURES
 

@@ -74,3 +74,39 @@ def test_a_denied_edit_is_spooled_as_an_attempt_without_an_outcome(hook):
     assert [("exit_code" in e["tool"]) for e in by_id["toolu_e2e_b1_t0_0"]] == [False, True]
     assert [("exit_code" in e["tool"]) for e in by_id["toolu_e2e_b2_t0_0"]] == [False]
     assert [p["hook_event_name"] for p in payloads if p.get("tool_use_id") == "toolu_e2e_b2_t0_0"] == ["PreToolUse"]
+
+
+def _newer() -> list[dict]:
+    with open(os.path.join(CAPTURED, "hooks-newer-events.json"), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def test_the_newer_events_and_fields_map_as_the_pinned_cli_sends_them(hook):
+    """PostModelSwitch → ``model_switch``; an MCP call's ``mcp_server`` → ``tool.mcp_server``;
+    SubagentStop's ``last_assistant_message`` → the sub-agent's ``assistant``, while its
+    ``agent_transcript_path`` (a path on this host) stays off the envelope; PreModelSwitch and
+    SubagentStart are not installed and capture nothing."""
+    from lib import identity
+
+    payloads = _newer()
+    for p in payloads:
+        assert isinstance(hook("claude_code", p), dict)
+    envs = hook.envelopes("claude_code")
+    (post,) = [p for p in payloads if p["hook_event_name"] == "PostModelSwitch"]
+    (switch,) = [e for e in envs if e["event_type"] == "model_switch"]
+    assert (switch["from_model"], switch["to_model"], switch["requested_model"], switch["switch_source"]) == \
+        (post["from_model"], post["to_model"], post["requested_model"], "command")
+    assert switch["event_id"] == identity.event_id(post["session_id"], "model_switch", post["prompt_id"],
+                                                   post["from_model"], post["to_model"])
+    assert switch["turn_id"] == post["prompt_id"]
+    (pre,) = [p for p in payloads if p["hook_event_name"] == "PreToolUse"]
+    (call,) = [e for e in envs if e.get("message_id") == pre["tool_use_id"]]
+    assert call["tool"]["mcp_server"] == pre["mcp_server"]["name"] == "ctxlake"
+    stops = [p for p in payloads if p["hook_event_name"] == "SubagentStop"]
+    subs = [e for e in envs if e["event_type"] == "assistant"]
+    assert sorted(e["content"] for e in subs) == sorted(p["last_assistant_message"] for p in stops)
+    assert {e["parent_message_id"] for e in subs} == {"subagent:" + p["agent_id"] for p in stops}
+    assert not any("agent_transcript_path" in json.dumps(e) for e in envs)
+    assert len(envs) == 1 + 1 + len(stops), "PreModelSwitch and SubagentStart add no envelope"
+    logged = [json.loads(ln) for ln in hook.errors().splitlines()]
+    assert {e["event"] for e in logged} == {"PreModelSwitch", "SubagentStart"} and {e["step"] for e in logged} == {"map"}

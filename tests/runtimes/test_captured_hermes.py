@@ -21,17 +21,22 @@ def _load(name):
 
 
 def _state_db(path: str) -> str:
-    state = _load("state.json")
     conn = sqlite3.connect(path)
+    fill_state(conn)
+    conn.commit()
+    conn.close()
+    return path
+
+
+def fill_state(conn) -> None:
+    """Create the captured run's tables in ``conn`` and insert its rows (``state.json``)."""
+    state = _load("state.json")
     conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
     conn.execute("INSERT INTO schema_version VALUES (?)", (state["schema_version"],))
     for table, ddl in state["ddl"].items():
         conn.execute(ddl)
         for row in state[table]:
             conn.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values()))
-    conn.commit()
-    conn.close()
-    return path
 
 
 def test_every_captured_payload_maps_with_results_from_extra(hook):

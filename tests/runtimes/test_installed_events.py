@@ -30,9 +30,10 @@ def _payloads(folder):
 
 def _claude_payloads():
     out = _payloads("claude-hooks")
-    with open(os.path.join(FIXTURES, "captured", "claude-code-2.1.332", "hooks.json"), encoding="utf-8") as fh:
-        for p in json.load(fh):  # our own capture (make e2e-capture) has the events the others lack
-            out.setdefault(p["hook_event_name"], p)
+    for name in ("hooks.json", "hooks-newer-events.json"):
+        with open(os.path.join(FIXTURES, "captured", "claude-code-2.1.332", name), encoding="utf-8") as fh:
+            for p in json.load(fh):  # our own capture (make e2e-capture) has the events the others lack
+                out.setdefault(p["hook_event_name"], p)
     return out
 
 

@@ -11,8 +11,7 @@ import textwrap
 
 import pytest
 
-from lib import syncpass
-from lib import config, lake, snapshot
+from lib import config, lake, snapshot, syncpass
 from lib.paths import HomeError, Paths
 from lib.store import open_store
 from tests.conftest import ROOT

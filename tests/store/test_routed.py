@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from lib import live
+from lib.live import leases
 from lib.store import CREATE, PreconditionFailed, Unavailable, open_store
 from lib.store.routed import RoutedStore
 
@@ -22,13 +22,13 @@ def test_live_keys_go_to_redis_and_the_rest_to_the_lake(tmp_path, redis_url):
 
 def test_lease_state_machine_runs_unchanged_on_redis(redis_url, tmp_path):
     store = open_store(f"file://{tmp_path}/lake", live=redis_url)
-    key = live.lease_key("f", "res")
-    rec = live.acquire(store, key, holder="a", reason="edit", ttl=30)
-    with pytest.raises(live.Refused) as exc:
-        live.acquire(store, key, holder="b", reason="x", ttl=30)
+    key = leases.lease_key("f", "res")
+    rec = leases.acquire(store, key, holder="a", reason="edit", ttl=30)
+    with pytest.raises(leases.Refused) as exc:
+        leases.acquire(store, key, holder="b", reason="x", ttl=30)
     assert exc.value.holder == "a"
-    assert live.release(store, key, holder="a")
-    assert live.acquire(store, key, holder="b", reason="x", ttl=30)["epoch"] == rec["epoch"] + 1
+    assert leases.release(store, key, holder="a")
+    assert leases.acquire(store, key, holder="b", reason="x", ttl=30)["epoch"] == rec["epoch"] + 1
 
 
 def test_redis_restart_empties_the_live_plane_and_never_yields_two_holders(tmp_path):
@@ -40,16 +40,16 @@ def test_redis_restart_empties_the_live_plane_and_never_yields_two_holders(tmp_p
     server = start_redis()
     try:
         store = open_store(f"file://{tmp_path}/lake", live=server.url("restart"))
-        key = live.lease_key("f", "res")
-        live.acquire(store, key, holder="a", ttl=300)
+        key = leases.lease_key("f", "res")
+        leases.acquire(store, key, holder="a", ttl=300)
         server.stop()
         with pytest.raises(Unavailable):
-            live.acquire(store, key, holder="b", ttl=300)
+            leases.acquire(store, key, holder="b", ttl=300)
         server.restart()
         # the lease is gone with the data: the next claimant creates it; a second one is refused
-        live.acquire(store, key, holder="b", ttl=300)
-        with pytest.raises(live.Refused):
-            live.acquire(store, key, holder="a", ttl=300)
+        leases.acquire(store, key, holder="b", ttl=300)
+        with pytest.raises(leases.Refused):
+            leases.acquire(store, key, holder="a", ttl=300)
         with pytest.raises(PreconditionFailed):
             store.put(key, b"{}", CREATE)
     finally:

@@ -4,8 +4,8 @@ independent checker proves safety (run by ``tests/live/test_contention.py`` for 
 
 Each simulated agent is a thread with its own store client (its own ``FileStore`` instance or
 its own boto3 session and connection pool) running the exact code syncd, maint and
-``ctxlake lease`` run (:func:`lib.live.acquire_fresh`, :func:`lib.live.renew`,
-:func:`lib.live.release_record`). It picks at random: acquire a random key, renew a key it holds,
+``ctxlake lease`` run (:func:`lib.live.leases.acquire_fresh`, :func:`lib.live.leases.renew`,
+:func:`lib.live.leases.release_record`). It picks at random: acquire a random key, renew a key it holds,
 release it, or *crash* — drop everything it holds without releasing and stay silent for up to a
 TTL, so its leases expire by the store clock and are taken over.
 
@@ -37,7 +37,7 @@ import threading
 import time
 from collections import defaultdict
 
-from lib import live
+from lib.live import leases
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -60,7 +60,7 @@ def simulate(make_store, *, agents: int = 50, keys: int = 5, seconds: float = 10
     """
     from lib.store import NotFound
 
-    key_names = [live.lease_key(fleet, live.resource_key("bench/repo", f"file-{i}.py")) for i in range(keys)]
+    key_names = [leases.lease_key(fleet, leases.resource_key("bench/repo", f"file-{i}.py")) for i in range(keys)]
     clients = [make_store() for _ in range(agents)]
     checkers = [make_store() for _ in range(keys)]
     lock = threading.Lock()
@@ -92,15 +92,15 @@ def simulate(make_store, *, agents: int = 50, keys: int = 5, seconds: float = 10
                     r = rnd.random()
                     if r < 0.6:
                         try:
-                            rec = live.renew(store, k, holder=me, ttl=ttl, log=race_log)
+                            rec = leases.renew(store, k, holder=me, ttl=ttl, log=race_log)
                             with lock:
                                 writes.append(("renew", k, rec, time.time()))
                             count("renewals")
-                        except live.Lost:
+                        except leases.Lost:
                             holding.pop(k, None)
                             count("lost")
                     elif r < 0.9:
-                        rec = live.release_record(store, k, holder=me, log=race_log)
+                        rec = leases.release_record(store, k, holder=me, log=race_log)
                         holding.pop(k, None)
                         if rec is not None:
                             with lock:
@@ -115,13 +115,13 @@ def simulate(make_store, *, agents: int = 50, keys: int = 5, seconds: float = 10
                     count("attempts")
                     t0, started = time.perf_counter(), time.time()
                     try:
-                        rec, fresh = live.acquire_fresh(store, k, holder=me, session_id=f"s-{i}", reason=f"work {i}",
+                        rec, fresh = leases.acquire_fresh(store, k, holder=me, session_id=f"s-{i}", reason=f"work {i}",
                                                         ttl=ttl, resource=k, repo="bench/repo", log=race_log)
-                    except live.Refused as exc:
+                    except leases.Refused as exc:
                         with lock:
                             refusals.append((k, exc.record, exc.now, started))
                         count("refusals")
-                    except live.Unsafe as exc:  # the store ignores conditional writes: nothing is granted
+                    except leases.Unsafe as exc:  # the store ignores conditional writes: nothing is granted
                         with lock:
                             unsafe.append(exc.reason)
                         count("unsafe_refusals")
@@ -141,7 +141,7 @@ def simulate(make_store, *, agents: int = 50, keys: int = 5, seconds: float = 10
         while not stop.is_set():
             try:
                 obj = store.get(k)
-                rec = live._load(obj)
+                rec = leases._load(obj)
                 with lock:
                     observations.append((k, rec, obj.server_time))
             except NotFound:

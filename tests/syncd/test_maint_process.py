@@ -11,8 +11,7 @@ from tests.syncd.conftest import spool_session
 
 
 def test_the_maintenance_pass_runs_as_a_process_on_the_daemons_store(home, tmp_path, monkeypatch):
-    from lib import maintenance, syncpass
-    from lib import config
+    from lib import config, maintenance, syncpass
 
     lake = tmp_path / "lake"
     monkeypatch.setenv("CTXLAKE_STORE", "file://" + str(lake))

@@ -14,8 +14,7 @@ import json
 import os
 import subprocess
 
-from lib import syncpass
-from lib import config, handoffs, mcp_tools
+from lib import config, handoffs, mcp_tools, syncpass
 from lib.store import open_store
 
 FLEET = "fleet-ident"

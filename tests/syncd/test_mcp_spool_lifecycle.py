@@ -10,8 +10,7 @@ import multiprocessing
 import os
 import subprocess
 
-from lib import syncpass
-from lib import config, handoffs, mcp_tools, spool
+from lib import config, handoffs, mcp_tools, spool, syncpass
 from lib.paths import MCP_CONSUMERS
 from lib.store import open_store
 

@@ -3,7 +3,7 @@
 Where it sits: syncd feeds every batch it ships to :func:`observe_lines` (no second read of
 the spool; only the lines presence needs are parsed), and :func:`scan_spool` lists which sessions are open — spool files present, no
 ``<session>.done``, written to within ``idle_secs``. :func:`summarize` turns both into one
-heartbeat's worth of fields per agent (:mod:`lib.roster`): runtime, session, repo, branch, the
+heartbeat's worth of fields per agent (:mod:`lib.live.presence`): runtime, session, repo, branch, the
 task (first line of the latest prompt, already redacted in the envelope, sanitized here) and
 the files its tool calls touched, each as ``(repo_id, repo-relative path)`` so other hosts can
 compare them with their own paths.

@@ -3,18 +3,19 @@
 Where it sits: one :class:`LivePlane` per syncd process, run once per pass after shipping
 (syncd feeds it every shipped envelope through :meth:`LivePlane.observe`). Each pass:
 
-1. which sessions of this fleet are open or ended (:func:`lib.activity.scan_spool`);
+1. which sessions of this fleet are open or ended (:func:`lib.live.activity.scan_spool`);
 2. the store clock, once (every age and expiry below is judged by it — invariant 6);
 3. lease requests from the MCP spool (``lease_request`` / ``lease_release``, own offsets via
    :func:`lib.spool.consume_records`) applied with the same CAS code as ``ctxlake lease`` and maint
-   (:func:`lib.live.claim`, :func:`lib.live.release`); the outcome of each is kept by
+   (:func:`lib.live.leases.hold`, :func:`lib.live.leases.release`); the outcome of each is kept by
    ``record_id``;
-4. leases held for this host's agents renewed every ttl/5 while their session is open,
+4. leases held for this host's agents renewed every ttl/5 while their session is open
+   (:class:`lib.live.leases.Renewer`, the renewer maint uses for its lease too),
    released when it ends;
 5. heartbeats written every ``heartbeat_secs`` (and at once when an agent joins or switches
    session), carrying forward what did not change; deleted when the agent's sessions end,
    with the roster edited at once so the agent disappears then, not after the TTL;
-6. the roster read (conditional GET), rebuilt when due (``roster_secs`` + jitter, :func:`lib.roster.maybe_rebuild`);
+6. the roster read (conditional GET), rebuilt when due (``roster_secs`` + jitter, :func:`lib.live.presence.maybe_rebuild`);
 7. the fleet's leases listed; ``cache/<fleet>/roster.json`` and ``leases.json`` written
    atomically.
 
@@ -30,7 +31,8 @@ import os
 import random
 import time
 
-from lib import activity, cache_view, clock, live, mcp_records, roster
+from lib import cache_view, clock, mcp_records
+from lib.live import activity, leases, presence
 from lib.sanitize import clean
 
 REQUESTS_KEPT = 500
@@ -82,7 +84,7 @@ class LivePlane:
         for k in ("sessions", "agents", "held", "requests"):
             base[k] = {ek: ev for ek, ev in base[k].items() if isinstance(ev, dict)}
         base["lost"] = [e for e in base["lost"] if isinstance(e, dict)]
-        if base["stale_since"] is not None and live.epoch_secs(base["stale_since"]) is None:
+        if base["stale_since"] is not None and leases.epoch_secs(base["stale_since"]) is None:
             base["stale_since"] = None
         return base
 
@@ -93,7 +95,7 @@ class LivePlane:
         atomic_write(self.cfg.paths.live_state(self.fleet), json.dumps(self.state, sort_keys=True).encode())
 
     def observe(self, runtime: str, lines: list[bytes]) -> None:
-        """Raw spool lines of a batch syncd just shipped (see :func:`lib.activity.observe_lines`)."""
+        """Raw spool lines of a batch syncd just shipped (see :func:`lib.live.activity.observe_lines`)."""
         activity.observe_lines(self.activity, runtime, lines)
 
     # -- the pass --------------------------------------------------------------------------
@@ -109,21 +111,21 @@ class LivePlane:
                                                    idle_secs=cfg.sync.session_idle_secs, local_now=local)
             now = store.clock()
             offset = clock.offset(now, local)
-            live.require_conditional(store, live.leases_prefix(self.fleet), log=self.log)
+            leases.require_conditional(store, leases.leases_prefix(self.fleet), log=self.log)
             self._requests(store, now, open_keys, summary)
             self._renewals(store, now, open_keys, ended, summary)
             upserts, removals = self._heartbeats(store, now, offset, open_keys, summary)
             current = self._roster(store, upserts, removals, summary)
-            leases, lnow = live.list_leases(store, self.fleet, cache=self.lease_cache, log=self.log)
-            self.lease_view, self.lease_view_time = leases, lnow
-            held = sorted((r for r in leases if live.is_live(r, lnow)), key=lambda r: (str(r.get("repo")), str(r.get("path"))))
+            records, lnow = leases.list_leases(store, self.fleet, cache=self.lease_cache, log=self.log)
+            self.lease_view, self.lease_view_time = records, lnow
+            held = sorted((r for r in records if leases.is_live(r, lnow)), key=lambda r: (str(r.get("repo")), str(r.get("path"))))
             summary["leases"] = len(held)
             self._write_caches(current, removals, held, clock.offset(lnow, self.clock()))
             activity.forget(self.activity, ended)
             if self.state.get("stale_since"):
                 self.log("live_view_recovered", stale_secs=round(self.clock() - self.state["stale_since"], 1))
             self.state["stale_since"] = None
-        except live.Unsafe as exc:  # the store ignores conditional writes: grant nothing, say so
+        except leases.Unsafe as exc:  # the store ignores conditional writes: grant nothing, say so
             self._refuse(exc.reason, summary)
             activity.forget(self.activity, ended)
         except Exception as exc:  # store outage (or a bug): keep the last view, say how old it is
@@ -139,7 +141,7 @@ class LivePlane:
         return summary
 
     def _refuse(self, reason: str, summary: dict) -> None:
-        """The pass on a store that does not honour conditional writes (:class:`lib.live.Unsafe`):
+        """The pass on a store that does not honour conditional writes (:class:`lib.live.leases.Unsafe`):
         nothing is granted, renewed or rebuilt; spooled lease requests are answered ``refused``
         with the reason (so ``fleet_status`` tells the agent), leases this host thought it held
         are forgotten (their records expire by TTL), and both cache views are written empty with
@@ -148,7 +150,7 @@ class LivePlane:
         from lib import spool
 
         summary["live_refused"] = reason
-        self.log("live_plane_refused", reason=reason, detail=str(live.Unsafe(reason)))
+        self.log("live_plane_refused", reason=reason, detail=str(leases.Unsafe(reason)))
         records, commit = spool.consume_records(self.cfg.paths.mcp_spool(self.fleet),
                                                 self.cfg.paths.mcp_consumer_state(self.fleet, "leases"))
         now = self.clock()
@@ -156,7 +158,7 @@ class LivePlane:
             rid, agent = rec.get("record_id"), rec.get("agent_id")
             if rec.get("kind") in mcp_records.LEASE_KINDS and isinstance(rid, str) and rid and isinstance(agent, str) and agent:
                 self.state["requests"][rid] = {"kind": rec.get("kind"), "agent_id": agent, "applied_at": now,
-                                               "outcome": "refused", "error": str(live.Unsafe(reason))}
+                                               "outcome": "refused", "error": str(leases.Unsafe(reason))}
                 summary["lease_requests"] += 1
         commit()
         self.state["held"] = {}
@@ -181,7 +183,7 @@ class LivePlane:
         and nothing here deletes the spool. A store failure mid-batch re-delivers the batch
         next pass: a record whose ``record_id`` already has an outcome is not applied again, and
         a retry of a request (same ``request_key`` from the same agent within
-        :data:`lib.live.RETRY_SECS`) gets the first one's outcome (:meth:`_retried`).
+        :data:`lib.live.leases.RETRY_SECS`) gets the first one's outcome (:meth:`_retried`).
         """
         from lib import spool
 
@@ -189,7 +191,7 @@ class LivePlane:
                                                 self.cfg.paths.mcp_consumer_state(self.fleet, "leases"))
         mine = mcp_records.select(records, mcp_records.LEASE_KINDS)
         if mine and self.lease_view_time is None:  # first pass of this process: a view for the directory check
-            self.lease_view, self.lease_view_time = live.list_leases(store, self.fleet, cache=self.lease_cache, log=self.log)
+            self.lease_view, self.lease_view_time = leases.list_leases(store, self.fleet, cache=self.lease_cache, log=self.log)
         for rec in mine:
             retried = self._retried(rec)
             outcome = retried if retried is not None else self._apply(store, rec, now, open_keys)
@@ -204,7 +206,7 @@ class LivePlane:
     def _retried(self, rec: dict) -> dict | None:
         """The outcome to report for ``rec`` without touching the store when it is a retry: the
         same ``record_id`` already applied (a re-delivered spool line), or another record of the
-        same request (``request_key``, :func:`lib.live.first_request`) from the same agent —
+        same request (``request_key``, :func:`lib.live.leases.first_request`) from the same agent —
         answered with the first one's outcome plus ``retry_of``. ``None``: apply it."""
         reqs = self.state["requests"]
         rid, key = rec.get("record_id"), rec.get("request_key")
@@ -215,8 +217,8 @@ class LivePlane:
         if not isinstance(key, str) or not key:
             return None
         mine = [dict(o, record_id=k) for k, o in reqs.items() if o.get("agent_id") == rec.get("agent_id")]
-        at = live.epoch_secs(rec.get("requested_at"))
-        first = live.first_request(mine, key, at) if at is not None else None
+        at = leases.epoch_secs(rec.get("requested_at"))
+        first = leases.first_request(mine, key, at) if at is not None else None
         if first is None:
             return None
         out = {k: v for k, v in first.items() if k != "record_id"}
@@ -257,7 +259,7 @@ class LivePlane:
             return [], "no paths"
         cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else None
         for p in paths:
-            where = live.resolve(p, cwd)
+            where = leases.resolve(p, cwd)
             if where is None:
                 return [], f"not inside a git repository: {clean(p, 300, True)}"
             out.append(where)
@@ -281,10 +283,10 @@ class LivePlane:
         if rec.get("fleet_id") not in (None, self.fleet):
             return dict(base, outcome="error", error=f"record for fleet {clean(str(rec.get('fleet_id')), 100, True)}")
         if kind == mcp_records.LEASE_REQUEST:
-            return self._claim(store, rec, base, now, open_keys)
+            return self._hold(store, rec, base, now, open_keys)
         return self._release(store, rec, base)
 
-    def _claim(self, store, rec: dict, base: dict, now: float, open_keys: set) -> dict:
+    def _hold(self, store, rec: dict, base: dict, now: float, open_keys: set) -> dict:
         agent = rec["agent_id"]
         resources, error = self._resources(rec)
         if error:
@@ -293,21 +295,21 @@ class LivePlane:
             ttl = int(rec.get("ttl_secs") or self.cfg.leases.ttl_secs)
         except (TypeError, ValueError):
             ttl = self.cfg.leases.ttl_secs
-        ttl = min(live.TTL_MAX, max(live.TTL_MIN, ttl))  # the MCP schema refused the rest
+        ttl = min(leases.TTL_MAX, max(leases.TTL_MIN, ttl))  # the MCP schema refused the rest
         reason = clean(str(rec.get("reason") or ""), 500, True)
         skey = self._session_for(agent, rec.get("session_id") if isinstance(rec.get("session_id"), str) else None, open_keys)
         sid = rec.get("session_id") if isinstance(rec.get("session_id"), str) else (
             self.activity.sessions[skey]["session_id"] if skey else None)
         try:
-            records = live.claim(store, self.fleet, resources, holder=agent, session_id=sid, reason=reason, ttl=ttl,
+            records = leases.hold(store, self.fleet, resources, holder=agent, session_id=sid, reason=reason, ttl=ttl,
                                  view=self.lease_view, view_time=self.lease_view_time, log=self.log)
-        except live.Refused as exc:
+        except leases.Refused as exc:
             r = exc.record
             return dict(base, outcome="refused", holder=r.get("holder"), reason=r.get("reason"),
                         expires_at=r.get("expires_at"), path=r.get("path"), repo=r.get("repo"), message=str(exc))
         for r in records:
-            self._view_put(live.lease_key(self.fleet, r["resource"]), r)
-            self.state["held"][live.lease_key(self.fleet, r["resource"])] = {
+            self._view_put(leases.lease_key(self.fleet, r["resource"]), r)
+            self.state["held"][leases.lease_key(self.fleet, r["resource"])] = {
                 "resource": r["resource"], "repo": r["repo"], "path": r["path"], "agent_id": agent,
                 "session_key": skey, "ttl": ttl, "reason": reason, "renewed_at": r["updated_at"],
                 "expires_at": r["expires_at"], "epoch": r["epoch"]}
@@ -325,11 +327,11 @@ class LivePlane:
             resources, error = self._resources(rec)
             if error:
                 return dict(base, outcome="error", error=error)
-            keys = {live.lease_key(self.fleet, live.resource_key(r["repo"], r["path"])) for r in resources}
+            keys = {leases.lease_key(self.fleet, leases.resource_key(r["repo"], r["path"])) for r in resources}
         released = []
         for key in sorted(keys):
             info = held.get(key) or next((r for r in self.lease_view if r.get("key") == key), {})
-            rec = live.release_record(store, key, holder=agent, log=self.log)
+            rec = leases.release_record(store, key, holder=agent, log=self.log)
             if rec is not None:
                 released.append({"repo": info.get("repo"), "path": info.get("path")})
                 self._view_put(key, rec)
@@ -350,22 +352,24 @@ class LivePlane:
             ended_now = (skey in ended) if skey else agent in ended_agents
             renewable = (skey in open_keys) if skey else agent in open_agents
             if ended_now:
-                live.release(store, key, holder=agent, log=self.log)
+                leases.release(store, key, holder=agent, log=self.log)
                 self.state["held"].pop(key)
                 summary["released"] += 1
                 self.log("lease_released_session_ended", key=key, agent=agent, path=h.get("path"))
             elif renewable:
-                if now - float(h.get("renewed_at") or 0) < float(h["ttl"]) / 5:
-                    continue
+                renewer = leases.Renewer(store, key, holder=agent, ttl=float(h["ttl"]),
+                                         renewed_at=float(h.get("renewed_at") or 0), clock=lambda: now, log=self.log)
                 try:
-                    rec = live.renew(store, key, holder=agent, ttl=h["ttl"], log=self.log)
-                except live.Lost as exc:
+                    rec = renewer.tick()
+                except leases.Lost as exc:
                     self.state["held"].pop(key)
                     lost = {"agent_id": agent, "repo": h.get("repo"), "path": h.get("path"), "at": exc.now,
-                            "now_held_by": (exc.record or {}).get("holder") if live.is_live(exc.record, exc.now or now) else None}
+                            "now_held_by": (exc.record or {}).get("holder") if leases.is_live(exc.record, exc.now or now) else None}
                     self.state["lost"] = (self.state["lost"] + [lost])[-LOST_KEPT:]
                     self.log("lease_lost", key=key, agent=agent, path=h.get("path"), now_held_by=lost["now_held_by"])
                     continue
+                if rec is None:
+                    continue  # renewed less than ttl/5 ago
                 h.update(renewed_at=rec["updated_at"], expires_at=rec["expires_at"])
                 summary["renewed"] += 1
             elif now >= float(h.get("expires_at") or 0):
@@ -387,13 +391,13 @@ class LivePlane:
                     continue  # retired elsewhere (the fleet operator) and nothing new since
                 del agents[agent]  # it is working again: it rejoins
                 st = None
-            prev = st["heartbeat"] if st else roster.read_heartbeat(store, self.fleet, agent)
+            prev = st["heartbeat"] if st else presence.read_heartbeat(store, self.fleet, agent)
             joined = st is None
             switched = not prev or prev.get("session_id") != f["session_id"]
             if not (joined or switched or now - float(st["beat_at"]) >= cfg.sync.heartbeat_secs):
                 continue
             if not joined and not switched and f["last_at"] <= float(st.get("activity_at") or 0) \
-                    and not roster.heartbeat_exists(store, self.fleet, agent):
+                    and not presence.heartbeat_exists(store, self.fleet, agent):
                 # Idle since the last beat and the heartbeat is gone: someone retired this agent
                 # (its pod ended, the operator released its leases and roster entry). Do not bring
                 # it back until its session shows new activity.
@@ -401,21 +405,21 @@ class LivePlane:
                 self.log("agent_retired_elsewhere", agent=agent, detail="heartbeat deleted by another process; "
                          "not rewritten until the agent shows new activity")
                 continue
-            touched = roster.merge_touched((prev or {}).get("touched"), f["touched"], now=now, window=TOUCH_WINDOW_SECS)
+            touched = presence.merge_touched((prev or {}).get("touched"), f["touched"], now=now, window=TOUCH_WINDOW_SECS)
             changes = {"agent_id": agent, "fleet_id": self.fleet, "runtime": f["runtime"],
                        "host_id": f.get("host_id") or host_id(), "session_id": f["session_id"], "repo": f.get("repo"),
                        "branch": f.get("branch"), "task": f.get("task"), "touched": touched,
-                       "paths": roster.paths_of(touched) or None}
-            hb = roster.next_heartbeat(prev, changes, now)
+                       "paths": presence.paths_of(touched) or None}
+            hb = presence.next_heartbeat(prev, changes, now)
             hb.pop("ended", None)
-            roster.write_heartbeat(store, self.fleet, hb)
+            presence.write_heartbeat(store, self.fleet, hb)
             agents[agent] = {"beat_at": now, "heartbeat": hb, "activity_at": f["last_at"]}
             summary["heartbeats"] += 1
             if joined:
                 upserts.append(hb)
                 self.log("agent_joined", agent=agent, session_id=f["session_id"])
         for agent in sorted(set(agents) - set(fields)):
-            roster.delete_heartbeat(store, self.fleet, agent)
+            presence.delete_heartbeat(store, self.fleet, agent)
             del agents[agent]
             removals.append(agent)
             self.log("agent_left", agent=agent, detail="no open session: heartbeat deleted")
@@ -427,25 +431,25 @@ class LivePlane:
         cfg = self.cfg
         rs = self.state["roster"]
         ttl = cfg.sync.presence_ttl_secs
-        data, etag, rnow, modified = roster.read_roster(store, self.fleet, etag=rs.get("etag") if rs.get("data") else None)
+        data, etag, rnow, modified = presence.read_roster(store, self.fleet, etag=rs.get("etag") if rs.get("data") else None)
         if not modified:
             data = rs.get("data")
         summary["roster"] = "read"
         if upserts or removals:
-            edited, tag = roster.edit(store, self.fleet, upserts=upserts, removals=removals, ttl=ttl, log=self.log)
+            edited, tag = presence.edit(store, self.fleet, upserts=upserts, removals=removals, ttl=ttl, log=self.log)
             if edited is not None:
                 data, etag = edited, tag
                 summary["roster"] = "edited"
         jitter = rs.get("jitter")
         if not isinstance(jitter, (int, float)):
-            jitter = self.rand() * roster.REBUILD_JITTER * cfg.sync.roster_secs
+            jitter = self.rand() * presence.REBUILD_JITTER * cfg.sync.roster_secs
         from lib.envelope import host_id
 
-        data, etag, outcome = roster.maybe_rebuild(store, self.fleet, data, etag, rnow, interval=cfg.sync.roster_secs,
+        data, etag, outcome = presence.maybe_rebuild(store, self.fleet, data, etag, rnow, interval=cfg.sync.roster_secs,
                                                    jitter=jitter, ttl=ttl, built_by=f"syncd@{host_id()[7:19]}", log=self.log)
         if outcome != "fresh":
             summary["roster"] = "rebuilt" if outcome == "rebuilt" else "theirs"
-            jitter = self.rand() * roster.REBUILD_JITTER * cfg.sync.roster_secs
+            jitter = self.rand() * presence.REBUILD_JITTER * cfg.sync.roster_secs
         self.state["roster"] = {"etag": etag, "data": data, "jitter": jitter}
         return data
 
@@ -459,7 +463,7 @@ class LivePlane:
         gone = set(removals) | {a for a, s in self.state["agents"].items() if s.get("retired_at") is not None}
         entries = [a for a in ((current or {}).get("agents") or [])
                    if isinstance(a, dict) and a.get("agent_id") not in mine and a.get("agent_id") not in gone]
-        agents = roster.live_agents(entries + list(mine.values()), store_time, ttl)
+        agents = presence.live_agents(entries + list(mine.values()), store_time, ttl)
         rost = {"agents": agents, "store_time": store_time, "refreshed_at": refreshed, "presence_ttl_secs": ttl,
                 "built_at": (current or {}).get("built_at"), "stale_since": None}
         leases = {"store_time": store_time, "refreshed_at": refreshed, "leases": held,

@@ -1,6 +1,6 @@
 """Presence: per-agent heartbeats and the fleet roster, on the store (docs/design.md §9).
 
-Where it sits: syncd (:mod:`lib.livesync`) writes the heartbeats of the agents spooling on its
+Where it sits: syncd (:mod:`lib.live.sync`) writes the heartbeats of the agents spooling on its
 host and keeps the fan-in roster fresh; every syncd mirrors the roster into
 ``cache/<fleet>/roster.json``; the briefing and ``fleet_status`` show it and the hook warns when
 another live agent recently edited a file (:func:`recent_touches`).
@@ -92,8 +92,13 @@ def valid_heartbeat(data) -> bool:
 
 
 def is_fresh(entry: dict, now: float, ttl: float) -> bool:
-    """True when ``entry`` is a valid heartbeat not ended and not older than ``ttl`` seconds at
-    store time ``now``."""
+    """The one rule for a live agent (docs/design.md §9): ``entry`` is a valid heartbeat, not
+    ended, whose ``updated_at`` (store-clock epoch seconds, written by the agent's syncd) is at
+    most ``ttl`` seconds before store time ``now``. Every reader applies it: the roster build and
+    edit here, the cached-roster view (:func:`lib.cache_view.roster`: the hook, ``fleet_status``,
+    the briefing, ``ctxlake status``) and the operator's fleet status (:mod:`lib.live.fleet`).
+    The heartbeat object's ``Last-Modified`` is not a second rule: the roster agents read is built
+    from the bodies, so judging by it could count an agent the agents do not see."""
     return valid_heartbeat(entry) and not entry.get("ended") and now - float(entry["updated_at"]) <= ttl
 
 
@@ -253,13 +258,13 @@ def rebuild(store, fleet_id: str, *, etag: str | None, ttl: float, built_by: str
 
     :returns: ``(roster, etag, published)``; on a lost race (412) ``published`` is False and
         the roster is the one the winner just wrote (re-read).
-    :raises lib.live.Unsafe: the store does not honour conditional writes (nothing written).
+    :raises lib.live.leases.Unsafe: the store does not honour conditional writes (nothing written).
     :raises lib.store.Unavailable:
     """
-    from lib import live
+    from lib.live import leases
     from lib.store import CREATE, Conflict, PreconditionFailed, update
 
-    live.require_conditional(store, roster_key(fleet_id), log=log)
+    leases.require_conditional(store, roster_key(fleet_id), log=log)
     heartbeats = list_heartbeats(store, fleet_id)
     now = store.clock()
     roster = build_roster(heartbeats, now=now, ttl=ttl, built_by=built_by)
@@ -278,12 +283,12 @@ def rebuild(store, fleet_id: str, *, etag: str | None, ttl: float, built_by: str
 def edit(store, fleet_id: str, *, upserts=(), removals=(), ttl: float, attempts: int = 5, log=None) -> tuple[dict | None, str | None]:
     """Apply :func:`edit_roster` to the stored roster by CAS (re-read on a lost race).
     Returns ``(roster, etag)`` as written, or ``(None, None)`` after ``attempts`` lost races
-    (the next rebuild brings the change in anyway). :raises lib.live.Unsafe: the store does not
+    (the next rebuild brings the change in anyway). :raises lib.live.leases.Unsafe: the store does not
     honour conditional writes. :raises lib.store.Unavailable:"""
-    from lib import live
+    from lib.live import leases
     from lib.store import CREATE, Conflict, PreconditionFailed, update
 
-    live.require_conditional(store, roster_key(fleet_id), log=log)
+    leases.require_conditional(store, roster_key(fleet_id), log=log)
     for _ in range(attempts):
         current, etag, now, _ = read_roster(store, fleet_id)
         nxt = edit_roster(current, upserts=upserts, removals=removals, now=now, ttl=ttl)
@@ -318,14 +323,14 @@ def recent_touches(view: dict, agent_id: str, paths: list[str], cwd: str | None,
     agents = view.get("agents") or []
     if not agents or not paths:
         return []
-    from lib import live
+    from lib.live import leases
 
-    now = live.view_now(view, local_now)
+    now = leases.view_now(view, local_now)
     try:
         ttl = float(view.get("presence_ttl_secs") or 300)
     except (TypeError, ValueError):
         ttl = 300.0
-    wanted = {(repo_id, rel) for _, repo_id, rel in live.locate(paths, cwd)}
+    wanted = {(repo_id, rel) for _, repo_id, rel in leases.locate(paths, cwd)}
     if not wanted:
         return []
     hits = {}
@@ -351,7 +356,7 @@ def recent_touches(view: dict, agent_id: str, paths: list[str], cwd: str | None,
 def touch_message(touches: list[dict]) -> str:
     """Softer warning text: "agent X edited <path> N min ago (task: ...)", sanitized, with the
     advisory note."""
-    from lib.live import ADVISORY_NOTE
+    from lib.live.leases import ADVISORY_NOTE
     from lib.sanitize import clean
 
     parts = []

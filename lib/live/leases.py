@@ -1,7 +1,7 @@
-"""Live plane: advisory leases by compare-and-swap on the store (docs/design.md §9).
+"""Advisory leases by compare-and-swap on the store (docs/design.md §9).
 
 Where it sits: agents ask for leases through the MCP spool and syncd applies them
-(:mod:`lib.livesync`); ``ctxlake lease`` and ``maint.py`` (the ``_maintenance`` lease) call the
+(:mod:`lib.live.sync`); ``ctxlake lease`` and ``maint.py`` (the ``_maintenance`` lease) call the
 same functions directly; the hook reads the cached view (:func:`read_view`,
 :func:`conflicts_for_paths`) and never the store.
 
@@ -17,7 +17,7 @@ stop a process from writing a file, and git is the arbiter of code (invariant 5)
 
 Lease record (``live/<fleet>/leases/<resource_key>.json``)::
 
-    {"resource": resource_key, "repo": repo_id|null, "path": repo-relative path ("dir/" claims
+    {"resource": resource_key, "repo": repo_id|null, "path": repo-relative path ("dir/" holds
      a directory), "holder": agent_id|null, "session_id", "reason", "acquired_at",
      "expires_at", "updated_at" (store-clock epoch s of the last write), "epoch" (fencing
      counter: +1 per acquisition, kept on renew and release), "released_at"?}
@@ -39,7 +39,7 @@ DEFAULT_TTL = 300
 TTL_MIN, TTL_MAX = 30, 86400
 """The lease lifetimes (seconds, store clock) an agent or a user may ask for: at least
 30 s (a renewal every ttl/5 must outpace a syncd pass), at most a day (a crashed holder must
-not block a path for longer). One rule: ``fleet_claim``'s schema and ``ctxlake lease claim
+not block a path for longer). One rule: ``fleet_claim``'s schema and ``ctxlake lease acquire
 --ttl`` refuse anything outside; syncd clamps a spooled request into it."""
 
 
@@ -123,8 +123,8 @@ class Unsafe(Exception):
     """The store does not honour conditional writes, so no lease, roster or maintenance lease is
     granted or taken on it (docs/design.md §8, §9). ``reason`` says which condition it ignored.
 
-    Raised by every lease write (:func:`acquire`, :func:`renew`, :func:`release`, :func:`claim`)
-    and by the roster's CAS writes (:mod:`lib.roster`) through :func:`require_conditional`."""
+    Raised by every lease write (:func:`acquire`, :func:`renew`, :func:`release`, :func:`hold`)
+    and by the roster's CAS writes (:mod:`lib.live.presence`) through :func:`require_conditional`."""
 
     def __init__(self, reason: str):
         self.reason = reason
@@ -429,6 +429,46 @@ def renew(store, key: str, *, holder: str, ttl: float = DEFAULT_TTL, attempts: i
     return record
 
 
+RENEW_FRACTION = 5
+"""A held lease is renewed once ``ttl / RENEW_FRACTION`` seconds have passed since its last renewal
+(docs/design.md §9): four renewals in a row can fail before it lapses."""
+
+
+def renew_due(renewed_at: float, now: float, ttl: float) -> bool:
+    """True when ``ttl / RENEW_FRACTION`` seconds or more passed from ``renewed_at`` to ``now``
+    (seconds on one clock: the store's for the leases syncd holds for its agents, the monotonic
+    one for a maintenance pass). Cadence only: expiry is judged by the store."""
+    return now - renewed_at >= ttl / RENEW_FRACTION
+
+
+class Renewer:
+    """The one lease renewer: keeps ``holder``'s lease at ``key`` held while its holder works.
+    :meth:`tick` renews it (:func:`renew`) when :func:`renew_due` says so by ``clock``
+    (``time.monotonic`` for a pass; syncd passes the store time it read this pass and the store
+    time of the last renewal as ``renewed_at``). With ``epoch`` given, a renewal that finds another
+    epoch is a lost lease (fencing: someone else acquired it in between)."""
+
+    def __init__(self, store, key: str, *, holder: str, ttl: float, epoch: int | None = None,
+                 renewed_at: float | None = None, clock=time.monotonic, log=None):
+        self.store, self.key, self.holder, self.ttl, self.epoch, self.clock, self.log = \
+            store, key, holder, ttl, epoch, clock, log
+        self.renewed_at = clock() if renewed_at is None else renewed_at
+
+    def tick(self, force: bool = False) -> dict | None:
+        """Renew when due (always with ``force``); returns the renewed record, ``None`` when not
+        due. :raises Lost: the lease lapsed or was taken, or came back with another epoch (the
+        holder must stop: another may be working under a higher epoch). :raises Unsafe: the
+        periodic probe found the store ignoring conditional writes (stop too).
+        :raises lib.store.Unavailable:"""
+        if not force and not renew_due(self.renewed_at, self.clock(), self.ttl):
+            return None
+        rec = renew(self.store, self.key, holder=self.holder, ttl=self.ttl, log=self.log)
+        if self.epoch is not None and rec["epoch"] != self.epoch:
+            raise Lost(rec)
+        self.renewed_at = self.clock()
+        return rec
+
+
 def release(store, key: str, *, holder: str, attempts: int = 8, log=None) -> bool:
     """Release ``holder``'s lease at ``key`` (CAS to free, epoch kept). True if this call freed
     it; False when there was nothing of ``holder``'s to free.
@@ -502,16 +542,16 @@ def resolve(path: str, cwd: str | None = None) -> dict | None:
     return {"repo": info["repo_id"], "path": info["path"]} if info else None
 
 
-def claim(store, fleet_id: str, resources: list[dict], *, holder: str, session_id: str | None = None,
-          reason: str = "", ttl: float = DEFAULT_TTL, view: list[dict] | None = None,
-          view_time: float | None = None, log=None) -> list[dict]:
+def hold(store, fleet_id: str, resources: list[dict], *, holder: str, session_id: str | None = None,
+         reason: str = "", ttl: float = DEFAULT_TTL, view: list[dict] | None = None,
+         view_time: float | None = None, log=None) -> list[dict]:
     """Acquire one lease per ``{"repo", "path"}`` in ``resources``, all or nothing.
 
     Resources are taken in key order; when one is refused, the leases this call newly took are
     released again (renewals of leases ``holder`` already had are kept) and :class:`Refused` is
     raised for the first holder found. ``view`` (records from :func:`list_leases`, read at
-    store time ``view_time``) adds the advisory directory check: a claim under another agent's
-    directory lease, or a directory claim over another agent's file lease, is refused too.
+    store time ``view_time``) adds the advisory directory check: a lease under another agent's
+    directory lease, or a directory lease over another agent's file lease, is refused too.
 
     :returns: the records written, in the order of ``resources``.
     :raises Refused: see above. :raises lib.store.Unavailable: (leases taken so far are kept
@@ -583,7 +623,7 @@ def read_view(path: str) -> dict:
 
 def locate(paths: list[str], cwd: str | None) -> list[tuple[str, str, str]]:
     """``[(given_path, repo_id, repo-relative path)]`` for the paths inside a git repository,
-    keyed exactly as claims are (:func:`resolve`)."""
+    keyed exactly as leases are (:func:`resolve`)."""
     out = []
     for p in paths:
         where = resolve(p, cwd)
@@ -654,7 +694,7 @@ def first_request(candidates, key: str, now: float) -> dict | None:
 
 
 def run_cli(args, cfg, out) -> int:
-    """``ctxlake lease claim|release|list [PATH...]``, directly on the store with the code syncd
+    """``ctxlake lease acquire|release|list [PATH...]`` (``claim``: the old name of ``acquire``), directly on the store with the code syncd
     uses: paths resolve against the current directory's git repository (:func:`resolve`); one line
     per lease to ``out`` (JSON for ``list --json``); returns the exit code.
     :raises lib.failures.Failure: ``usage`` (a path outside a repository, none named), ``refused``
@@ -684,20 +724,20 @@ def run_cli(args, cfg, out) -> int:
         if where is None:
             raise Failure("usage", f"lease: {p} is not inside a git repository (leases are keyed by repository and path)")
         resources.append(where)
-    if args.action == "claim":
+    if args.action in ("acquire", "claim"):
         if not resources:
-            raise Failure("usage", "lease claim: name at least one path")
+            raise Failure("usage", "lease acquire: name at least one path")
         try:
-            records = claim(store, cfg.fleet_id, resources, holder=holder, reason=args.reason or "",
-                                 ttl=args.ttl or cfg.leases.ttl_secs, view=view, view_time=now)
+            records = hold(store, cfg.fleet_id, resources, holder=holder, reason=args.reason or "",
+                           ttl=args.ttl or cfg.leases.ttl_secs, view=view, view_time=now)
         except Refused as exc:
-            raise Failure("refused", f"lease claim: {str(exc).removeprefix('ctxlake: ')}") from None
+            raise Failure("refused", f"lease acquire: {str(exc).removeprefix('ctxlake: ')}") from None
         except Unsafe as exc:
-            raise Failure("refused", f"lease claim: {exc}") from None
+            raise Failure("refused", f"lease acquire: {exc}") from None
         for r in records:
-            out.write(f"claimed {r['path']} in {r['repo']} as {holder} until "
+            out.write(f"acquired {r['path']} in {r['repo']} as {holder} until "
                       f"{time.strftime('%H:%M:%SZ', time.gmtime(r['expires_at']))} (epoch {r['epoch']})\n")
-        out.write("claim again to renew before it expires. " + ADVISORY_NOTE + "\n")
+        out.write("acquire again to renew before it expires. " + ADVISORY_NOTE + "\n")
         return 0
     keys = ([lease_key(cfg.fleet_id, resource_key(r["repo"], r["path"])) for r in resources] if resources
             else [r["key"] for r in view if r.get("holder") == holder])

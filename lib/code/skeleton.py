@@ -1,0 +1,522 @@
+"""The outline parse: function bodies left out of tree-sitter's input.
+
+An outline needs every definition's header, name and extent, never the statements of a
+function body, yet parsing those statements is most of tree-sitter's time (two thirds to
+nine tenths of a C#, Go or TypeScript file). :func:`holes` finds, in one pass of string
+methods over the bytes (no ``re``: its import alone costs a third of a bare interpreter's
+start-up), the *interior* of every function body — the bytes between its ``{`` and its
+matching ``}`` — that holds nothing the language's backend would list; the parse then runs
+with ``included_ranges`` set to the rest (:func:`ranges`). tree-sitter sees ``f(a) {}``
+where the source has ``f(a) { … }``; every node keeps its offsets and points in the file,
+so a function's extent, its line range and its header signature are the full parse's.
+
+The scan skips comments, string and character literals (per language: :data:`LEXERS`).
+A ``{`` opens a function body when its header — the text since the previous ``; { }``,
+comments removed — has a ``)`` (parameters) and no type word (``class``, ``struct``,
+``impl``, ``record``, ``namespace``, ``new``…, :data:`TYPE_WORDS`; in C# only before the
+first ``(``, as ``where T : class`` constrains a method). A body is kept whole (parsed) when
+its interior may hold a definition the backend lists there (:func:`_keeps`): Java's local and
+anonymous classes, Rust's nested items, C#'s local functions, TypeScript's and JavaScript's
+nested named functions, classes and object-literal methods. C, C++ and Go list nothing
+inside a function. Python's bodies are found by indentation (:func:`_python_holes`).
+The test ``tests/ctxctl/test_skeleton.py`` checks, on real files of every such language,
+that the outline of the skeleton parse equals the outline of the full parse.
+
+:func:`lib.code.languages.parse` falls back to the full parse when the skeleton's tree has
+any syntax error (a scan misled by a preprocessor branch, a raw string, a regex literal), so
+a wrong hole costs time, not symbols. A syntax error inside a left-out body is not seen: the
+symbol list it would call incomplete is complete (docs/ctxctl.md, "Outline parse").
+"""
+from __future__ import annotations
+
+LEXERS = {
+    "c": {"chars": True}, "cpp": {"chars": True}, "csharp": {"chars": True, "verbatim": True},
+    "java": {"chars": True}, "go": {"chars": True, "backtick": True}, "rust": {"chars": True},
+    "typescript": {"backtick": True, "single": True}, "javascript": {"backtick": True, "single": True},
+    "python": {},
+}
+"""Languages with a skeleton parse, and the literals their brace scan knows beyond ``"…"`` and
+C comments (Python has its own scan, by indentation):
+``chars`` a one-character ``'x'``/``'\\n'`` literal (a Rust lifetime ``'a`` is none),
+``single`` a ``'…'`` string, ``backtick`` a `` `…` `` string (Go raw, JS template),
+``verbatim`` C#'s ``@"…"`` (``""`` escapes a quote)."""
+
+IMPORTS_OUTSIDE_BODIES = frozenset({"c", "cpp", "go", "java", "csharp", "rust", "python"})
+"""Languages whose imports ``deps`` reads outside function bodies (C's ``#include`` and C++'s
+``using`` outside functions, Go's and Java's imports and C#'s ``using`` directives at top or
+namespace level, Rust's ``use`` at top level and in ``mod`` blocks): ``deps`` can use the
+outline parse too. JavaScript's and TypeScript's ``require``/``import()``, Ruby's and Lua's
+``require`` are read anywhere, so ``deps`` parses those files whole."""
+
+TYPE_WORDS = {
+    "c": (b"struct", b"union", b"enum"),
+    "cpp": (b"struct", b"union", b"enum", b"class", b"namespace"),
+    "csharp": (b"class", b"struct", b"interface", b"enum", b"record", b"namespace", b"new"),
+    "java": (b"class", b"interface", b"enum", b"record", b"new"),
+    "go": (b"struct", b"interface"),
+    "rust": (b"struct", b"enum", b"union", b"trait", b"impl", b"mod"),
+    "typescript": (b"class", b"interface", b"enum", b"namespace", b"module"),
+    "javascript": (b"class",),
+}
+"""Words that, in a ``{``'s header, make it something other than a function body (a type's
+member list, an anonymous class, an object initializer)."""
+
+NESTED_WORDS = {
+    "java": (b"class", b"interface", b"enum", b"record"),
+    "rust": (b"fn", b"struct", b"enum", b"union", b"trait", b"impl", b"mod", b"type", b"const", b"static",
+             b"macro_rules"),
+    "typescript": (b"class", b"interface", b"enum", b"type", b"namespace"),
+    "javascript": (b"class",),
+}
+"""Words that, starting a declaration anywhere in a body's interior (:func:`_declares`;
+comments and strings included: a false alarm only keeps a body), keep the body whole."""
+
+_CONTROL = frozenset((b"if", b"for", b"foreach", b"while", b"switch", b"catch", b"with", b"using", b"lock",
+                      b"fixed", b"return", b"await", b"new", b"else", b"do", b"try", b"throw", b"yield",
+                      b"function", b"sizeof", b"typeof", b"nameof", b"when", b"in", b"is", b"as", b"case",
+                      b"checked", b"unchecked", b"unsafe", b"get", b"set"))
+"""Words before a ``(`` that do not name a function being defined there."""
+
+_WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$")
+_SPACE = b" \t\r\n"
+MIN_BYTES = 4096
+"""Files smaller than this are parsed whole: the scan would cost about what it saves."""
+
+
+def _has_word(data: bytes, word: bytes, start: int, end: int) -> bool:
+    """``word`` occurs in ``data[start:end]`` as a whole word."""
+    i = data.find(word, start, end)
+    while i >= 0:
+        j = i + len(word)
+        if (i == 0 or data[i - 1] not in _WORD) and (j >= len(data) or data[j] not in _WORD):
+            return True
+        i = data.find(word, j, end)
+    return False
+
+
+def _word_before(data: bytes, i: int, floor: int) -> tuple:
+    """``(word, start)`` of the identifier ending just before ``i`` (blanks skipped), or
+    ``(b"", i)`` when another byte comes first."""
+    while i > floor and data[i - 1] in _SPACE:
+        i -= 1
+    j = i
+    while j > floor and data[j - 1] in _WORD:
+        j -= 1
+    return data[j:i], j
+
+
+def _open_paren(data: bytes, close: int, floor: int) -> int:
+    """Index of the ``(`` matching the ``)`` at ``close``, not before ``floor`` (literals not
+    skipped), or -1."""
+    depth, pos = 1, close
+    rfind = data.rfind
+    while True:
+        o = rfind(b"(", floor, pos)
+        if o < 0:
+            return -1
+        c = rfind(b")", o, pos)
+        if c > o:
+            depth += 1
+            pos = c
+        else:
+            depth -= 1
+            if depth == 0:
+                return o
+            pos = o
+
+
+def _defines_function(data: bytes, brace: int, floor: int) -> bool:
+    """The ``{`` or ``=>`` at ``brace`` follows ``name(…)`` where ``name`` is not a control
+    word: a method, an object-literal method, a named function or a local function."""
+    i = brace
+    while i > floor and data[i - 1] in _SPACE:
+        i -= 1
+    if i <= floor or data[i - 1] != 41:
+        return False
+    start = _open_paren(data, i - 1, floor)
+    if start < 0:
+        return False
+    word, at = _word_before(data, start, floor)
+    if word and word not in _CONTROL:
+        return _word_before(data, at, floor)[0] != b"new"  # `new T(…) { X = 1 }` initialises
+
+    return word == b"" and at > floor and data[at - 1] == 93  # `[Symbol.iterator]() {`
+
+
+_MODIFIERS = frozenset((b"export", b"default", b"declare", b"abstract", b"async", b"pub", b"pub(crate)",
+                        b"pub(super)", b"final", b"static", b"private", b"public", b"protected", b"unsafe",
+                        b"extern", b"const", b"sealed", b"strictfp"))
+
+
+def _declares(data: bytes, word: bytes, start: int, end: int) -> bool:
+    """``word`` occurs in ``data[start:end]`` as a whole word that starts a declaration: only
+    blanks and modifiers (:data:`_MODIFIERS`) before it on its line (``Foo.class`` and
+    ``'content-type'`` are no declarations)."""
+    i = data.find(word, start, end)
+    while i >= 0:
+        j = i + len(word)
+        if j >= len(data) or data[j] not in _WORD:
+            line = data.rfind(b"\n", start, i) + 1 or start
+            if all(w in _MODIFIERS for w in data[line:i].split()) and (i == line or data[i - 1] in _SPACE):
+                return True
+        i = data.find(word, j, end)
+    return False
+
+
+def _keeps(language: str, data: bytes, start: int, end: int) -> bool:
+    """The body interior ``data[start:end]`` may hold a definition the backend lists."""
+    for word in NESTED_WORDS.get(language, ()):
+        if _declares(data, word, start, end):
+            return True
+    if language == "java":  # an anonymous class: `new T(…) {` before the statement's `;`
+        i = data.find(b"new", start, end)
+        while i >= 0:
+            brace, semi = data.find(b"{", i, end), data.find(b";", i, end)
+            if brace >= 0 and (semi < 0 or brace < semi) and _has_word(data, b"new", i, i + 3):
+                return True
+            i = data.find(b"new", i + 3, end)
+    elif language in ("csharp", "typescript", "javascript"):
+        for marker in (b"{", b"=>") if language == "csharp" else (b"{",):
+            i = data.find(marker, start, end)
+            while i >= 0:
+                if _defines_function(data, i, start):
+                    return True
+                i = data.find(marker, i + 1, end)
+    return False
+
+
+def _is_body(language: str, data: bytes, brace: int, floor: int, in_enum: bool = False) -> bool:
+    """The ``{`` at ``brace`` opens a function body (see the module docstring); ``floor`` is
+    just past the previous brace outside comments and literals, ``in_enum`` whether the
+    enclosing braces are a Java enum's (whose constants may have bodies)."""
+    head = _uncommented(data[floor:brace])
+    head = head[head.rfind(b";") + 1:]
+    close = head.rfind(b")")
+    if close < 0:
+        return False
+    if language == "javascript" or language == "typescript":
+        tail = head[close + 1:].strip()
+        if tail and not (tail.startswith(b":") or tail.endswith(b"=>")):
+            return False
+    # C# puts `class`, `struct` and `new()` in a method's `where` constraints: only the words
+    # before its first `(` count; elsewhere the whole header does (Rust `#[derive(…)] struct`)
+    stop = head.find(b"(") if language == "csharp" else len(head)
+    for word in TYPE_WORDS[language]:
+        if _has_word(head, word, 0, stop):
+            return False
+    if in_enum:  # an enum constant's body, `A(1) { … }`, names no type before the constant
+        at = _word_before(head, head.find(b"("), 0)[1]
+        if not _unannotated(head[:at]).strip(b" \t\r\n,"):
+            return False
+    return True
+
+
+def _cut(text: bytes, marker: bytes, skip) -> bytes:
+    """``text`` with each span that starts at a ``marker`` and that ``skip(text, at)`` ends
+    (the index past it, or ``at + 1`` when the marker starts nothing) replaced by a space."""
+    if marker not in text:
+        return text
+    out, i, n = [], 0, len(text)
+    while i < n:
+        k = text.find(marker, i)
+        if k < 0:
+            out.append(text[i:])
+            break
+        out.append(text[i:k])
+        i = skip(text, k)
+        if i == k + 1:
+            out.append(marker)
+    return b" ".join(out)
+
+
+def _comment_end(text: bytes, k: int) -> int:
+    if text.startswith(b"/*", k):
+        e = text.find(b"*/", k + 2)
+        return len(text) if e < 0 else e + 2
+    if text.startswith(b"//", k):
+        e = text.find(b"\n", k)
+        return len(text) if e < 0 else e
+    return k + 1
+
+
+def _annotation_end(text: bytes, k: int) -> int:
+    i, n = k + 1, len(text)
+    while i < n and (text[i] in _WORD or text[i] == 46):
+        i += 1
+    if text.startswith(b"(", i):
+        e = text.find(b")", i)
+        return n if e < 0 else e + 1
+    return max(i, k + 2)
+
+
+def _uncommented(text: bytes) -> bytes:
+    """``text`` without its ``/* … */`` and ``// …`` comments."""
+    return _cut(text, b"/", _comment_end)
+
+
+def _unannotated(text: bytes) -> bytes:
+    """``text`` without annotations (``@A``, ``@A.b(…)``)."""
+    return _cut(text, b"@", _annotation_end)
+
+
+def _skip_string(data: bytes, i: int, quote: int, n: int, verbatim: bool = False) -> int:
+    """Index just past the literal opened by ``data[i]`` (``quote``); ``n`` when unclosed. A
+    ``"…"`` or ``'…'`` literal ends at its line's end (the quote was no literal's, say a
+    regular expression's): scanning resumes just after it."""
+    q = bytes([quote])
+    if quote == 34 and data.startswith(b'"""', i):  # a Java text block
+        k = data.find(b'"""', i + 3)
+        return n if k < 0 else k + 3
+    line_end = n if verbatim or quote == 96 else data.find(b"\n", i)
+    if line_end < 0:
+        line_end = n
+    j = i + 1
+    while True:
+        k = data.find(q, j, line_end)
+        if k < 0:
+            return n if line_end == n else i + 1
+        if verbatim:
+            if data[k + 1:k + 2] == q:
+                j = k + 2
+                continue
+            return k + 1
+        back = k
+        while back > j and data[back - 1] == 92:  # a quote after an odd run of backslashes is escaped
+            back -= 1
+        if (k - back) % 2 == 0:
+            return k + 1
+        j = k + 1
+
+
+def _triple_strings(data: bytes) -> list:
+    """Sorted ``(start, end)`` spans of the file's triple-quoted strings, each ``\"\"\"`` or
+    ``\'\'\'`` paired with the next of the same kind (approximate: a misread shows as a
+    syntax error in the skeleton's tree, or as a ``def`` inside a hole, and costs the hole)."""
+    out, n = [], len(data)
+    find = data.find
+    dq, sq = find(b'"""'), find(b"'''")
+    while True:
+        if dq < 0 and sq < 0:
+            return out
+        i, q = (dq, b'"""') if sq < 0 or 0 <= dq < sq else (sq, b"'''")
+        k = find(q, i + 3)
+        end = n if k < 0 else k + 3
+        out.append((i, end))
+        if end >= n:
+            return out
+        # a kind absent past here stays absent: searching again would rescan the file's tail
+        dq = find(b'"""', end) if dq >= 0 else -1
+        sq = find(b"'''", end) if sq >= 0 else -1
+
+
+def _balanced(seg: bytes) -> bool:
+    """``seg`` closes every bracket it opens (literals not skipped)."""
+    return seg.count(b"(") == seg.count(b")") and seg.count(b"[") == seg.count(b"]") and \
+        seg.count(b"{") == seg.count(b"}")
+
+
+def _python_header_end(data: bytes, i: int, n: int) -> int:
+    """Index of the ``:`` that ends the ``def`` header starting at ``i`` (brackets balanced,
+    so annotations and defaults may hold ``:``), or -1."""
+    j = data.find(b":", i)
+    while 0 <= j < n:
+        if _balanced(data[i:j]):
+            return j
+        j = data.find(b":", j + 1)
+    return -1
+
+
+_CLAUSES = (b"except", b"else", b"elif", b"finally")
+"""Lines that continue a compound statement at its own indentation: no statement starts there."""
+
+
+def _python_holes(data: bytes) -> list:
+    """Python's holes: the statements of a ``def`` body between its first (which may be the
+    docstring the outline reads) and its last (kept so that the function's node ends where
+    its body ends), when no ``def`` or ``class`` sits among them. The body is the lines
+    indented deeper than the ``def`` (blank and comment lines do not end it; lines inside a
+    triple-quoted string do not count); a statement starts on a line at the body's
+    indentation, not an ``except``/``else``/``elif``/``finally`` clause, with every bracket
+    opened before it closed. A body indented with tabs is kept."""
+    from bisect import bisect_right
+    from itertools import accumulate
+
+    lines = data.split(b"\n")
+    starts = [0]
+    starts += accumulate(len(line) + 1 for line in lines)
+    stripped = [line.lstrip(b" ") for line in lines]
+    indent = [len(a) - len(b) for a, b in zip(lines, stripped)]
+    code = [b != b"" and b[0] != 35 for b in stripped]  # not blank, not a comment
+    for a, b in _triple_strings(data):  # lines that start inside a string are no code lines
+        first, last = bisect_right(starts, a), bisect_right(starts, b - 1) - 1
+        for k in range(first, min(last, len(lines) - 1) + 1):
+            code[k] = False
+    out, floor, n, count = [], 0, len(lines), data.count
+    i = data.find(b"def ")
+    while i >= 0:
+        row = bisect_right(starts, i) - 1
+        head = stripped[row]
+        if row < floor or not (head.startswith(b"def ") or head.startswith(b"async def ")) or b"\t" in lines[row][:8]:
+            i = data.find(b"def ", i + 4)
+            continue
+        colon = _python_header_end(data, i, len(data))
+        if colon < 0:
+            break
+        crow = bisect_right(starts, colon) - 1
+        rest = data[colon + 1:starts[crow] + len(lines[crow])].strip()
+        if rest and rest[0] != 35:  # a one-line body: `def f(): pass`
+            i = data.find(b"def ", i + 4)
+            continue
+        depth, body_indent, stmts, mark, j = indent[row], None, [], None, crow + 1
+        while j < n:
+            if code[j]:
+                if indent[j] <= depth:
+                    break  # a code line no deeper than the def: the body has ended
+                if body_indent is None:
+                    body_indent, mark = indent[j], starts[j]
+                    stmts.append(j)
+                elif indent[j] == body_indent and not stripped[j].startswith(_CLAUSES):
+                    seg = (mark, starts[j])
+                    if (count(b"(", *seg) + count(b"[", *seg) + count(b"{", *seg)
+                            == count(b")", *seg) + count(b"]", *seg) + count(b"}", *seg)):
+                        stmts.append(j)
+                        mark = starts[j]
+            j += 1
+        if len(stmts) >= 3:
+            a, b = starts[stmts[1]], starts[stmts[-1]]
+            if not (_declares(data, b"def", a, b) or _declares(data, b"class", a, b)):
+                out.append((a, b))
+                floor = stmts[-1]
+        i = data.find(b"def ", i + 4)
+    return out
+
+
+def holes(language: str, data: bytes) -> list:
+    """Sorted, disjoint ``(start, end)`` byte ranges: the interiors of function bodies that can
+    be left out of the outline parse. Empty for a language without a skeleton parse."""
+    if language == "python":
+        return _python_holes(data)
+    lexer = LEXERS.get(language)
+    if lexer is None:
+        return []
+    n = len(data)
+    chars, single, backtick = lexer.get("chars"), lexer.get("single"), lexer.get("backtick")
+    verbatim = lexer.get("verbatim")
+    specials = b"{}\"/" + (b"'" if chars or single else b"") + (b"`" if backtick else b"")
+    find = data.find
+    keys = [bytes([c]) for c in specials]
+    slot = {c: k for k, c in enumerate(specials)}
+    nxt = [find(key) for key in keys]  # the next position of each special byte, n when none
+    nxt = [v if v >= 0 else n for v in nxt]
+    out, stack, inside = [], [], -1  # stack of (brace, candidate, Java enum); inside: depth of an open candidate
+    floor = 0
+    java = language == "java"
+    while True:
+        i = min(nxt)
+        if i >= n:
+            break
+        c = data[i]
+        if c == 123 or c == 125:  # { }: only this byte's next position moves
+            if c == 123:
+                body = inside < 0 and _is_body(language, data, i, floor, bool(stack) and stack[-1][2])
+                if body:
+                    inside = len(stack)
+                stack.append((i, body, java and not body and _has_word(data, b"enum", floor, i)))
+            elif stack:
+                start, body, _ = stack.pop()
+                if body:
+                    inside = -1
+                    if i - start > 2 and not _keeps(language, data, start + 1, i):
+                        out.append((start + 1, i))
+            floor = i + 1
+            k = slot[c]
+            v = find(keys[k], floor)
+            nxt[k] = v if v >= 0 else n
+            continue
+        if c == 47:  # /
+            after = data[i + 1:i + 2]
+            if after == b"/":
+                k = find(b"\n", i)
+                pos = n if k < 0 else k
+            elif after == b"*":
+                k = find(b"*/", i + 2)
+                pos = n if k < 0 else k + 2
+            elif single and _regex_may_start(data, i):  # a JavaScript regular expression literal
+                pos = _skip_regex(data, i, n)
+            else:
+                pos = i + 1
+        elif c == 39 and not single:  # a character literal, or a Rust lifetime / stray quote
+            if data[i + 1:i + 2] == b"\\":
+                k = find(b"'", i + 2)
+                pos = i + 1 if k < 0 or k - i > 12 else k + 1
+            else:
+                pos = i + 3 if data[i + 2:i + 3] == b"'" else i + 1
+        elif c == 34 and verbatim and i and data[i - 1] == 64:  # C# @"…"
+            pos = _skip_string(data, i, c, n, verbatim=True)
+        else:  # " ' `
+            pos = _skip_string(data, i, c, n)
+        if pos >= n:
+            break
+        for k, v in enumerate(nxt):
+            if v < pos:
+                v = find(keys[k], pos)
+                nxt[k] = v if v >= 0 else n
+    return out
+
+
+_BEFORE_REGEX = frozenset(b"(,=:[!&|?{};+-*%<>~^")
+
+
+def _regex_may_start(data: bytes, i: int) -> bool:
+    """The ``/`` at ``i`` opens a regular expression literal, not a division: the byte before
+    it (blanks skipped) is an operator or opener, or it follows ``return``/``typeof``."""
+    j = i
+    while j > 0 and data[j - 1] in b" \t":
+        j -= 1
+    if j == 0 or data[j - 1] in _BEFORE_REGEX:
+        return True
+    return data[max(0, j - 6):j] == b"return" or data[max(0, j - 6):j] == b"typeof"
+
+
+def _skip_regex(data: bytes, i: int, n: int) -> int:
+    """Index just past the regular expression literal at ``i`` (``[…]`` classes and escapes
+    honoured); ``i + 1`` when the line ends first (it was a division after all)."""
+    j, in_class = i + 1, False
+    while j < n:
+        c = data[j]
+        if c == 92:  # backslash
+            j += 2
+            continue
+        if c == 10:
+            return i + 1
+        if in_class:
+            in_class = c != 93
+        elif c == 91:
+            in_class = True
+        elif c == 47:
+            return j + 1
+        j += 1
+    return i + 1
+
+
+def ranges(data: bytes, cuts: list) -> list:
+    """``(start_byte, end_byte, start_point, end_point)`` of the parts of ``data`` outside
+    ``cuts`` (sorted, disjoint), points as ``(row, column)`` in bytes, for ``included_ranges``."""
+    out, pos, row, line_start = [], 0, 0, 0
+
+    def point(offset: int) -> tuple:
+        nonlocal row, line_start, pos_seen
+        row += data.count(b"\n", pos_seen, offset)
+        nl = data.rfind(b"\n", pos_seen, offset)
+        if nl >= 0:
+            line_start = nl + 1
+        pos_seen = offset
+        return row, offset - line_start
+
+    pos_seen = 0
+    for a, b in cuts:
+        out.append((pos, a, point(pos), point(a)))
+        point(b)
+        pos = b
+    out.append((pos, len(data), point(pos), point(len(data))))
+    return out

@@ -1,0 +1,178 @@
+"""The outline parse (lib/code/skeleton.py, docs/ctxctl.md "Outline parse"): function bodies
+left out of tree-sitter's input must not change an outline. Checked on the real files of
+every language with a skeleton parse (tests/ctxctl/fixtures/real/, sources in
+tests/fixtures/NOTICE.md), on the constructs whose bodies must be kept, and on arbitrary bytes."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from lib.code import languages, skeleton, symbols
+from tests.ctxctl.conftest import FIXTURES
+
+REAL = os.path.join(FIXTURES, "real")
+SKELETON_FILES = sorted(n for n in os.listdir(REAL) if languages.backend_for(n) in skeleton.LEXERS)
+
+
+def rows(parsed) -> list:
+    return [(s.name, s.kind, s.signature, s.start_line, s.end_line, s.doc) for s in symbols.extract(parsed)]
+
+
+def real(name: str) -> bytes:
+    with open(os.path.join(REAL, name), "rb") as fh:
+        return fh.read()
+
+
+@pytest.mark.parametrize("name", SKELETON_FILES)
+def test_outline_of_the_skeleton_parse_equals_the_full_parse_on_real_files(name):
+    data = real(name)
+    full, outline = languages.parse(name, data), languages.parse(name, data, skip_bodies=True)
+    if full.errors == 0:
+        assert rows(outline) == rows(full)
+    else:  # the full parse misreads a body (macros, grammar gaps): the outline only gains
+        assert outline.errors <= full.errors
+        assert {r[0] for r in rows(outline)} >= {r[0] for r in rows(full) if r[1] != "var"}
+
+
+PYTHON_MODULES = [("boto3", "session.py"), ("botocore", "handlers.py"), ("botocore", "utils.py"), ("botocore", "client.py"),
+                  ("botocore", "credentials.py"), ("pyarrow", "parquet/core.py"), ("jsonschema", "validators.py")]
+
+
+@pytest.mark.parametrize("package,rel", PYTHON_MODULES)
+def test_python_outline_of_the_skeleton_parse_equals_the_full_parse_on_installed_packages(package, rel):
+    """Python's holes are found by indentation (lib/code/skeleton.py): real modules of the
+    packages installed in this venv, with their docstrings, decorators and nested functions."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    path = os.path.join(list(spec.submodule_search_locations)[0], rel) if spec else ""
+    if not os.path.isfile(path):
+        pytest.skip(f"{package}/{rel} not installed")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    full, outline = languages.parse(path, data), languages.parse(path, data, skip_bodies=True)
+    assert full.errors == 0
+    assert rows(outline) == rows(full)
+    assert languages._parse_skeleton("python", "python", data), "the skeleton parse was used"
+
+
+def test_real_files_leave_most_of_their_bodies_out():
+    """The point of the design: the parse reads a fraction of these files."""
+    for name in ("libuv_core.c", "zap_json_encoder.go", "serde_json_read.rs", "ky_Ky.ts",
+                 "newtonsoft_JsonSchemaGenerator.cs", "express_response.js"):
+        data = real(name)
+        cut = sum(b - a for a, b in skeleton.holes(languages.backend_for(name), data))
+        assert cut > len(data) * 0.4, name
+        tree = languages._parse_skeleton(languages.backend_for(name), languages.backend_for(name), data)
+        assert tree, name  # used: no syntax error in the skeleton's tree
+
+
+def test_a_c_function_the_full_parse_loses_to_a_body_error_is_listed():
+    """libuv's core.c: a ``#ifdef`` inside ``uv_available_parallelism`` breaks the full parse,
+    which lists its locals instead of it; its skeleton has no body to misread."""
+    syms = symbols.extract(languages.parse("core.c", real("libuv_core.c"), skip_bodies=True))
+    by = {s.name: s for s in syms}
+    assert by["uv_available_parallelism"].kind == "function"
+    assert by["uv_available_parallelism"].signature == "unsigned int uv_available_parallelism(void)"
+    assert "len" not in by
+
+
+def padded(text: str, comment: str = "//") -> bytes:
+    """``text`` after a comment block that takes it past :data:`skeleton.MIN_BYTES`."""
+    return ((comment + " padding line for the outline parse threshold\n") * 90 + text).encode()
+
+
+def names_both_ways(path: str, data: bytes) -> tuple:
+    full = [s.name for s in symbols.extract(languages.parse(path, data))]
+    return full, [s.name for s in symbols.extract(languages.parse(path, data, skip_bodies=True))]
+
+
+@pytest.mark.parametrize("path,text,expected", [
+    ("a.java", "enum P { A() { @Override String f(int x) { return \"}\"; } }, B; }\n"
+               "class Q { void g() { Runnable r = new Runnable() { public void run() { } }; "
+               "class Local { void h() {} } } }\n", ["P", "f", "Q", "g", "run", "Local", "h"]),
+    ("a.cs", "class C { void M() { int Local(int a) { return a; } int Twice(int b) => b * 2; "
+             "var x = new D(1) { Y = 2 }; } }\n", ["C", "M", "Local", "Twice"]),
+    ("a.rs", "fn outer() { fn inner(x: u8) -> u8 { x } const K: u8 = 1; let s = '}'; }\n"
+             "impl<'a> S<'a> { fn m(&self) -> &'a str { \"{\" } }\n", ["outer", "inner", "K", "m"]),
+    ("a.ts", "const re = /[\"'{]/g;\nfunction f(a: string): { b: number } { function g() {} "
+             "return { b: 1, m() { return 2; } }; }\nclass K { x(): void { if (a) { } } }\n",
+     ["re", "f", "g", "m", "K", "x"]),
+    ("a.js", "module.exports.get = function get(a) { const s = `${a}}`; return s; };\n"
+             "(function () { function hidden() {} })();\n", ["module.exports.get", "hidden"]),
+    ("a.go", "package p\nfunc F(a int) (int, error) { s := `}`; _ = s; return a, nil }\n"
+             "type T struct { A int }\nfunc (t *T) M() { r := '}'; _ = r }\n", ["F", "T", "M"]),
+    ("a.py", 'class A:\n    def m(self, a=(1,\n2)):\n        """Doc."""\n        try:\n            x = [\n1]\n'
+             "        except E:\n            pass\n        s = '''\n}\n'''\n        def inner():\n            pass\n"
+             "        return x\n\n    def n(self):\n        y = 1\n        z = 2\n        return y\n",
+     ["A", "m", "inner", "n"]),
+    ("a.c", "struct s { int a; };\nstatic int f(int x) { char c = '}'; return x; }\n"
+            "int g(void) { return f(1); }\n", ["s", "a", "f", "g"]),
+])
+def test_bodies_that_hold_listed_definitions_are_kept_and_literals_are_skipped(path, text, expected):
+    full, outline = names_both_ways(path, padded(text, "#" if path.endswith(".py") else "//"))
+    assert full == outline
+    assert [n for n in outline if n in expected] == expected
+
+
+def test_a_syntax_error_in_a_header_still_exits_3_on_a_large_file(ctxctl, write):
+    path = write("big.rs", padded("fn ok() { let x = 1; }\nfn broken( {\n").decode())
+    r = ctxctl("outline", path, "--json")
+    assert r.code == 3
+    doc = json.loads(r.out)
+    assert doc["parse_error"]["count"] >= 1 and "ok" in [s["name"] for s in doc["symbols"]]
+
+
+def test_a_syntax_error_inside_a_left_out_body_does_not_flag_a_complete_outline(ctxctl, write):
+    """The contract's exit 3 says the symbol or import list may be incomplete; an error inside
+    a body the outline parse leaves out cannot make it so (docs/ctxctl.md, "Outline parse")."""
+    path = write("big.go", padded('package p\nimport "fmt"\nfunc A() { x := ; }\nfunc B() {}\n').decode())
+    r = ctxctl("outline", path, "--json")
+    assert r.code == 0, r.err
+    assert [s["name"] for s in json.loads(r.out)["symbols"]] == ["A", "B"]
+    r = ctxctl("deps", path, "--json")
+    assert r.code == 0 and [i["target"] for i in json.loads(r.out)["imports"]] == ["fmt"]
+
+
+def test_deps_parses_whole_the_languages_that_import_inside_functions(ctxctl, write):
+    path = write("big.js", padded("function a() { const x = require('left-pad'); return x; }\n").decode())
+    r = ctxctl("deps", path, "--json")
+    assert r.code == 0  # the `require` inside the function is read: the whole file was parsed
+    assert [i["target"] for i in json.loads(r.out)["imports"]] == ["left-pad"]
+
+
+@pytest.mark.parametrize("name", [n for n in SKELETON_FILES
+                                  if languages.backend_for(n) in skeleton.IMPORTS_OUTSIDE_BODIES])
+def test_imports_of_the_skeleton_parse_equal_the_full_parse_on_real_files(name):
+    from lib.code import backends
+
+    data = real(name)
+    full, outline = languages.parse(name, data), languages.parse(name, data, skip_bodies=True)
+    imports = backends.BACKENDS[full.language].imports
+    assert imports(outline.tree.root_node, data) == imports(full.tree.root_node, data)
+
+
+def test_holes_on_arbitrary_bytes_are_sorted_disjoint_interiors():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    alphabet = st.sampled_from(list("{}()\"'`/*\\\n ;=>@abcfnstruclassenum"))
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.sampled_from(sorted(skeleton.LEXERS)), st.lists(alphabet, max_size=300).map("".join))
+    def check(language, text):
+        data = text.encode()
+        cuts = skeleton.holes(language, data)
+        last = 0
+        for a, b in cuts:
+            assert last <= a < b <= len(data)
+            assert data[a - 1:a] == b"{" and data[b:b + 1] == b"}"
+            last = b
+        parts = skeleton.ranges(data, cuts)
+        assert sum(e - s for s, e, _, _ in parts) + sum(b - a for a, b in cuts) == len(data)
+        for s, e, (row, col), _ in parts:
+            assert row == data.count(b"\n", 0, s) and col == s - (data.rfind(b"\n", 0, s) + 1)
+
+    check()
