@@ -75,6 +75,10 @@ def classify(exc: BaseException) -> Failure:
     if isinstance(exc, KeyboardInterrupt):
         return Failure("refused", "interrupted")
     disk = _disk_refusal(exc)
+    if disk and "(EROFS)" in disk:  # nothing to free: the filesystem takes no writes at all
+        return Failure("disk", f"the local disk refused an operation: {disk}; that path is read-only: mount it "
+                               "writable, or point CTXLAKE_HOME (or CTXLAKE_SPOOL_DIR / CTXLAKE_CACHE_DIR) at a "
+                               "writable folder, and run again")
     if disk:
         return Failure("disk", f"the local disk refused an operation: {disk}; free space on the filesystem of CTXLAKE_HOME "
                                "(or raise its quota or file size limit) and run again")

@@ -194,3 +194,27 @@ def test_every_command_before_init_notes_the_defaults(box, verb):
     assert notes[0].startswith("ctxlake" + (f" {verb[0]}" if verb[0] in ("doctor", "sync", "maint") else "") + ": note:")
     box.run("init", "--store", "file://" + os.path.join(box.tmp, "lake"), "--fleet", "team-a")
     assert ": note: no config" not in box.run(*verb).stderr
+
+
+def test_a_read_only_home_says_read_only_not_free_space(box, tmp_path):
+    """EROFS has nothing to free: its fix is a writable mount or another CTXLAKE_HOME. On a real
+    read-only tmpfs where the test may mount one (root); the classification itself always runs."""
+    import errno
+
+    from lib import failures
+    from tests.conftest import FIXTURES
+
+    f = failures.classify(OSError(errno.EROFS, os.strerror(errno.EROFS), "/ro/spool"))
+    assert f.kind == "disk" and "read-only" in str(f) and "CTXLAKE_HOME" in str(f) and "free space" not in str(f)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], capture_output=True).returncode:
+        pytest.skip("cannot mount a read-only tmpfs here (not root)")
+    try:
+        box.env["CTXLAKE_HOME"] = str(ro)
+        t = os.path.join(FIXTURES, "claude-transcripts", "spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl")
+        line = assert_one_line_failure(box.run("import", "claude-code", "--path", t), "disk", "EROFS", "read-only",
+                                       "CTXLAKE_HOME")
+        assert "free space" not in line
+    finally:
+        subprocess.run(["umount", str(ro)], capture_output=True)
