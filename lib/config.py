@@ -62,9 +62,15 @@ def store_url(value: str, cwd: str | None = None) -> str:
     raise ConfigError(f"store {value!r} has an unsupported scheme; use file:///abs/path or s3://bucket/prefix")
 
 
-def _check_store(path: str, key: str, url: str) -> None:
+def check_store(path: str, key: str, url: str) -> None:
+    """:raises ConfigError: ``url`` (the value of ``key`` in ``path``: a config file, a variable
+    or a flag) is a ``file://`` URL with an empty or relative path: each working directory would
+    get its own lake, ``file://`` alone the current directory's."""
+    if url.startswith("file://") and not url[len("file://"):].strip():
+        raise ConfigError(f"{path + ': ' if path else ''}{key} {url!r} names no folder, so the current directory would be the lake; "
+                          "write an absolute file:///path")
     if url.startswith("file://") and not url.startswith(("file:///", "file://~")):
-        raise ConfigError(f"{path}: {key} {url!r} is relative, so every working directory would get its own "
+        raise ConfigError(f"{path + ': ' if path else ''}{key} {url!r} is relative, so every working directory would get its own "
                           f"lake; write an absolute file:///path (ctxlake init does)")
 
 
@@ -229,7 +235,7 @@ def load(environ=None, path: str | None = None) -> Config:
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"{path}: {key} must be a string")
     if data.get("store"):
-        _check_store(path, "store", data["store"])
+        check_store(path, "store", data["store"])
     summarize = data.get("summarize", {})
     if not isinstance(summarize, dict):
         raise ConfigError(f"{path}: [summarize] must be a table")
@@ -268,7 +274,7 @@ def load(environ=None, path: str | None = None) -> Config:
         if env.get(var):
             overrides[key] = env[var]
     if "store" in overrides:
-        _check_store("CTXLAKE_STORE", "store", overrides["store"])
+        check_store("CTXLAKE_STORE", "store", overrides["store"])
     if env.get("CTXLAKE_LEASE_POLICY") in ("warn", "block"):
         overrides["leases"] = replace(cfg.leases, policy=env["CTXLAKE_LEASE_POLICY"])
     return replace(cfg, **overrides) if overrides else cfg

@@ -394,6 +394,10 @@ def _main(argv: list[str], stdout, stderr=None) -> int:
     args = parser.parse_args(argv)
     url, caller = args.store, args.caller
     live_url = None
+    if url:
+        from lib.config import check_store
+
+        check_store("", "--store", url)
     if not url or not caller:
         from lib import config
 

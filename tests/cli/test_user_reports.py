@@ -218,3 +218,25 @@ def test_a_read_only_home_says_read_only_not_free_space(box, tmp_path):
         assert "free space" not in line
     finally:
         subprocess.run(["umount", str(ro)], capture_output=True)
+
+
+@pytest.mark.parametrize("how", ["flag", "env", "config"])
+def test_an_empty_file_url_is_a_config_error_and_writes_nothing(box, how):
+    work = os.path.join(box.tmp, "work")
+    os.makedirs(work)
+    if how == "env":
+        box.env["CTXLAKE_STORE"] = "file://"
+    elif how == "config":
+        box.write_config('store = "file://"\nfleet_id = "team-a"\n')
+    r = box.run("doctor", *(("--store", "file://") if how == "flag" else ()), cwd=work)
+    assert_one_line_failure(r, "config", "'file://'", "file:///")
+    assert os.listdir(work) == []
+
+
+def test_doctor_on_a_file_store_leaves_no_scratch_and_no_lock_files(box):
+    lake = os.path.join(box.tmp, "lake")
+    for _ in range(2):
+        r = box.run("doctor", "--store", "file://" + lake)
+        assert r.returncode == 0 and "scratch" in r.stdout and "(cleaned)" in r.stdout, (r.stdout, r.stderr)
+    left = [os.path.relpath(os.path.join(d, f), lake) for d, _, files in os.walk(lake) for f in files]
+    assert left == [], left
