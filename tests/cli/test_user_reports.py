@@ -240,3 +240,21 @@ def test_doctor_on_a_file_store_leaves_no_scratch_and_no_lock_files(box):
         assert r.returncode == 0 and "scratch" in r.stdout and "(cleaned)" in r.stdout, (r.stdout, r.stderr)
     left = [os.path.relpath(os.path.join(d, f), lake) for d, _, files in os.walk(lake) for f in files]
     assert left == [], left
+
+
+def test_sync_once_names_the_first_error_of_the_pass(inited):
+    """A lake where ``sessions/`` and ``live/`` are files, not folders: the segment put fails
+    first (shipping runs first), then the live plane's heartbeat write; the error line and
+    ``ctxlake status`` name the segment put."""
+    from tests.conftest import FIXTURES
+
+    t = os.path.join(FIXTURES, "claude-transcripts", "spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl")
+    assert inited.run("import", "claude-code", "--path", t).returncode == 0
+    lake = os.path.join(inited.tmp, "lake")
+    for name in ("sessions", "live"):
+        with open(os.path.join(lake, name), "w") as fh:
+            fh.write("not a folder\n")
+    r = inited.run("sync", "--once")
+    assert_one_line_failure(r, "store", "2 error(s), first: import/8463c716", "sessions/")
+    assert "ship_failed" in r.stderr and "live" in r.stderr, r.stderr
+    assert "error(s)): import/8463c716" in inited.run("status").stdout
