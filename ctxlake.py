@@ -10,7 +10,7 @@ script's process (``syncd.py``, ``maint.py``, ``mcp_server.py``: no role script 
     ctxlake sessions [--limit N] [--json]
     ctxlake install <claude_code|cursor|hermes>|--all [--dry-run] [--project]
     ctxlake uninstall [<runtime>|--all] [--dry-run] [--project]
-    ctxlake import claude-code --path DIR_OR_FILE | import hermes [--path STATE_DB] | import cursor (refused)
+    ctxlake import claude-code [--path DIR_OR_FILE] | import hermes [--path STATE_DB] | import cursor (refused)
     ctxlake query "SELECT ... FROM events" [--json]
     ctxlake lease acquire|release|list [PATH...] [--reason R] [--ttl S]
     ctxlake demo [--fixtures DIR] [--keep]
@@ -263,7 +263,8 @@ def _main(argv: list[str], out, err) -> int:
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("import", help=_help(cmd_import))
     s.add_argument("runtime", help="claude-code | hermes | cursor (refused: no importable history)")
-    s.add_argument("--path", help="claude-code: a transcript file or folder; hermes: state.db (default $HERMES_HOME/state.db)")
+    s.add_argument("--path", help="claude-code: a transcript file or folder (default ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects); "
+                        "hermes: state.db (default $HERMES_HOME/state.db)")
     s.add_argument("--agent-id", help="attribute the imported sessions to this agent id")
     for verb, fn in (("install", cmd_install), ("uninstall", cmd_uninstall)):
         s = sub.add_parser(verb, help=_help(fn))

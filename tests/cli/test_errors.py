@@ -72,7 +72,7 @@ USAGE = [
     (("sessions", "--limit", "x"), "--limit: must be a whole number from 1"),
     (("import", "cursor"), "cursor keeps no history"),
     (("import", "nope"), "no importer for 'nope'"),
-    (("import", "claude-code"), "--path is required"),
+    (("import", "claude-code"), "no Claude Code history at"),
     (("import", "claude-code", "--path", "/no/such/dir"), "/no/such/dir"),
     (("import", "hermes", "--path", "/no/such/state.db"), "/no/such/state.db"),
     (("install",), "name a runtime"),

@@ -258,3 +258,24 @@ def test_sync_once_names_the_first_error_of_the_pass(inited):
     assert_one_line_failure(r, "store", "2 error(s), first: import/8463c716", "sessions/")
     assert "ship_failed" in r.stderr and "live" in r.stderr, r.stderr
     assert "error(s)): import/8463c716" in inited.run("status").stdout
+
+
+def test_import_claude_code_reads_the_runtimes_own_history_folder(inited):
+    import shutil
+
+    from tests.conftest import FIXTURES
+
+    inited.env.pop("CLAUDE_CONFIG_DIR", None)
+    projects = os.path.join(inited.home, ".claude", "projects")
+    assert_one_line_failure(inited.run("import", "claude-code"), "usage", projects, "--path")
+    os.makedirs(os.path.join(projects, "-home-dev-spotter"))
+    name = "spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+    shutil.copy(os.path.join(FIXTURES, "claude-transcripts", name), os.path.join(projects, "-home-dev-spotter", name))
+    r = inited.run("import", "claude-code")
+    assert r.returncode == 0 and f"reading Claude Code's history at {projects}" in r.stdout, (r.stdout, r.stderr)
+    assert "1 file(s) imported" in r.stdout
+    elsewhere = os.path.join(inited.tmp, "claude-config")
+    shutil.copytree(os.path.join(inited.home, ".claude"), elsewhere)
+    inited.env["CLAUDE_CONFIG_DIR"] = elsewhere
+    r = inited.run("import", "claude-code")
+    assert r.returncode == 0 and os.path.join(elsewhere, "projects") in r.stdout, (r.stdout, r.stderr)
