@@ -312,11 +312,11 @@ def _main(argv: list[str], out, err) -> int:
     from lib import config
 
     cfg = config.load()
-    if args.verb not in VERBS_WITHOUT_CONFIG and not cfg.configured:
-        if args.verb == "install" and not args.dry_run:
+    if args.verb not in VERBS_WITHOUT_CONFIG:
+        if args.verb == "install" and not args.dry_run and not cfg.configured:
             raise Failure("config", f"install: no ctxlake config at {config.config_file_path()}, so the hooks would "
                                     "speak for fleet 'default'; run `ctxlake init --store URL --fleet NAME` first")
-        err.write(config.defaults_note(cfg))
+        err.write(config.startup_notes(cfg))
     return {"init": cmd_init, "status": cmd_status, "sessions": cmd_sessions, "import": cmd_import,
             "install": cmd_install, "uninstall": cmd_uninstall, "query": cmd_query, "migrate": cmd_migrate, "demo": cmd_demo,
             "claims": cmd_claims, "lease": cmd_lease}[args.verb](args, cfg, out)

@@ -166,6 +166,9 @@ class Config:
     configured: bool = False
     """True when a config file was read or ``CTXLAKE_FLEET_ID``/``CTXLAKE_STORE`` is set: else
     every value is a default, and commands that would bake one in (``install``) refuse."""
+    warnings: tuple = ()
+    """One line each (no prefix) about the file that is not an error: a store URL holding a
+    password (the file never should: docs/security.md); printed by :func:`startup_notes`."""
     live_store: str | None = None
     """Backend for the live plane (``live/`` keys: heartbeats, roster, leases), e.g.
     ``redis://host:6379/0``; ``None`` keeps it on ``store``. The documented path past ~50
@@ -255,7 +258,13 @@ def load(environ=None, path: str | None = None) -> Config:
             raise ConfigError(f"{path}: [lake] {name} must be >= 0, got {getattr(lake, name)}")
     if lake.checkpoint_every < 1:
         raise ConfigError(f"{path}: [lake] checkpoint_every must be >= 1, got {lake.checkpoint_every}")
+    from lib.sanitize import has_url_password
+
+    warnings = tuple(f"{path}: {key} holds a password in its URL, and the config file is meant to hold no secret; "
+                     f"remove it from the URL and export REDIS_PASSWORD instead (docs/security.md)"
+                     for key in ("store", "live_store") if has_url_password(data.get(key)))
     cfg = Config(
+        warnings=warnings,
         paths=paths,
         store=data.get("store") or paths.default_store_url,
         fleet_id=data.get("fleet_id") or "default",
@@ -280,14 +289,16 @@ def load(environ=None, path: str | None = None) -> Config:
     return replace(cfg, **overrides) if overrides else cfg
 
 
-def defaults_note(cfg: Config, prog: str = "ctxlake") -> str | None:
-    """The one-line stderr note every command but ``init`` and ``demo`` prints before init
-    (docs/operations.md "Exit codes and error lines"): which fleet and store the defaults
-    choose, and that ``ctxlake init`` chooses them; ``None`` once ``cfg.configured``."""
-    if cfg.configured:
-        return None
-    return (f"{prog}: note: no config at {config_file_path()}: fleet 'default', store {cfg.store}; "
-            "`ctxlake init` chooses them\n")
+def startup_notes(cfg: Config, prog: str = "ctxlake") -> str:
+    """The stderr lines every command but ``init`` and ``demo`` prints before its work: before
+    init, one note that it runs on the defaults (which fleet and store; ``ctxlake init`` chooses
+    them: docs/operations.md "Exit codes and error lines"), and one warning per
+    :attr:`Config.warnings`. ``""`` when there is nothing to say."""
+    lines = [f"{prog}: warning: {w}\n" for w in cfg.warnings]
+    if not cfg.configured:
+        lines.insert(0, f"{prog}: note: no config at {config_file_path()}: fleet 'default', store {cfg.store}; "
+                        "`ctxlake init` chooses them\n")
+    return "".join(lines)
 
 
 def render_toml(store: str, fleet_id: str, agent_id: str | None = None) -> str:

@@ -28,6 +28,7 @@ import time
 import urllib.parse
 
 from lib.keys import probe_prefix
+from lib.sanitize import mask_url
 from lib.store import CREATE, NotFound, PreconditionFailed, open_store, update
 
 REPEAT_ROUNDS = 5
@@ -402,7 +403,7 @@ def _main(argv: list[str], stdout, stderr=None) -> int:
         from lib import config
 
         cfg = config.load()
-        (stderr or sys.stderr).write(config.defaults_note(cfg, "ctxlake doctor") or "")
+        (stderr or sys.stderr).write(config.startup_notes(cfg, "ctxlake doctor"))
         if not url:
             live_url = cfg.live_store  # the live plane's own backend (redis://...), probed too
         url, caller = url or cfg.store, caller or cfg.agent_id
@@ -416,5 +417,5 @@ def _main(argv: list[str], stdout, stderr=None) -> int:
     else:
         stdout.write(render_table(result))
         stdout.write("\nlive plane (heartbeats, roster, leases): " + (
-            "on the store above" if live is None else f"live_store {live_url}\n" + render_table(live)) + "\n")
+            "on the store above" if live is None else f"live_store {mask_url(live_url)}\n" + render_table(live)) + "\n")
     return max(exit_code(result), exit_code(live) if live else 0)

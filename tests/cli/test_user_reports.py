@@ -279,3 +279,47 @@ def test_import_claude_code_reads_the_runtimes_own_history_folder(inited):
     inited.env["CLAUDE_CONFIG_DIR"] = elsewhere
     r = inited.run("import", "claude-code")
     assert r.returncode == 0 and os.path.join(elsewhere, "projects") in r.stdout, (r.stdout, r.stderr)
+
+
+@pytest.fixture
+def redis_with_password(redis_server):
+    """A private redis-server requiring ``Hunter2RedisPass`` (the session's server stays open)."""
+    import shutil
+    import socket
+
+    from tests.support.redisserver import start_redis
+
+    server = start_redis()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        s.sendall(b"CONFIG SET requirepass Hunter2RedisPass\r\n")
+        assert s.recv(16).startswith(b"+OK")
+    try:
+        yield f"redis://:Hunter2RedisPass@127.0.0.1:{server.port}/0?ns=pw:"
+    finally:
+        server.stop()
+        shutil.rmtree(server.workdir, ignore_errors=True)
+
+
+def test_a_password_in_a_store_url_is_never_printed(inited, redis_with_password):
+    url = redis_with_password
+    inited.env["CTXLAKE_LIVE_STORE"] = url
+    r = inited.run("doctor")
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "Hunter2RedisPass" not in r.stdout + r.stderr and "redis://:***@127.0.0.1" in r.stdout, r.stdout
+    assert "warning" not in r.stderr  # the environment is not the config file
+    r = inited.run("doctor", "--json")
+    assert r.returncode == 0 and "Hunter2RedisPass" not in r.stdout + r.stderr
+    for argv in (("sync", "--once"), ("status",), ("lease", "list")):
+        r = inited.run(*argv)
+        assert r.returncode == 0 and "Hunter2RedisPass" not in r.stdout + r.stderr, (argv, r.stdout, r.stderr)
+
+
+def test_a_config_file_holding_a_url_password_gets_one_warning_line(inited, redis_with_password):
+    text = open(inited.config).read()
+    inited.write_config(f'live_store = "{redis_with_password}"\n' + text)  # top-level keys before any table
+    for argv in (("status",), ("doctor",), ("sync", "--once")):
+        r = inited.run(*argv)
+        warn = [ln for ln in r.stderr.splitlines() if ": warning: " in ln]
+        assert r.returncode == 0 and len(warn) == 1, (argv, r.stderr)
+        assert "live_store holds a password" in warn[0] and "REDIS_PASSWORD" in warn[0] and inited.config in warn[0]
+        assert "Hunter2RedisPass" not in r.stdout + r.stderr
