@@ -78,6 +78,8 @@ import hashlib
 import math
 import re
 
+from lib import redact_cmdline
+
 ENTROPY_MIN_LEN = 32
 """Shortest run (characters) the entropy rule looks at (docs/design.md §7)."""
 ENTROPY_THRESHOLD = 4.5
@@ -1120,7 +1122,8 @@ def _scan_keywords(sc: _Scan) -> None:
 
 
 def _scan_structural(sc: _Scan) -> None:
-    """URL credentials, curl -u, URL signatures, card numbers, SSNs (whole field)."""
+    """URL credentials, curl -u, command-line credentials (:mod:`lib.redact_cmdline`), URL
+    signatures, card numbers, SSNs (whole field)."""
     b = sc.b
     for i in _finds(b, b"://"):
         m = _URI_CRED.match(b, i) or _URI_CRED_SLASH.match(b, i)
@@ -1145,6 +1148,8 @@ def _scan_structural(sc: _Scan) -> None:
             pw = b[a:z]
             if len(pw) >= 3 and not pw.startswith((b"$", b"<", b"[ctxlake")):
                 sc.span(a, z, _P, "uri_credentials")
+    for s, e in redact_cmdline.spans(b, low):  # --password X, mysql -pX, docker login -p X
+        sc.span(s, e, _P, "command_credentials")
     for sm in _SIG_PARAM.finditer(low):  # one pass for sig= and signature= (literal prefix "sig")
         st = sm.start()
         if not low.endswith(_SIG_BEFORE, max(0, st - 8), st):
