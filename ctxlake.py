@@ -311,7 +311,7 @@ def _main(argv: list[str], out, err) -> int:
         sub.choices[args.verb].error(f"unrecognized arguments: {' '.join(extra)}")
     from lib import config
 
-    cfg = config.load()
+    cfg = config.load(strict=args.verb not in VERBS_WITHOUT_CONFIG)
     if args.verb not in VERBS_WITHOUT_CONFIG:
         if args.verb == "install" and not args.dry_run and not cfg.configured:
             raise Failure("config", f"install: no ctxlake config at {config.config_file_path()}, so the hooks would "

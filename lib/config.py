@@ -208,19 +208,26 @@ def _section(data: dict, name: str, cls, path: str):
     return cls(**kwargs)
 
 
-def load(environ=None, path: str | None = None) -> Config:
+def load(environ=None, path: str | None = None, strict: bool = False) -> Config:
     """Resolve the configuration.
 
     :param environ: mapping to read (default ``os.environ``); nothing deeper reads it.
     :param path: explicit file (default :func:`config_file_path`).
-    :raises ConfigError: the file exists but is not valid TOML or has wrong types. A missing
-        file is not an error.
+    :param strict: a ``CTXLAKE_CONFIG`` that names no file is an error (the ``ctxlake`` verbs:
+        a user who set the path meant that file); else it reads as no file (the hook, the
+        daemons and the MCP server fail open).
+    :raises ConfigError: the file exists but is not valid TOML or has wrong types; with
+        ``strict``, ``CTXLAKE_CONFIG`` names a file that does not exist. A missing file at the
+        default place is not an error.
     """
     env = os.environ if environ is None else environ
     paths = Paths.from_env(env)
     path = path or config_file_path(env)
     data: dict = {}
     source = None
+    if strict and env.get("CTXLAKE_CONFIG") and not os.path.exists(path):
+        raise ConfigError(f"CTXLAKE_CONFIG names {path}, which does not exist; create it with `ctxlake init` "
+                          "or unset CTXLAKE_CONFIG to use the default place")
     if os.path.exists(path):
         import tomllib
 

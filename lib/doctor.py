@@ -402,7 +402,7 @@ def _main(argv: list[str], stdout, stderr=None) -> int:
     if not url or not caller:
         from lib import config
 
-        cfg = config.load()
+        cfg = config.load(strict=True)
         (stderr or sys.stderr).write(config.startup_notes(cfg, "ctxlake doctor"))
         if not url:
             live_url = cfg.live_store  # the live plane's own backend (redis://...), probed too

@@ -323,3 +323,17 @@ def test_a_config_file_holding_a_url_password_gets_one_warning_line(inited, redi
         assert r.returncode == 0 and len(warn) == 1, (argv, r.stderr)
         assert "live_store holds a password" in warn[0] and "REDIS_PASSWORD" in warn[0] and inited.config in warn[0]
         assert "Hunter2RedisPass" not in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("verb", [("status",), ("sessions",), ("doctor",), ("claims",)])
+def test_an_explicit_config_path_that_does_not_exist_is_a_config_error(box, verb):
+    missing = os.path.join(box.tmp, "nonexistent.toml")
+    box.env["CTXLAKE_CONFIG"] = missing
+    assert_one_line_failure(box.run(*verb), "config", missing, "does not exist", "ctxlake init")
+
+
+def test_init_writes_the_explicit_config_path_it_is_given(box):
+    box.env["CTXLAKE_CONFIG"] = os.path.join(box.tmp, "team.toml")
+    r = box.run("init", "--store", "file://" + os.path.join(box.tmp, "lake"), "--fleet", "team-a")
+    assert r.returncode == 0 and os.path.exists(box.env["CTXLAKE_CONFIG"]), r.stderr
+    assert box.run("status").returncode == 0
