@@ -14,8 +14,11 @@ and drives a real ``mcp_server.py`` process over its pipes, like an agent runtim
 
 - start-up: spawn → first ``initialize`` answer, ``--starts`` times (median and max), next to
   a bare ``python -c pass`` spawn on the same machine;
-- the first ``memory_search`` (cold: it reads the index shipped in the snapshot and loads the
-  query embedder);
+- the first ``memory_search`` of a fresh server: over raw pipes with no
+  ``notifications/initialized`` (no warm-up: it maps the vector file and loads the query embedder
+  itself), and through the official MCP client (``--first-rounds`` fresh servers per variant,
+  interleaved: vector file mapped or absent, the call sent at once or after ``tools/list`` plus
+  :data:`THINK_SECS`), wall time and the server CPU spent in the call;
 - warm ``memory_search`` round trips (client-side wall time, pipes included): p50, p95, max —
   80 % queries of 1–4 vocabulary words, 20 % negative queries of words the corpus lacks;
 - the server's own CPU time per warm call, averaged (``/proc/<pid>/stat``), which a busy
@@ -171,8 +174,9 @@ after at least one model turn (seconds); 2 s is a conservative stand-in."""
 def first_searches(env: dict, snap: str, query: str, rounds: int) -> dict:
     """The first ``memory_search`` of fresh servers spawned by the official MCP Python SDK client
     (``mcp.Client`` over stdio, as a runtime spawns them), interleaved over ``rounds``: with the
-    vector file beside the snapshot (mapped) and without it (the index read from the snapshot,
-    what every server did before the file existed), each right after ``initialize`` and after
+    vector file beside the snapshot (mapped) and without it (the index read from the snapshot's
+    ``claim_index`` table, as every server read it before the file existed; the warm-up then
+    reads it), each right after ``initialize`` and after
     ``tools/list`` plus :data:`THINK_SECS`. Returns ``{(variant, think): [(wall ms, server CPU
     seconds spent between sending the call and its answer — warm-up work still running then
     included)]}``."""
@@ -325,7 +329,7 @@ def main(argv=None) -> int:
         ("first memory_search, raw pipes, no notifications/initialized (no warm-up)",
          f"{cold * 1000:.0f} ms ({cold * 1000 / BUDGET_FIRST_MS:.2f}× budget)", f"≤ {BUDGET_FIRST_MS:.0f} ms", ""),
     ]
-    labels = {("read", 0.0): "first memory_search, official client, index read from the snapshot (before), at once",
+    labels = {("read", 0.0): "first memory_search, official client, no vector file (index read from the snapshot), at once",
               ("read", THINK_SECS): f"  same, after tools/list + {THINK_SECS:.0f} s",
               ("mapped", 0.0): "first memory_search, official client, vector file mapped, at once",
               ("mapped", THINK_SECS): f"  same, after tools/list + {THINK_SECS:.0f} s (as an agent session)"}

@@ -456,11 +456,6 @@ class IndexCorrupt(Exception):
     """The vector file beside the snapshot is corrupt: the message is the note ``memory_search`` gives."""
 
 
-def _file_identity(st) -> list:
-    """``[size, mtime_ns, inode]`` of a stat result: how a vector file names its snapshot."""
-    return [st.st_size, st.st_mtime_ns, st.st_ino]
-
-
 class SnapshotReader:
     """The cached snapshot of one fleet, opened read-only on demand.
 
