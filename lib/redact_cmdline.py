@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import re
 
-_WORDS = (b"pass", b"pwd", b"secret", b"token", b"key", b"otp", b"credential", b"auth")
-"""Literal pieces one of which every secret option name holds; each is found with ``bytes.find``."""
+_WORDS = (b"key", b"token", b"secret", b"pass", b"pwd", b"auth", b"cred")
+"""Literal pieces one of which every secret option name holds (the keywords of
+``lib.redact._KEYWORDS``, whose offsets the scrub has already found)."""
 
 _NAME = re.compile(
     rb"(?:[a-z0-9]+[-_])*?(?:"
@@ -96,25 +97,41 @@ def _secret_part(b: bytes, s: int, e: int) -> tuple[int, int]:
     return s, e
 
 
-def long_option_spans(b: bytes, low: bytes) -> list[tuple[int, int]]:
+def _word_hits(low: bytes):
+    """``(word, [offsets])`` of every :data:`_WORDS` occurrence in ``low``."""
+    out = []
+    for w in _WORDS:
+        at, i = [], low.find(w)
+        while i >= 0:
+            at.append(i)
+            i = low.find(w, i + 1)
+        out.append((w, at))
+    return out
+
+
+def long_option_spans(b: bytes, low: bytes, hits=None) -> list[tuple[int, int]]:
     """Spans ``(start, end)`` (byte offsets into ``b``) of the values of options whose name
     means secret: ``--password X``, ``--password=X``, ``-computer-pass X``, ``/password:X``.
 
     ``low`` is ``b.lower()``. A value that is a reference (``$VAR``, ``env:X``, ``@file``), a
-    placeholder (``<pw>``, ``{{pw}}``, ``***``) or the next flag is left alone."""
+    placeholder (``<pw>``, ``{{pw}}``, ``***``) or the next flag is left alone. ``hits`` is
+    ``[(word, [offsets])]`` of the words in ``low`` when the caller has found them already
+    (``lib.redact`` has); other words in it are ignored."""
     out: list = []
     seen: set = set()
     n = len(low)
-    for word in _WORDS:
-        i = low.find(word)
-        while i >= 0:
+    for word, at in (hits if hits is not None else _word_hits(low)):
+        if word not in _WORDS:
+            continue
+        for i in at:
             ts = i
             while ts > 0 and low[ts - 1] in _NAME_CHARS:
                 ts -= 1
             te = i + len(word)
             while te < n and low[te] in _NAME_CHARS:
                 te += 1
-            i = low.find(word, te)
+            if low[ts:ts + 1] != b"-" and not (ts > 0 and low[ts - 1] == 47):
+                continue  # not an option: most keyword hits end here
             if ts in seen:
                 continue
             seen.add(ts)
@@ -170,14 +187,15 @@ _LOGIN_TOOLS = frozenset((b"docker", b"podman", b"nerdctl", b"buildah", b"skopeo
 """Tools whose ``-p`` is a password only in their ``login`` subcommand (``docker run -p`` is a port)."""
 _SEGMENT_STOP = b"\n;|&(`"
 _PREFIX_WORDS = frozenset((b"sudo", b"env", b"time", b"nohup", b"exec", b"command", b"doas", b"nice", b"xargs"))
-_FLAGS = (b"-p", b"-a", b"-P", b"-w", b"-U", b"/p", b"/P")
+_FLAGS = frozenset((b"-p", b"-a", b"-P", b"-w", b"-U", b"/p", b"/P"))
+_ATTACHABLE = (b"-p", b"-P", b"-U")
 _USER_FLAG = re.compile(rb"(?<![\w-])(?:-u|-U|--user|--username|--login|/u|/user)[ \t=:]+\S")
 
 
 def _segment(b: bytes, i: int) -> tuple[int, int]:
     """The simple command around ``b[i]``: ``(start, stop)``, bounded by a newline (or a JSON
-    ``\\n``), ``;``, ``|``, ``&``, a backquote, and 2 KiB either side."""
-    lo = max(0, i - 2048)
+    ``\\n``), ``;``, ``|``, ``&``, a backquote, 512 bytes before and 2 KiB after."""
+    lo = max(0, i - 512)
     start = max(b.rfind(c, lo, i) for c in (b"\n", b";", b"|", b"&", b"`", b"\\n", b"(")) + 1
     if b[start - 1:start + 1] == b"\\n":
         start += 1
@@ -213,19 +231,22 @@ def tool_flag_spans(b: bytes) -> list[tuple[int, int]]:
     """Spans of the values of the short password/token flags that the listed tools document
     (``mysql -pX``, ``sshpass -p X``, ``docker login -p X``, ``redis-cli -a X``, ...), and of the
     ``-p`` of a ``-u USER ... -p PASS`` pair whatever the tool, read within the command segment
-    (up to a newline, ``;``, ``|`` or ``&``). Found flag-first: a text without these flags costs
-    a few ``bytes.find``."""
+    (up to a newline, ``;``, ``|`` or ``&``). Found flag-first (a flag follows a space): a text
+    costs two ``bytes.find`` passes plus a look at each `` -x``/`` /x``."""
     out: list = []
     n = len(b)
-    for flag in _FLAGS:
-        i = b.find(flag)
+    for lead in (b" -", b" /"):  # one 2-byte search each; the flag letter is checked after
+        i = b.find(lead)
         while i >= 0:
-            k, i = i, b.find(flag, i + 2)
-            if k > 0 and b[k - 1] not in _OPT_START:
+            k, i = i + 1, b.find(lead, i + 2)
+            flag = b[k:k + 2]
+            if flag not in _FLAGS:
                 continue
             base = k + 2
             nxt = b[base:base + 1]
             attached = bool(nxt) and nxt not in b" \t"
+            if attached and flag not in _ATTACHABLE:
+                continue  # "/proc", "-web", "-Ufoo": only -p/-P/-U take an attached value
             start, stop = _segment(b, k)
             tool = _tool_of(b[start:k])
             how = None
@@ -284,8 +305,9 @@ def pair_spans(b: bytes) -> list[tuple[int, int]]:
     return out
 
 
-def spans(b: bytes, low: bytes) -> list[tuple[int, int]]:
-    """Every command-line credential span in ``b`` (``low`` is ``b.lower()``): the union of
-    :func:`long_option_spans`, :func:`tool_flag_spans` and :func:`pair_spans`, as
-    ``(start, end)`` byte offsets (they may overlap; the caller merges)."""
-    return long_option_spans(b, low) + tool_flag_spans(b) + pair_spans(b)
+def spans(b: bytes, low: bytes, hits=None) -> list[tuple[int, int]]:
+    """Every command-line credential span in ``b`` (``low`` is ``b.lower()``, ``hits`` as for
+    :func:`long_option_spans`): the union of :func:`long_option_spans`, :func:`tool_flag_spans`
+    and :func:`pair_spans`, as ``(start, end)`` byte offsets (they may overlap; the caller
+    merges)."""
+    return long_option_spans(b, low, hits) + tool_flag_spans(b) + pair_spans(b)

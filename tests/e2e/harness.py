@@ -237,6 +237,18 @@ class ClaudeAgent(Agent):
                              capture_output=True, text=True, timeout=RUN_TIMEOUT)
         return self._result(r.returncode, r.stdout, r.stderr)
 
+    def run_messages(self, model, route: str, prompts: list[str], **env) -> dict:
+        """One ``claude -p`` session fed ``prompts`` in turn as stream-json user messages (a local
+        command such as ``/model`` and then a prompt, in one live session); the last result."""
+        argv, e = self._argv_env(model, route, "", env)
+        argv = [argv[0], "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+                "--permission-mode", "bypassPermissions"]
+        lines = "".join(json.dumps({"type": "user", "message": {"role": "user", "content": p}}) + "\n" for p in prompts)
+        r = self.fleet.timed(f"claude:{self.name}", subprocess.run, argv, input=lines, cwd=self.project, env=e,
+                             capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        results = [ln for ln in r.stdout.splitlines() if ln.startswith("{") and json.loads(ln).get("type") == "result"]
+        return self._result(r.returncode, results[-1] if results else r.stdout, r.stderr)
+
     def start(self, model, route: str, prompt: str, **env) -> subprocess.Popen:
         """Start ``claude -p`` in the background (an agent that is still working); see :meth:`finish`."""
         argv, e = self._argv_env(model, route, prompt, env)

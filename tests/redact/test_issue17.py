@@ -61,6 +61,16 @@ def test_env_and_printenv_lines_with_short_values(name, value):
     ("DD_API_KEY=0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef"),
     ('{"token": "dqow92celau05bt51ybf5zuycs"}', "dqow92celau05bt51ybf5zuycs"),
     ("SECRET_TOKEN=ab.cd~ef=gh12ij34kl", "ab.cd~ef=gh12ij34kl"),
+    # legacy Sourcegraph tokens are any 40 hex digits: caught only under a name that says so
+    ("sourcegraph: c6aB8b6DA5a8421F47FD9520f01Cbaf572AFF3d7", "c6aB8b6DA5a8421F47FD9520f01Cbaf572AFF3d7"),
+    ('{"sourcegraph_token": "13ac08b61c07affde0aaefadfe070eed66c4cdc5"}', "13ac08b61c07affde0aaefadfe070eed66c4cdc5"),
+    ("export SRC_ACCESS_TOKEN=f40dcaaecd0dfc88e4f9d16a5dfddd328a84d7bc", "f40dcaaecd0dfc88e4f9d16a5dfddd328a84d7bc"),
+    # NuGet.config values holding quotes and backslashes (gitleaks nuget-config-password)
+    ('<add key="Password" value="*i  dX \\>w@j6`0kV"  \t />', "*i  dX \\>w@j6`0kV"),
+    ('<add key="ClearTextPassword"\tvalue="bHG]|}0"\\[vjy"\t/>', 'bHG]|}0"\\[vjy'),
+    # curl key headers (gitleaks curl-auth-header)
+    ('curl\t-H\t\t "X-Key:\t   E=E3.xp@SVH_x"', "E=E3.xp@SVH_x"),
+    ("curl -s https://api.example.com -H 'X-Api-Key: 8fJ2kq9LmZ' -d @body.json", "8fJ2kq9LmZ"),
 ])
 def test_context_identified_values_in_prose_and_tool_output(text, secret):
     for tool in (False, True):
@@ -224,3 +234,16 @@ def test_lookalike_keywords_are_folded_before_matching(text, secret):
 def test_non_latin_text_without_a_secret_stays_clean(text):
     for tool in (False, True):
         assert redact.scrub(text, tool) == (text, redact.CLEAN)
+
+
+# -- session 3: keyword-anchored shapes the corpus missed ------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "commit 13ac08b61c07af1de0a4ef2dfe070eed66c4cdc5 (HEAD -> main)",  # a bare SHA is not a token
+    "src/sourcegraph/README.md",
+    'curl -H "X-Api-Key: $API_KEY" https://api.example.com',
+    'curl -H "Accept: application/json" -H "Token: <your-token>" https://x',
+    '<add key="Password" value="$(NuGetPassword)" />',
+])
+def test_keyword_anchored_shapes_leave_references_clean(text):
+    assert redact.scrub(text, True)[1].status == "clean", text

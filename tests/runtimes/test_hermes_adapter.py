@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from lib.adapters import hermes
 from tests.runtimes.conftest import load_payloads
 
 PAYLOADS = dict(load_payloads("hermes-hooks"))
@@ -73,11 +74,14 @@ def test_session_end_and_finalize_end_the_session(hook):
     end = _one("capture-0.19.0__on_session_end.json")
     hook("hermes", end)
     assert hook.envelopes("hermes")[-1]["event_type"] == "session_end"
-    assert hook.done("hermes", end["session_id"]) == {"event": "on_session_end"}
+    # the end marker names Hermes' state.db, which the transcript backstop reads at the seal
+    state_db = hermes.transcript_path({}, hook.env)
+    assert hook.done("hermes", end["session_id"]) == {"event": "on_session_end", "transcript_path": state_db}
     fin = _one("authored__on_session_finalize.json")
-    hook("hermes", fin)
+    hook("hermes", fin, HERMES_HOME="/home/dev/.hermes")
     assert hook.envelopes("hermes")[-1]["content"] == "shutdown"
-    assert hook.done("hermes", fin["session_id"]) == {"event": "on_session_finalize"}
+    assert hook.done("hermes", fin["session_id"]) == {"event": "on_session_finalize",
+                                                      "transcript_path": "/home/dev/.hermes/state.db"}
 
 
 def test_session_reset_is_answer_only_and_never_ends_the_new_session(hook):
