@@ -10,7 +10,7 @@ script's process (``syncd.py``, ``maint.py``, ``mcp_server.py``: no role script 
     ctxlake sessions [--limit N] [--json]
     ctxlake install <claude_code|cursor|hermes>|--all [--dry-run] [--project]
     ctxlake uninstall [<runtime>|--all] [--dry-run] [--project]
-    ctxlake import claude-code --path DIR_OR_FILE | import hermes [--path STATE_DB] | import cursor (refused)
+    ctxlake import claude-code [--path DIR_OR_FILE] | import hermes [--path STATE_DB] | import cursor (refused)
     ctxlake query "SELECT ... FROM events" [--json]
     ctxlake lease acquire|release|list [PATH...] [--reason R] [--ttl S]
     ctxlake demo [--fixtures DIR] [--keep]
@@ -77,20 +77,9 @@ def cmd_sessions(args, cfg, out) -> int:
 
     Example: ``ctxlake sessions --limit 20``
     """
-    from lib import snapshot, status
+    from lib import status
 
-    path = cfg.paths.snapshot(cfg.fleet_id)
-    if not os.path.exists(path):
-        out.write("no snapshot in the cache yet: run `ctxlake maint --once` then `ctxlake sync --once`\n")
-        return 0
-    conn = snapshot.open_readonly(path)
-    rows = snapshot.recent_sessions(conn, args.limit)
-    conn.close()
-    if args.json:
-        out.write(json.dumps(rows, sort_keys=True) + "\n")
-    else:
-        status.render_sessions(rows, out)
-    return 0
+    return status.sessions_cli(args, cfg, out)
 
 
 def cmd_import(args, cfg, out) -> int:
@@ -205,12 +194,33 @@ def _exec_role(script: str, argv: list[str], prog: str | None = None) -> int:
     return 70  # not reached: execv replaces this process or raises OSError
 
 
+def version() -> str:
+    """The installed package's version (``importlib.metadata``), else ``pyproject.toml``'s
+    ``version`` (a checkout that was never installed), else ``unknown``."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("ctxlake")
+    except metadata.PackageNotFoundError:
+        pass
+    try:
+        import tomllib
+
+        with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+            return str(tomllib.load(fh)["project"]["version"])
+    except (OSError, ValueError, KeyError):
+        return "unknown"
+
+
 def _help(fn) -> str:
     """The first sentence of ``fn``'s docstring as plain text (no RST ``` `` ``` markup): what
     ``ctxlake --help`` lists per verb."""
     first = " ".join(fn.__doc__.split("\n\n")[0].split()).replace("``", "")
     return first.split(". ")[0].rstrip(".")
 
+
+SESSIONS_LIMIT_MAX = 1_000_000
+"""The most sessions ``ctxlake sessions --limit`` lists (a snapshot holds far fewer)."""
 
 VERBS_WITHOUT_CONFIG = ("init", "demo")
 """Verbs that do not read the fleet's config (the rest say so when every value is a default)."""
@@ -230,7 +240,7 @@ def _main(argv: list[str], out, err) -> int:
     if argv and argv[0] in ("sync", "maint"):
         return _exec_role({"sync": "syncd.py", "maint": "maint.py"}[argv[0]], argv[1:], f"ctxlake {argv[0]}")
     if argv and argv[0] == "mcp":
-        return _exec_role("mcp_server.py", argv[1:])
+        return _exec_role("mcp_server.py", argv[1:], "ctxlake mcp")
     if argv and argv[0] == "doctor":
         from lib import doctor
 
@@ -245,10 +255,12 @@ def _main(argv: list[str], out, err) -> int:
         from lib.hookproc import run
 
         return run(argv[1:], sys.stdin.buffer, sys.stdout)
-    from lib.failures import Parser
+    from lib.failures import Parser, bounded_int
+    from lib.live.leases import TTL_MAX, TTL_MIN
 
     p = Parser(prog="ctxlake", description="Shared memory and coordination for fleets of coding agents.",
                epilog="--debug (anywhere) prints the traceback of a failure. Exit codes: docs/operations.md.")
+    p.add_argument("--version", action="version", version=f"ctxlake {version()}")
     sub = p.add_subparsers(dest="verb", required=True)
     s = sub.add_parser("init", help=_help(cmd_init))
     s.add_argument("--store", required=True, help="file:///abs/path (file://~/x and file://rel are made absolute) or s3://bucket/prefix")
@@ -258,11 +270,13 @@ def _main(argv: list[str], out, err) -> int:
     s = sub.add_parser("status", help=_help(cmd_status))
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("sessions", help=_help(cmd_sessions))
-    s.add_argument("--limit", type=int, default=50)
+    s.add_argument("--limit", type=bounded_int(1, SESSIONS_LIMIT_MAX), default=50,
+                   help=f"newest sessions to list (1 to {SESSIONS_LIMIT_MAX}, default 50)")
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("import", help=_help(cmd_import))
     s.add_argument("runtime", help="claude-code | hermes | cursor (refused: no importable history)")
-    s.add_argument("--path", help="claude-code: a transcript file or folder; hermes: state.db (default $HERMES_HOME/state.db)")
+    s.add_argument("--path", help="claude-code: a transcript file or folder (default ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects); "
+                        "hermes: state.db (default $HERMES_HOME/state.db)")
     s.add_argument("--agent-id", help="attribute the imported sessions to this agent id")
     for verb, fn in (("install", cmd_install), ("uninstall", cmd_uninstall)):
         s = sub.add_parser(verb, help=_help(fn))
@@ -281,14 +295,15 @@ def _main(argv: list[str], out, err) -> int:
     s = sub.add_parser("migrate", help=_help(cmd_migrate))
     s.add_argument("--json", action="store_true")
     s = sub.add_parser("demo", help=_help(cmd_demo))
-    s.add_argument("--fixtures", help="fixtures folder (default: tests/fixtures)")
+    s.add_argument("--fixtures", help="a folder holding claude-transcripts/ and claude-hooks/ (default: the checkout's tests/fixtures)")
     s.add_argument("--keep", action="store_true", help="keep the temporary home")
     s = sub.add_parser("lease", help=_help(cmd_lease))
     s.add_argument("action", choices=("acquire", "release", "list", "claim"),
                    help="acquire (claim: its old name), release or list")
     s.add_argument("paths", nargs="*", help="files or directories (trailing / or an existing directory = the whole directory)")
     s.add_argument("--reason", help="why you need these paths (other agents read it)")
-    s.add_argument("--ttl", type=int, help="seconds until the lease expires by the store clock (default [leases] ttl_secs)")
+    s.add_argument("--ttl", type=bounded_int(TTL_MIN, TTL_MAX, " of seconds"),
+                   help=f"seconds until the lease expires by the store clock, {TTL_MIN} to {TTL_MAX} (default [leases] ttl_secs)")
     s.add_argument("--holder", help="holder id (default: this agent id)")
     s.add_argument("--json", action="store_true", help="list: print JSON")
     s = sub.add_parser("claims", help=_help(cmd_claims))
@@ -303,20 +318,17 @@ def _main(argv: list[str], out, err) -> int:
     sub.add_parser("hook", help="run the hook for <runtime> [<event>] (what runtimes call)")
     sub.add_parser("doctor", help="probe the store's primitives and print what each failure costs (--json)")
     sub.add_parser("mcp", help="serve the stdio MCP server for one agent session")
-    args = p.parse_args(argv)
-    if getattr(args, "ttl", None) is not None and args.ttl <= 0:
-        raise Failure("usage", f"lease: --ttl must be a positive number of seconds, got {args.ttl}")
-    if getattr(args, "limit", None) is not None and args.limit <= 0:
-        raise Failure("usage", f"sessions: --limit must be positive, got {args.limit}")
+    args, extra = p.parse_known_args(argv)
+    if extra:  # name the verb's own help, where its flags are listed
+        sub.choices[args.verb].error(f"unrecognized arguments: {' '.join(extra)}")
     from lib import config
 
-    cfg = config.load()
-    if args.verb not in VERBS_WITHOUT_CONFIG and not cfg.configured:
-        if args.verb == "install" and not args.dry_run:
+    cfg = config.load(strict=args.verb not in VERBS_WITHOUT_CONFIG)
+    if args.verb not in VERBS_WITHOUT_CONFIG:
+        if args.verb == "install" and not args.dry_run and not cfg.configured:
             raise Failure("config", f"install: no ctxlake config at {config.config_file_path()}, so the hooks would "
                                     "speak for fleet 'default'; run `ctxlake init --store URL --fleet NAME` first")
-        err.write(f"ctxlake: note: no config at {config.config_file_path()}: fleet 'default', store {cfg.store}; "
-                  "`ctxlake init` chooses them\n")
+        err.write(config.startup_notes(cfg))
     return {"init": cmd_init, "status": cmd_status, "sessions": cmd_sessions, "import": cmd_import,
             "install": cmd_install, "uninstall": cmd_uninstall, "query": cmd_query, "migrate": cmd_migrate, "demo": cmd_demo,
             "claims": cmd_claims, "lease": cmd_lease}[args.verb](args, cfg, out)

@@ -36,6 +36,7 @@ def _main(argv, out, prog) -> int:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = p.parse_args(argv)
     cfg = config.load()
+    sys.stderr.write(config.startup_notes(cfg, prog))
     log = logs.setup("maint", fleet_id=cfg.fleet_id)
     store = open_store(cfg.store, log=log, live=cfg.live_store)
     log("maint_start", store=store.url)

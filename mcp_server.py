@@ -28,11 +28,14 @@ def main(argv=None, stdin=None, stdout=None, stderr=None, environ=None) -> int:
     :param stderr: text stream for JSON log lines (default ``sys.stderr``).
     :param environ: environment mapping (default ``os.environ``); read here and nowhere deeper.
     """
+    from lib.failures import prog_name
+
     argv = sys.argv[1:] if argv is None else argv
+    prog = prog_name("mcp_server.py")  # `ctxlake mcp` when ctxlake handed the verb over
     if argv:
         import argparse
 
-        p = argparse.ArgumentParser(prog="mcp_server.py", description=__doc__.split("\n\n")[0])
+        p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
         p.parse_args(argv)
     from lib import jsonrpc, logs, mcp_tools
 

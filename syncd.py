@@ -67,6 +67,7 @@ def _main(argv, out, prog) -> int:
     p.add_argument("--json", action="store_true", help="with --once: print the pass summary as JSON")
     args = p.parse_args(argv)
     cfg = config.load()
+    sys.stderr.write(config.startup_notes(cfg, prog))
     log = logs.setup("syncd", fleet_id=cfg.fleet_id, agent_id=cfg.agent_id)
     metrics = server = None
     if not args.once and cfg.sync.metrics_port:

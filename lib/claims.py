@@ -381,6 +381,8 @@ def run_cli(args, cfg, out) -> int:
     from lib.failures import Failure
     from lib.store import open_store
 
+    if args.retire and not (args.reason or "").strip():  # before any read: the command line is wrong either way
+        raise Failure("usage", "claims: --retire needs --reason (why the claim no longer holds; other agents read it)")
     store = open_store(cfg.store, live=cfg.live_store)
     if args.approve or args.retire:
         cid = args.approve or args.retire
@@ -388,8 +390,6 @@ def run_cli(args, cfg, out) -> int:
         matches = [c for c in folded if c.startswith(cid)]
         if len(matches) != 1:
             raise Failure("usage", f"claims: {cid!r} matches {len(matches)} claims; give more of the id")
-        if args.retire and not args.reason:
-            raise Failure("usage", "claims: --retire needs --reason")
         kind = "approved" if args.approve else "retired"
         write_event(store, cfg.fleet_id, "_human", {"kind": kind, "claim_id": matches[0], "by": cfg.agent_id,
                                                            "reason": args.reason})

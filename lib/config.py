@@ -62,9 +62,15 @@ def store_url(value: str, cwd: str | None = None) -> str:
     raise ConfigError(f"store {value!r} has an unsupported scheme; use file:///abs/path or s3://bucket/prefix")
 
 
-def _check_store(path: str, key: str, url: str) -> None:
+def check_store(path: str, key: str, url: str) -> None:
+    """:raises ConfigError: ``url`` (the value of ``key`` in ``path``: a config file, a variable
+    or a flag) is a ``file://`` URL with an empty or relative path: each working directory would
+    get its own lake, ``file://`` alone the current directory's."""
+    if url.startswith("file://") and not url[len("file://"):].strip():
+        raise ConfigError(f"{path + ': ' if path else ''}{key} {url!r} names no folder, so the current directory would be the lake; "
+                          "write an absolute file:///path")
     if url.startswith("file://") and not url.startswith(("file:///", "file://~")):
-        raise ConfigError(f"{path}: {key} {url!r} is relative, so every working directory would get its own "
+        raise ConfigError(f"{path + ': ' if path else ''}{key} {url!r} is relative, so every working directory would get its own "
                           f"lake; write an absolute file:///path (ctxlake init does)")
 
 
@@ -160,6 +166,9 @@ class Config:
     configured: bool = False
     """True when a config file was read or ``CTXLAKE_FLEET_ID``/``CTXLAKE_STORE`` is set: else
     every value is a default, and commands that would bake one in (``install``) refuse."""
+    warnings: tuple = ()
+    """One line each (no prefix) about the file that is not an error: a store URL holding a
+    password (the file never should: docs/security.md); printed by :func:`startup_notes`."""
     live_store: str | None = None
     """Backend for the live plane (``live/`` keys: heartbeats, roster, leases), e.g.
     ``redis://host:6379/0``; ``None`` keeps it on ``store``. The documented path past ~50
@@ -199,25 +208,35 @@ def _section(data: dict, name: str, cls, path: str):
     return cls(**kwargs)
 
 
-def load(environ=None, path: str | None = None) -> Config:
+def load(environ=None, path: str | None = None, strict: bool = False) -> Config:
     """Resolve the configuration.
 
     :param environ: mapping to read (default ``os.environ``); nothing deeper reads it.
     :param path: explicit file (default :func:`config_file_path`).
-    :raises ConfigError: the file exists but is not valid TOML or has wrong types. A missing
-        file is not an error.
+    :param strict: a ``CTXLAKE_CONFIG`` that names no file is an error (the ``ctxlake`` verbs:
+        a user who set the path meant that file); else it reads as no file (the hook, the
+        daemons and the MCP server fail open).
+    :raises ConfigError: the file exists but is not valid TOML or has wrong types; with
+        ``strict``, ``CTXLAKE_CONFIG`` names a file that does not exist. A missing file at the
+        default place is not an error.
     """
     env = os.environ if environ is None else environ
     paths = Paths.from_env(env)
     path = path or config_file_path(env)
     data: dict = {}
     source = None
+    if strict and env.get("CTXLAKE_CONFIG") and not os.path.exists(path):
+        raise ConfigError(f"CTXLAKE_CONFIG names {path}, which does not exist; create it with `ctxlake init` "
+                          "or unset CTXLAKE_CONFIG to use the default place")
     if os.path.exists(path):
         import tomllib
 
         try:
             with open(path, "rb") as fh:
                 data = tomllib.load(fh)
+        except UnicodeDecodeError as exc:  # TOML is UTF-8 (toml.io); a binary or Latin-1 file is invalid TOML
+            raise ConfigError(f"cannot read config {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8 "
+                              "or rewrite it with `ctxlake init`") from exc
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from exc
         source = path
@@ -226,7 +245,7 @@ def load(environ=None, path: str | None = None) -> Config:
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"{path}: {key} must be a string")
     if data.get("store"):
-        _check_store(path, "store", data["store"])
+        check_store(path, "store", data["store"])
     summarize = data.get("summarize", {})
     if not isinstance(summarize, dict):
         raise ConfigError(f"{path}: [summarize] must be a table")
@@ -246,7 +265,13 @@ def load(environ=None, path: str | None = None) -> Config:
             raise ConfigError(f"{path}: [lake] {name} must be >= 0, got {getattr(lake, name)}")
     if lake.checkpoint_every < 1:
         raise ConfigError(f"{path}: [lake] checkpoint_every must be >= 1, got {lake.checkpoint_every}")
+    from lib.sanitize import has_url_password
+
+    warnings = tuple(f"{path}: {key} holds a password in its URL, and the config file is meant to hold no secret; "
+                     f"remove it from the URL and export REDIS_PASSWORD instead (docs/security.md)"
+                     for key in ("store", "live_store") if has_url_password(data.get(key)))
     cfg = Config(
+        warnings=warnings,
         paths=paths,
         store=data.get("store") or paths.default_store_url,
         fleet_id=data.get("fleet_id") or "default",
@@ -265,10 +290,22 @@ def load(environ=None, path: str | None = None) -> Config:
         if env.get(var):
             overrides[key] = env[var]
     if "store" in overrides:
-        _check_store("CTXLAKE_STORE", "store", overrides["store"])
+        check_store("CTXLAKE_STORE", "store", overrides["store"])
     if env.get("CTXLAKE_LEASE_POLICY") in ("warn", "block"):
         overrides["leases"] = replace(cfg.leases, policy=env["CTXLAKE_LEASE_POLICY"])
     return replace(cfg, **overrides) if overrides else cfg
+
+
+def startup_notes(cfg: Config, prog: str = "ctxlake") -> str:
+    """The stderr lines every command but ``init`` and ``demo`` prints before its work: before
+    init, one note that it runs on the defaults (which fleet and store; ``ctxlake init`` chooses
+    them: docs/operations.md "Exit codes and error lines"), and one warning per
+    :attr:`Config.warnings`. ``""`` when there is nothing to say."""
+    lines = [f"{prog}: warning: {w}\n" for w in cfg.warnings]
+    if not cfg.configured:
+        lines.insert(0, f"{prog}: note: no config at {config_file_path()}: fleet 'default', store {cfg.store}; "
+                        "`ctxlake init` chooses them\n")
+    return "".join(lines)
 
 
 def render_toml(store: str, fleet_id: str, agent_id: str | None = None) -> str:

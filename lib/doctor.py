@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import json
 import secrets
+import sys
 import time
 import urllib.parse
 
 from lib.keys import probe_prefix
+from lib.sanitize import mask_url
 from lib.store import CREATE, NotFound, PreconditionFailed, open_store, update
 
 REPEAT_ROUNDS = 5
@@ -358,6 +360,12 @@ def run(url: str, caller: str) -> dict:
     return probe(open_store(url), caller)
 
 
+HELP = ("Probe the store's primitives (write and read back, create-only and compare-and-swap writes, conditional "
+        "GET, list, delete) under a scratch prefix it cleans up, and print what each failure costs. With live_store "
+        "set (e.g. redis://), the live plane's backend is probed too.")
+"""``ctxlake doctor --help``'s description: user text, no internal references."""
+
+
 def main(argv: list[str], stdout, stderr=None) -> int:
     """``ctxlake doctor [--store URL] [--caller ID] [--json]``: probe the store and print the
     capability table (or the result dict as JSON). Defaults come from the ctxlake config
@@ -372,23 +380,30 @@ def main(argv: list[str], stdout, stderr=None) -> int:
     """
     from lib import failures
 
-    return failures.run("ctxlake doctor", lambda a: _main(a, stdout), argv, stderr)
+    return failures.run("ctxlake doctor", lambda a: _main(a, stdout, stderr), argv, stderr)
 
 
-def _main(argv: list[str], stdout) -> int:
+def _main(argv: list[str], stdout, stderr=None) -> int:
     from lib.failures import Failure, Parser
 
-    parser = Parser(prog="ctxlake doctor", description=main.__doc__.split("\n\n")[0])
-    parser.add_argument("--store", help="store URL (default: the configured store)")
-    parser.add_argument("--caller", help="scratch prefix owner (default: the configured agent id)")
+    parser = Parser(prog="ctxlake doctor", description=HELP,
+                    epilog="Exit 0: usable and safe; 1: the store ignores conditional writes (leases unsafe); "
+                           "2: a bad store URL; 3: a bad config; 4: the store cannot be written and read back.")
+    parser.add_argument("--store", metavar="URL", help="store URL (default: the configured store)")
+    parser.add_argument("--caller", metavar="ID", help="scratch prefix owner (default: the configured agent id)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     url, caller = args.store, args.caller
     live_url = None
+    if url:
+        from lib.config import check_store
+
+        check_store("", "--store", url)
     if not url or not caller:
         from lib import config
 
-        cfg = config.load()
+        cfg = config.load(strict=True)
+        (stderr or sys.stderr).write(config.startup_notes(cfg, "ctxlake doctor"))
         if not url:
             live_url = cfg.live_store  # the live plane's own backend (redis://...), probed too
         url, caller = url or cfg.store, caller or cfg.agent_id
@@ -402,5 +417,5 @@ def _main(argv: list[str], stdout) -> int:
     else:
         stdout.write(render_table(result))
         stdout.write("\nlive plane (heartbeats, roster, leases): " + (
-            "on the store above" if live is None else f"live_store {live_url}\n" + render_table(live)) + "\n")
+            "on the store above" if live is None else f"live_store {mask_url(live_url)}\n" + render_table(live)) + "\n")
     return max(exit_code(result), exit_code(live) if live else 0)

@@ -73,6 +73,10 @@ def classify(exc: BaseException) -> Failure:
     if isinstance(exc, KeyboardInterrupt):
         return Failure("refused", "interrupted")
     disk = _disk_refusal(exc)
+    if disk and "(EROFS)" in disk:  # nothing to free: the filesystem takes no writes at all
+        return Failure("disk", f"the local disk refused an operation: {disk}; that path is read-only: mount it "
+                               "writable, or point CTXLAKE_HOME (or CTXLAKE_SPOOL_DIR / CTXLAKE_CACHE_DIR) at a "
+                               "writable folder, and run again")
     if disk:
         return Failure("disk", f"the local disk refused an operation: {disk}; free space on the filesystem of CTXLAKE_HOME "
                                "(or raise its quota or file size limit) and run again")
@@ -151,6 +155,28 @@ def run(prog: str, fn, argv: list[str], stderr=None) -> int:
 SIGPIPE_EXIT = 141
 """Exit code when the reader of stdout went away: 128 + SIGPIPE (13), what a shell reports for
 a C tool the signal ended (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+CLOSED_PIPE = SIGPIPE_EXIT
+"""The same code under the name the CLI tests use."""
+
+
+def bounded_int(lo: int, hi: int, unit: str = ""):
+    """An argparse ``type=`` for a whole number in ``[lo, hi]``: anything else (``x``, ``1.5``,
+    ``0``, a number too large for SQLite or a timestamp) is a usage error naming the range, so
+    no verb ever sees an out-of-range value (``sessions --limit``, ``lease acquire --ttl``)."""
+
+    def parse(text: str) -> int:
+        import argparse  # only where a parser already runs (see Parser below)
+
+        try:
+            value = int(text, 10)
+        except ValueError:
+            value = None
+        if value is None or not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be a whole number{unit} from {lo} to {hi}, got {text[:40]!r}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
 
 
 def _stdout_closed() -> int:

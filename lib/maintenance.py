@@ -307,7 +307,11 @@ def run_once(cfg, store, log, now=time.time) -> dict:
                              floor_epoch=snapshot.pointer_epoch(store, cfg.fleet_id), log=log)
     except leases.Refused as exc:
         log("maint_skipped", holder=exc.holder, expires_at=exc.expires_at)
-        return {"ran": False, "held_by": exc.holder, "expires_at": exc.expires_at, "message": str(exc)}
+        until = format_time(exc.expires_at) if isinstance(exc.expires_at, (int, float)) else "its expiry"
+        return {"ran": False, "held_by": exc.holder, "expires_at": exc.expires_at,
+                "message": f"another maintenance pass holds the maintenance lease ({exc.holder}, until {until} by the store "
+                           "clock); nothing to do: that pass does the work, and the next one runs after it "
+                           "(see docs/operations.md, `maintenance skipped`)"}
     except leases.Unsafe as exc:  # no maintenance lease on a store that ignores conditional writes
         log("maint_refused", reason=exc.reason, detail=str(exc))
         return {"ran": False, "refused": exc.reason, "message": str(exc)}

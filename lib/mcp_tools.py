@@ -28,6 +28,7 @@ import threading
 import time
 
 from lib import mcp_records
+from lib.live.leases import TTL_MAX, TTL_MIN
 from lib.jsonrpc import InvalidParams, Tool, ToolError
 
 # Everything else is imported where a tool first needs it: ``initialize`` and ``tools/list``
@@ -112,7 +113,7 @@ SCHEMAS = {
             "paths": _paths_schema("Files or directories (ending in /) to lease, absolute or relative to your working directory."),
             "reason": {"type": "string", "minLength": 1, "maxLength": 1000,
                        "description": "Why you need them; other agents see this."},
-            "ttl_secs": {"type": "integer", "minimum": 30, "maximum": 86400,
+            "ttl_secs": {"type": "integer", "minimum": TTL_MIN, "maximum": TTL_MAX,
                          "description": "Lease lifetime in seconds (default from config, 300); renewed by ctxlake sync while your session is live."},
         }},
     "fleet_release": {

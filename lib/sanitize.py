@@ -144,3 +144,31 @@ def strip_ansi(text: str) -> str:
 
         _ANSI = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()*+][0-~]|\x1b[@-Z\\-_]")
     return _ANSI.sub("", text)
+
+
+URL_SECRET_MASK = "***"
+
+
+def has_url_password(url) -> bool:
+    """True when ``url`` (``scheme://user:password@host...``) carries a password in its userinfo."""
+    return isinstance(url, str) and mask_url(url) != url
+
+
+def mask_url(url: str) -> str:
+    """``url`` with the password of its userinfo replaced by :data:`URL_SECRET_MASK`
+    (``redis://:Hunter2@h:6379/0`` → ``redis://:***@h:6379/0``; the user name, host, path and
+    query stay), the one form in which every CLI and daemon shows a store URL (docs/security.md:
+    the password belongs in ``REDIS_PASSWORD``). The userinfo ends at the last ``@`` before the
+    path (RFC 3986 §3.2.1; a raw ``@`` in a password is masked with it). Anything else passes
+    unchanged; never raises."""
+    if not isinstance(url, str) or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    end = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+    authority = rest[:end]
+    if "@" not in authority:
+        return url
+    userinfo, host = authority.rsplit("@", 1)
+    if ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:{URL_SECRET_MASK}@{host}{rest[end:]}"

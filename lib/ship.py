@@ -558,5 +558,6 @@ def ship_all(store, paths, *, batch_rows: int = 20000, log=lambda *a, **k: None,
         ship_quarantine(store, paths, log=log, stats=stats)
     except Exception as exc:
         stats.errors += 1
+        stats.session_errors.append(("quarantine", f"{type(exc).__name__}: {exc}"))
         log("quarantine_ship_failed", error=f"{type(exc).__name__}: {exc}"[:300])
     return stats

@@ -2,7 +2,8 @@
 config, fleet, store, the installed hooks and whether they agree, the last sync and the cause of
 its error, what the cache holds (read through :mod:`lib.cache_view`), spool, agents, leases, hook
 errors and lost events, and the one next step; the cached snapshot's sessions, one line each.
-:func:`gather` builds the JSON-able view, :func:`render` and :func:`render_sessions` print it."""
+:func:`gather` builds the JSON-able view, :func:`render` and :func:`render_sessions` print it;
+:func:`sessions_cli` is ``ctxlake sessions``."""
 from __future__ import annotations
 
 import json
@@ -285,3 +286,34 @@ def render_sessions(rows: list[dict], out) -> None:
         out.write(f"{str(r.get('started_at') or '').replace('T', ' ')[:16]:<16}  {_fmt_duration(r['duration_ms']):>8}  "
                   f"{clean(str(r['agent_id']), 10, single_line=True):<10} {repo[:24]:<24} {r['commands_ok']:>4} "
                   f"{r['commands_failed']:>4} {len(r.get('files_touched') or []):>5} {cost_text:>7}  {title}\n")
+
+
+def sessions_cli(args, cfg, out) -> int:
+    """``ctxlake sessions [--limit N] [--json]``: the newest ``args.limit`` sealed sessions of the
+    cached snapshot (:func:`render_sessions`, or a JSON list) to ``out``; returns the exit code.
+    :raises lib.failures.Failure: ``refused`` when the cached snapshot cannot be read (truncated,
+    not SQLite): the next ``ctxlake sync`` re-hashes it and downloads the store's copy again
+    (:func:`lib.snapshot.fetch`)."""
+    import sqlite3
+
+    from lib import snapshot
+    from lib.failures import Failure
+
+    path = cfg.paths.snapshot(cfg.fleet_id)
+    if not os.path.exists(path):
+        out.write("no snapshot in the cache yet: run `ctxlake maint --once` then `ctxlake sync --once`\n")
+        return 0
+    try:
+        conn = snapshot.open_readonly(path)
+        try:
+            rows = snapshot.recent_sessions(conn, args.limit)
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise Failure("refused", f"sessions: the cached snapshot {path} is corrupt ({exc}); run `ctxlake sync --once`: "
+                                 "it replaces the copy with the store's") from None
+    if args.json:
+        out.write(json.dumps(rows, sort_keys=True) + "\n")
+    else:
+        render_sessions(rows, out)
+    return 0

@@ -34,14 +34,16 @@ def _hook_losses(cfg, log) -> int:
 
 def _carry_over(summary: dict, status_path: str) -> None:
     """Complete a pass ``summary`` for ``ctxlake status``: ``last_error`` (the first cause of this
-    pass's errors, one line, or ``None``), ``last_ok_at`` (the last pass without errors) and,
+    pass's errors in the order the pass ran its steps — ship, live plane, MCP ingest, cache
+    refresh — one line, or ``None``), ``last_ok_at`` (the last pass without errors) and,
     when this pass did not refresh the cache, the ``snapshot_sha`` the cache still holds (a
     failed pass leaves the cached snapshot and briefing intact, docs/design.md §9),
     ``quarantined_lines_total`` (spool lines quarantined in every pass so far) and
     ``last_quarantined`` (``{at, reason}`` of the last pass that quarantined one); nothing is
     carried over from a pass against another store (``ctxlake init --force`` moved the fleet)."""
-    causes = [summary.get("cache_error"), (summary.get("live") or {}).get("live_error")]
-    causes += [f"{where}: {why}" for where, why in summary.get("error_detail") or []]
+    causes = [f"{where}: {why}" for where, why in summary.get("error_detail") or []]  # in the pass's order:
+    causes += [(summary.get("live") or {}).get("live_error"), *summary.get("ingest_errors", ()),  # ship, live,
+               summary.get("cache_error")]  # ingest, cache refresh
     cause = next((c for c in causes if c), None)
     summary["last_error"] = " ".join(str(cause).split())[:300] if cause else (
         f"{summary['errors']} error(s), see syncd's log" if summary["errors"] else None)
@@ -108,6 +110,7 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
                 summary[name] = step(cfg, store, log)
             except Exception as exc:  # store outage: the records stay unconsumed for the next pass
                 summary["errors"] += 1
+                summary.setdefault("ingest_errors", []).append(f"{name}: {type(exc).__name__}: {exc}"[:300])
                 log(event, error=f"{type(exc).__name__}: {exc}"[:300])
         try:  # only files every consumer read to their end: a failed step above keeps its files
             summary["mcp_reclaimed"] = mcp_ingest.reclaim_mcp_spool(cfg, log)

@@ -22,7 +22,8 @@ def home(tmp_path, monkeypatch):
                 "CTXLAKE_CACHE_DIR", "CTXLAKE_LEASE_POLICY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("CTXLAKE_HOME", str(h))
-    monkeypatch.setenv("CTXLAKE_CONFIG", str(tmp_path / "no-such-ctxlake.toml"))
+    monkeypatch.delenv("CTXLAKE_CONFIG", raising=False)  # an explicit path that names no file is refused
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))  # so the default place holds no config
     return str(h)
 
 

@@ -110,7 +110,7 @@ def _expected_knobs() -> dict[str, str]:
     from lib.paths import Paths
 
     out = {}
-    skip = {"paths", "source", "configured", "leases", "sync", "lake", "summarize_mode"}
+    skip = {"paths", "source", "configured", "warnings", "leases", "sync", "lake", "summarize_mode"}
     for f in dataclasses.fields(config.Config):
         if f.name in skip:
             continue

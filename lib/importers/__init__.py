@@ -25,7 +25,9 @@ class ImportResult:
 
 def run_cli(args, cfg, out) -> int:
     """``ctxlake import <runtime> [--path P] [--agent-id A]``: one line per imported source to
-    ``out``; returns the exit code. :raises lib.failures.Failure: ``usage`` for Cursor (no history
+    ``out``; returns the exit code. Without ``--path`` each runtime's documented history is read
+    (Claude Code: :func:`lib.importers.claude_code.default_path`, saying which path; Hermes:
+    :func:`lib.importers.hermes.default_path`). :raises lib.failures.Failure: ``usage`` for Cursor (no history
     to import), an unknown runtime, a missing path or a file that is not the runtime's format."""
     import os
 
@@ -55,13 +57,16 @@ def run_cli(args, cfg, out) -> int:
         out.write(f"imported {path}: {len(res.sessions)} session(s), {res.envelopes} envelope(s) into the spool; "
                   "run `ctxlake sync --once` to ship them\n")
         return 0
-    if not args.path:
-        raise Failure("usage", "import claude-code: --path is required (a transcript file or a folder of them)")
     from lib.importers import claude_code
 
+    path = os.path.expanduser(args.path) if args.path else claude_code.default_path()
+    if not args.path:
+        if not os.path.isdir(path):
+            raise Failure("usage", f"import claude-code: no Claude Code history at {path} (its default place); "
+                                   "pass --path with a transcript file or a folder of them")
+        out.write(f"reading Claude Code's history at {path} (--path for another file or folder)\n")
     try:
-        results = claude_code.import_path(os.path.expanduser(args.path), cfg.paths, fleet_id=cfg.fleet_id,
-                                          agent_id=agent, log=log)
+        results = claude_code.import_path(path, cfg.paths, fleet_id=cfg.fleet_id, agent_id=agent, log=log)
     except FileNotFoundError as exc:
         raise Failure("usage", f"import: {exc}")
     for r in results:

@@ -52,6 +52,15 @@ from lib.importers import ImportResult
 _DECODER = json.JSONDecoder()
 
 
+def default_path(environ=None) -> str:
+    """Where Claude Code keeps its transcripts (docs/runtimes.md): ``$CLAUDE_CONFIG_DIR/projects``
+    when that variable is set (Claude Code's own override of ``~/.claude``), else
+    ``~/.claude/projects``."""
+    env = os.environ if environ is None else environ
+    base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return os.path.join(os.path.expanduser(base), "projects")
+
+
 def _decode_line(raw: bytes, result: ImportResult) -> list:
     """The records of one line: usually one; two or more when records were glued together."""
     try:

@@ -36,6 +36,11 @@ from lib.keys import lease_key, leases_prefix
 ADVISORY_NOTE = "Leases are advisory: ctxlake cannot stop a write; git decides what lands."
 MAINTENANCE = "_maintenance"
 DEFAULT_TTL = 300
+TTL_MIN, TTL_MAX = 30, 86400
+"""The lease lifetimes (seconds, store clock) an agent or a user may ask for: at least
+30 s (a renewal every ttl/5 must outpace a syncd pass), at most a day (a crashed holder must
+not block a path for longer). One rule: ``fleet_claim``'s schema and ``ctxlake lease acquire
+--ttl`` refuse anything outside; syncd clamps a spooled request into it."""
 
 
 def resource_key(repo_id: str | None, path: str) -> str:

@@ -42,8 +42,6 @@ LOST_KEPT = 50
 """Lapsed-lease notices kept in ``leases.json``."""
 TOUCH_WINDOW_SECS = 1800
 """A touched file stays in an agent's heartbeat for this long (store clock)."""
-MIN_TTL, MAX_TTL = 30, 86400
-"""Bounds on a requested lease TTL in seconds (``ttl_secs`` outside them is clamped)."""
 
 
 class LivePlane:
@@ -297,7 +295,7 @@ class LivePlane:
             ttl = int(rec.get("ttl_secs") or self.cfg.leases.ttl_secs)
         except (TypeError, ValueError):
             ttl = self.cfg.leases.ttl_secs
-        ttl = min(MAX_TTL, max(MIN_TTL, ttl))
+        ttl = min(leases.TTL_MAX, max(leases.TTL_MIN, ttl))  # the MCP schema refused the rest
         reason = clean(str(rec.get("reason") or ""), 500, True)
         skey = self._session_for(agent, rec.get("session_id") if isinstance(rec.get("session_id"), str) else None, open_keys)
         sid = rec.get("session_id") if isinstance(rec.get("session_id"), str) else (

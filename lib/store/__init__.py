@@ -207,4 +207,6 @@ def open_store(url: str, log=None, live: str | None = None) -> Store:
         from lib.store.memory import MemoryStore
 
         return MemoryStore.named(url)
-    raise ValueError(f"unsupported store URL {url!r}: use file://, s3://, memory:// (or redis:// for live_store)")
+    from lib.sanitize import mask_url
+
+    raise ValueError(f"unsupported store URL {mask_url(url)!r}: use file://, s3://, memory:// (or redis:// for live_store)")

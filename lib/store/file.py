@@ -40,6 +40,8 @@ class FileStore:
 
     def __init__(self, url: str):
         raw = url[len("file://"):]
+        if not raw.strip():  # "file://" would silently be the current directory (a git work tree, say)
+            raise ValueError(f"store URL {url!r} names no folder; write file:///abs/path")
         root = os.path.abspath(os.path.expanduser(urllib.parse.unquote(raw)))
         self.url = "file://" + root
         self.root = root
@@ -167,7 +169,11 @@ class FileStore:
     def delete(self, key: str) -> None:
         path = self._path(key)
         try:
-            os.unlink(path)
+            with self._lock(key) as lock:  # the key's lock file goes with it (unlinked while held)
+                try:
+                    os.unlink(path)
+                finally:
+                    lock.unlink()
         except FileNotFoundError:
             return
         except OSError as exc:
@@ -185,16 +191,35 @@ class FileStore:
 
 
 class _FileLock:
-    """Exclusive ``flock`` on a lock file, held for a ``with`` block (cross-process)."""
+    """Exclusive ``flock`` on a lock file, held for a ``with`` block (cross-process).
+
+    The holder may :meth:`unlink` the file (``delete`` removes a key's lock with the key); a
+    waiter that then gets the flock of the unlinked inode sees that the path no longer names it
+    and locks the path afresh, so two holders never lock two different files for one key."""
 
     def __init__(self, path: str):
         self.path = path
         self.fd = None
 
     def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self.fd = fd
+                return self
+            os.close(fd)  # the holder before us removed it: lock the file the path names now
+
+    def unlink(self) -> None:
+        """Remove the lock file while holding it (missing already is fine)."""
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
 
     def __exit__(self, *exc):
         fcntl.flock(self.fd, fcntl.LOCK_UN)

@@ -23,6 +23,7 @@ import os
 import urllib.parse
 from typing import Iterator
 
+from lib.sanitize import mask_url
 from lib.store import CREATE, OVERWRITE, ListEntry, NotFound, Obj, PreconditionFailed, StoreError, Unavailable
 
 _GET = """
@@ -64,7 +65,7 @@ class RedisStore:
     def __init__(self, url: str, client=None):
         import redis
 
-        self.url = url
+        self.url = mask_url(url)  # what logs and reports show; the client gets the real one
         parsed = urllib.parse.urlparse(url)
         q = urllib.parse.parse_qs(parsed.query)
         self.ns = (q.get("ns") or ["ctxlake:"])[0]

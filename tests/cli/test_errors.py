@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -16,6 +17,10 @@ import pytest
 from lib.failures import EXIT_CODES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+NOTE = re.compile(r"^[a-z.]+( [a-z]+)?: note: ")
+"""A note line (``ctxlake: note: ...``, ``ctxlake sync: note: ...``): not an error."""
 
 
 class Box:
@@ -43,25 +48,13 @@ class Box:
 def assert_one_line_failure(r, kind: str, *needles: str) -> str:
     """The process failed with ``kind``'s exit code and one error line naming ``needles`` (besides
     notes and, for the daemons, their JSON log lines)."""
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith(("ctxlake: note:", "ctxlake query: note:", "{"))]
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("{") and not NOTE.match(ln)]
     assert "Traceback" not in r.stderr, r.stderr
     assert r.returncode == EXIT_CODES[kind], (r.returncode, r.stdout, r.stderr)
     assert len(lines) == 1, r.stderr
     for n in needles:
         assert n in lines[0], (n, lines[0])
     return lines[0]
-
-
-@pytest.fixture
-def box(tmp_path):
-    return Box(tmp_path)
-
-
-@pytest.fixture
-def inited(box):
-    r = box.run("init", "--store", "file://" + os.path.join(box.tmp, "lake"), "--fleet", "team-a", "--agent-id", "alice")
-    assert r.returncode == 0, r.stderr
-    return box
 
 
 USAGE = [
@@ -75,11 +68,11 @@ USAGE = [
     (("sync", "--onse"), "ctxlake sync: unrecognized arguments: --onse"),
     (("maint", "--bogus"), "ctxlake maint: unrecognized arguments"),
     (("doctor", "--store", "ftp://nowhere"), "unsupported store URL"),
-    (("sessions", "--limit", "0"), "--limit must be positive"),
-    (("sessions", "--limit", "x"), "invalid int value"),
+    (("sessions", "--limit", "0"), "--limit: must be a whole number from 1"),
+    (("sessions", "--limit", "x"), "--limit: must be a whole number from 1"),
     (("import", "cursor"), "cursor keeps no history"),
     (("import", "nope"), "no importer for 'nope'"),
-    (("import", "claude-code"), "--path is required"),
+    (("import", "claude-code"), "no Claude Code history at"),
     (("import", "claude-code", "--path", "/no/such/dir"), "/no/such/dir"),
     (("import", "hermes", "--path", "/no/such/state.db"), "/no/such/state.db"),
     (("install",), "name a runtime"),
@@ -88,9 +81,10 @@ USAGE = [
     (("query", "SELEC 1"), "DuckDB refused the SQL"),
     (("query", "SELECT nope FROM events"), "DuckDB refused the SQL"),
     (("lease", "acquire"), "name at least one path"),
-    (("lease", "acquire", "x.py", "--ttl", "0"), "--ttl must be a positive"),
+    (("lease", "acquire", "x.py", "--ttl", "0"), "--ttl: must be a whole number of seconds from 30"),
     (("lease", "grab"), "invalid choice: 'grab'"),
-    (("claims", "--retire", "c-123"), "matches 0 claims"),
+    (("claims", "--retire", "c-123"), "--retire needs --reason"),
+    (("claims", "--retire", "c-123", "--reason", "stale"), "matches 0 claims"),
     (("claims", "--status", "bogus"), "invalid choice"),
 ]
 

@@ -11,7 +11,7 @@ from lib import hookproc
 
 def hook(home: str, agent: str, payload: dict, fleet: str = "fleet-live", env_extra: dict | None = None) -> dict:
     """Run one hook invocation in-process (capture synchronous) as ``agent``; returns the answer."""
-    env = {"CTXLAKE_HOME": home, "CTXLAKE_CONFIG": os.path.join(home, "none.toml"), "CTXLAKE_FLEET_ID": fleet,
+    env = {"CTXLAKE_HOME": home, "XDG_CONFIG_HOME": os.path.join(home, "xdg"), "CTXLAKE_FLEET_ID": fleet,
            "CTXLAKE_AGENT_ID": agent, **(env_extra or {})}
     out = io.StringIO()
     hookproc.run(["claude_code"], io.BytesIO(json.dumps(payload).encode()), out, environ=env, detach=False)

@@ -53,7 +53,7 @@ def pipeline(tmp_path_factory):
     """``{"env", "home", "tool_use_ids"}`` after the real pipeline filled the cache."""
     home = str(tmp_path_factory.mktemp("e2e-home"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
-    env.update(PYTHONPATH=ROOT, CTXLAKE_HOME=home, CTXLAKE_CONFIG=os.path.join(home, "absent.toml"),
+    env.update(PYTHONPATH=ROOT, CTXLAKE_HOME=home, XDG_CONFIG_HOME=os.path.join(home, "xdg"),
                CTXLAKE_FLEET_ID=FLEET, CTXLAKE_AGENT_ID=AGENT, CTXLAKE_HOOK_SYNC="1")
     payloads = recorded_session()
     for p in payloads:
@@ -169,7 +169,7 @@ def test_official_sdk_client_drives_every_tool(pipeline):
 
 def test_sdk_session_on_an_empty_home_degrades_honestly(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
-    env.update(PYTHONPATH=ROOT, CTXLAKE_HOME=str(tmp_path), CTXLAKE_CONFIG=str(tmp_path / "absent.toml"),
+    env.update(PYTHONPATH=ROOT, CTXLAKE_HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "xdg"),
                CTXLAKE_FLEET_ID=FLEET, CTXLAKE_AGENT_ID=AGENT)
 
     async def go():
@@ -187,7 +187,7 @@ def test_sdk_session_on_the_issue_19_garbage_cache_never_answers_is_error(tmp_pa
     """The reproductions of issue #19 through the official client: out-of-range times in
     sync.json, roster.json and leases.json, and a snapshot row with ``confidence = 'high'``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
-    env.update(PYTHONPATH=ROOT, CTXLAKE_HOME=str(tmp_path), CTXLAKE_CONFIG=str(tmp_path / "absent.toml"),
+    env.update(PYTHONPATH=ROOT, CTXLAKE_HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "xdg"),
                CTXLAKE_FLEET_ID=FLEET, CTXLAKE_AGENT_ID=AGENT)
     cache = tmp_path / "cache" / FLEET
     cache.mkdir(parents=True)

@@ -24,7 +24,7 @@ def _run(args, env, stdin=None):
 @pytest.fixture
 def env(home):
     e = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
-    e.update(CTXLAKE_HOME=home, CTXLAKE_CONFIG=os.path.join(home, "none.toml"), CTXLAKE_FLEET_ID="mem",
+    e.update(CTXLAKE_HOME=home, XDG_CONFIG_HOME=os.path.join(home, "xdg"), CTXLAKE_FLEET_ID="mem",
              CTXLAKE_HOOK_SYNC="1", PYTHONPATH=ROOT)
     return e
 

@@ -42,7 +42,7 @@ def _clone(path) -> str:
 
 def _env(home: str, agent: str, store: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
-    env.update(PYTHONPATH=ROOT, CTXLAKE_HOME=home, CTXLAKE_CONFIG=os.path.join(home, "absent.toml"), CTXLAKE_STORE=store,
+    env.update(PYTHONPATH=ROOT, CTXLAKE_HOME=home, XDG_CONFIG_HOME=os.path.join(home, "xdg"), CTXLAKE_STORE=store,
                CTXLAKE_FLEET_ID=FLEET, CTXLAKE_AGENT_ID=agent, CTXLAKE_HOOK_SYNC="1", CTXLAKE_MCP_QUIET="1")
     return env
 

@@ -24,7 +24,7 @@ def _run(args, env, stdin=None, check=True):
 def test_import_sync_maint_brief_on_seaweedfs(seaweed, home):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAKE_", "AWS_"))}
     env.update(seaweed.env())
-    env.update(CTXLAKE_HOME=home, CTXLAKE_CONFIG=os.path.join(home, "none.toml"), CTXLAKE_FLEET_ID="fleet-s3",
+    env.update(CTXLAKE_HOME=home, XDG_CONFIG_HOME=os.path.join(home, "xdg"), CTXLAKE_FLEET_ID="fleet-s3",
                CTXLAKE_AGENT_ID="alice", CTXLAKE_HOOK_SYNC="1", PYTHONPATH=ROOT,
                CTXLAKE_STORE=seaweed.url(f"e2e-{uuid.uuid4().hex[:8]}"))
     _run(["ctxlake.py", "import", "claude-code", "--path", os.path.join(FIXTURES, "claude-transcripts", "spotter__short.jsonl")], env)
@@ -49,7 +49,7 @@ def test_syncd_keeps_the_spool_while_the_server_is_down_and_catches_up(seaweed_f
     server = seaweed_factory()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAKE_", "AWS_"))}
     env.update(server.env())
-    env.update(CTXLAKE_HOME=home, CTXLAKE_CONFIG=os.path.join(home, "none.toml"), CTXLAKE_FLEET_ID="f",
+    env.update(CTXLAKE_HOME=home, XDG_CONFIG_HOME=os.path.join(home, "xdg"), CTXLAKE_FLEET_ID="f",
                CTXLAKE_AGENT_ID="alice", PYTHONPATH=ROOT, CTXLAKE_STORE=server.url("down"))
     _run(["ctxlake.py", "import", "claude-code", "--path", os.path.join(FIXTURES, "claude-transcripts", "spotter__short.jsonl")], env)
     server.stop()

@@ -22,7 +22,7 @@ def _run(args, env):
 
 def test_sessions_lists_real_sessions_with_readable_labels(home):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
-    env.update(CTXLAKE_HOME=home, CTXLAKE_CONFIG=os.path.join(home, "none.toml"), CTXLAKE_FLEET_ID="f",
+    env.update(CTXLAKE_HOME=home, XDG_CONFIG_HOME=os.path.join(home, "xdg"), CTXLAKE_FLEET_ID="f",
                CTXLAKE_AGENT_ID="alice", PYTHONPATH=ROOT)
     for name in ("spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", "claude-code-viewer__fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"):
         _run(["ctxlake.py", "import", "claude-code", "--path", os.path.join(T, name)], env)

@@ -29,7 +29,7 @@ def _variants(secret: str) -> set[bytes]:
 def test_no_secret_reaches_any_byte_on_disk(home, tmp_path):
     assert len(SECRETS) >= 30
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
-    env.update(CTXLAKE_HOME=home, CTXLAKE_CONFIG=os.path.join(home, "none.toml"), CTXLAKE_FLEET_ID="sec",
+    env.update(CTXLAKE_HOME=home, XDG_CONFIG_HOME=os.path.join(home, "xdg"), CTXLAKE_FLEET_ID="sec",
                CTXLAKE_AGENT_ID="alice", PYTHONPATH=ROOT)
     sid = "sess-secrets"
     tool_cases = [c for c in CONTEXT_CASES if c.field == "tool"]

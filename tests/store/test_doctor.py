@@ -164,7 +164,8 @@ def test_doctor_probes_the_live_store_too(tmp_path, monkeypatch, redis_url):
     from lib import doctor
 
     monkeypatch.setenv("CTXLAKE_HOME", str(tmp_path))
-    monkeypatch.setenv("CTXLAKE_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.delenv("CTXLAKE_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("CTXLAKE_STORE", f"file://{tmp_path}/lake")
     monkeypatch.setenv("CTXLAKE_LIVE_STORE", redis_url)
     out = _io.StringIO()
