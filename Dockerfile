@@ -48,8 +48,10 @@ RUN chmod 0755 /app/docker-entrypoint.sh \
 ENV PATH=/opt/ctxlake/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
-    CTXLAKE_HOME=/var/lib/ctxlake \
-    CTXLAKE_CONFIG=/etc/ctxlake/ctxlake.toml
+    CTXLAKE_HOME=/var/lib/ctxlake
+# No CTXLAKE_CONFIG here: the chart sets it where it mounts the ConfigMap, and an explicitly set
+# CTXLAKE_CONFIG that names no file is a config error (exit 3) for the ctxlake verbs, so a plain
+# `podman run -e CTXLAKE_STORE=…` must not carry one.
 USER 10001:10001
 ENTRYPOINT ["/usr/bin/tini", "--", "/app/docker-entrypoint.sh"]
 CMD ["syncd"]
