@@ -185,7 +185,6 @@ _TOOLS = {
 _LOGIN_TOOLS = frozenset((b"docker", b"podman", b"nerdctl", b"buildah", b"skopeo", b"crane", b"gcrane",
                           b"helm", b"oras", b"regctl", b"az", b"argocd", b"cf", b"oc", b"atuin"))
 """Tools whose ``-p`` is a password only in their ``login`` subcommand (``docker run -p`` is a port)."""
-_SEGMENT_STOP = b"\n;|&(`"
 _PREFIX_WORDS = frozenset((b"sudo", b"env", b"time", b"nohup", b"exec", b"command", b"doas", b"nice", b"xargs"))
 _FLAGS = frozenset((b"-p", b"-a", b"-P", b"-w", b"-U", b"/p", b"/P"))
 _ATTACHABLE = (b"-p", b"-P", b"-U")
