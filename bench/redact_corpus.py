@@ -46,6 +46,7 @@ if ROOT not in sys.path:
 
 from lib import redact  # noqa: E402
 from tests.redact import secrets_corpus  # noqa: E402
+from tests.support import tldr_commands  # noqa: E402
 from tests.redact.fixture_text import JUDGED_HITS, iter_fields, tool_output_sample  # noqa: E402
 from tests.redact.negatives import MUST_STAY_CLEAN, hard_negatives  # noqa: E402
 from tests.redact import public_corpus, real_text  # noqa: E402
@@ -286,6 +287,14 @@ def _fp_table(w, cats: dict) -> None:
             w(f"      e.g. {ex!r}\n")
 
 
+def _cmdline_table(w, label: str, m: dict) -> None:
+    """Print :func:`tests.support.tldr_commands.measure`'s figures, one line per half."""
+    for half, r in m.items():
+        w(f"{label:9s} tldr command lines, {half:8s}: secret caught {r['caught']}/{r['positives']} "
+          f"({r['caught'] / max(1, r['positives']):.1%}), secret-free touched {r['touched']}/{r['negatives']} "
+          f"({r['touched'] / max(1, r['negatives']):.2%})\n")
+
+
 def main(argv=None, out=sys.stdout) -> int:
     """Run the benchmark; print a table (or JSON with ``--json``). Returns 0 within budget."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -301,12 +310,15 @@ def main(argv=None, out=sys.stdout) -> int:
     if args.regen:
         return regen()
     if args.baseline:
-        r = timing_vs(load_baseline(args.baseline), args.runs)
+        base = load_baseline(args.baseline)
+        r = timing_vs(base, args.runs)
         for label in ("current", "baseline"):
             out.write(f"{label:9s} 1 MiB tool output: CPU median {r[label]['cpu_median_ms']:6.2f} ms, "
                       f"wall median {r[label]['median_ms']:6.2f} ms\n")
         out.write(f"ratio current/baseline (CPU): {r['ratio_cpu']:.2f}; budget {BUDGET_MS:.0f} ms: "
                   f"current/budget {r['current']['cpu_median_ms'] / BUDGET_MS:.2f}\n")
+        for label, mod in (("current", redact), ("baseline", base)):
+            _cmdline_table(out.write, label, tldr_commands.measure(mod.scrub))
         return 0
     public = {"gitleaks": placement_recall(public_corpus.committed(), args.seed)}
     if os.path.exists(public_corpus.SPDB_YAML):
@@ -317,12 +329,14 @@ def main(argv=None, out=sys.stdout) -> int:
     lim = known_limits(args.n, args.seed)
     fps = false_positives(args.seed, max(50, args.n // 3))
     tim = timing(args.runs)
+    cmdline = tldr_commands.measure(redact.scrub)
     if args.json:
         json.dump({"recall": rec, "known_limits": lim, "false_positives": fps, "timing": tim,
-                   "public": public, "real_text": realfp}, out, indent=2)
+                   "public": public, "real_text": realfp, "command_lines": cmdline}, out, indent=2)
         out.write("\n")
         return 0 if tim["within_budget"] else 1
     w = out.write
+    _cmdline_table(w, "current", cmdline)
     for name, res in public.items():
         w(f"public corpus {name}: recall per placement (secret absent from the stored envelope)\n")
         for where in public_corpus.PLACEMENTS:

@@ -13,11 +13,6 @@ import pytest
 from lib import redact
 from tests.support import tldr_commands
 
-SAMPLES = tldr_commands.samples()
-POSITIVE = [s for s in SAMPLES if s["secrets"]]
-NEGATIVE = [s for s in SAMPLES if not s["secrets"]]
-
-
 @pytest.mark.parametrize("command, secret", [
     ("mysql -u root -pQz8Lm3Vn6Rt1 prod", "Qz8Lm3Vn6Rt1"),
     ("sshpass -p Jd6Fs3Ga8Hk1 ssh host", "Jd6Fs3Ga8Hk1"),
@@ -53,20 +48,13 @@ def test_command_lines_without_a_literal_secret_stay_as_they_are(command):
     assert redact.scrub(command, is_tool_output=True)[0] == command
 
 
-def _caught(sample) -> bool:
-    out, _ = redact.scrub(json.dumps({"command": sample["command"]}), is_tool_output=True)
-    return not any(json.dumps(v)[1:-1] in out for v in sample["secrets"])
-
-
 def test_tldr_examples_recall_and_false_positives():
-    """Measured figures at the time of writing (docs/security.md): tuning half 71 % recall,
-    held-out half 62 %, about 1 % of secret-free examples touched. The floors here sit just
-    below them so a regression fails; the misses left are positional secrets that no option
-    names (``vault login TOKEN``, ``echo PASS | tool --password-stdin``)."""
-    for held in (False, True):
-        pos = [s for s in POSITIVE if s["held_out"] is held]
-        neg = [s for s in NEGATIVE if s["held_out"] is held]
-        recall = sum(map(_caught, pos)) / len(pos)
-        touched = sum(redact.scrub(s["command"], is_tool_output=True)[0] != s["command"] for s in neg) / len(neg)
-        assert recall >= (0.68 if not held else 0.58), (held, recall)
-        assert touched <= 0.015, (held, touched)
+    """Measured figures at the time of writing (docs/security.md, ``bench/redact_corpus.py``):
+    tuning half 69.5 % recall, held-out half 61.2 %, 0.7–1.0 % of secret-free examples touched. The
+    floors here sit just below them so a regression fails; the misses left are positional
+    secrets that no option names (``vault login TOKEN``, ``echo PASS | tool --password-stdin``)."""
+    m = tldr_commands.measure(redact.scrub)
+    for half, floor in (("tuning", 0.68), ("held_out", 0.58)):
+        r = m[half]
+        assert r["caught"] / r["positives"] >= floor, (half, r)
+        assert r["touched"] / r["negatives"] <= 0.015, (half, r)

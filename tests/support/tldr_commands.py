@@ -116,3 +116,23 @@ def samples(seed: int = 7) -> list[dict]:
             out.append({"page": row["page"], "command": cmd, "secrets": secrets,
                         "held_out": held_out(row["page"])})
     return out
+
+
+def measure(scrub, seed: int = 7) -> dict:
+    """Recall and false-positive rate of ``scrub(text, is_tool_output) -> (text, outcome)`` (the
+    shape of ``lib.redact.scrub``) on :func:`samples`, per half: ``{"tuning": {...},
+    "held_out": {...}}``, each ``{"positives", "caught", "negatives", "touched"}``. A positive is
+    caught when no generated secret survives in the Bash tool input as an agent sends it
+    (JSON-escaped); a negative is touched when scrubbing changes it at all."""
+    rows = samples(seed)
+    out = {}
+    for name, held in (("tuning", False), ("held_out", True)):
+        pos = [s for s in rows if s["secrets"] and s["held_out"] is held]
+        neg = [s for s in rows if not s["secrets"] and s["held_out"] is held]
+        caught = 0
+        for s in pos:
+            text, _ = scrub(json.dumps({"command": s["command"]}), True)
+            caught += not any(json.dumps(v)[1:-1] in text for v in s["secrets"])
+        touched = sum(scrub(s["command"], True)[0] != s["command"] for s in neg)
+        out[name] = {"positives": len(pos), "caught": caught, "negatives": len(neg), "touched": touched}
+    return out
