@@ -82,7 +82,7 @@ import hashlib
 import math
 import re
 
-from lib import redact_cmdline
+from lib.redact.cmdline import spans as command_line_spans
 
 ENTROPY_MIN_LEN = 32
 """Shortest run (characters) the entropy rule looks at (docs/design.md §7)."""
@@ -1182,7 +1182,7 @@ def _scan_keywords(sc: _Scan) -> None:
 
 
 def _scan_structural(sc: _Scan) -> None:
-    """URL credentials, curl -u, command-line credentials (:mod:`lib.redact_cmdline`), URL
+    """URL credentials, curl -u, command-line credentials (:mod:`lib.redact.cmdline`), URL
     signatures, card numbers, SSNs (whole field)."""
     b = sc.b
     for i in _finds(b, b"://"):
@@ -1212,7 +1212,7 @@ def _scan_structural(sc: _Scan) -> None:
             pw = b[a:z]
             if len(pw) >= 3 and not pw.startswith((b"$", b"<", b"[ctxlake")):
                 sc.span(a, z, _P, "uri_credentials")
-    for s, e in redact_cmdline.spans(b, low, sc.kw_hits):  # --password X, mysql -pX, docker login -p X
+    for s, e in command_line_spans(b, low, sc.kw_hits):  # --password X, mysql -pX, docker login -p X
         sc.span(s, e, _P, "command_credentials")
     for sm in _SIG_PARAM.finditer(low):  # one pass for sig= and signature= (literal prefix "sig")
         st = sm.start()
