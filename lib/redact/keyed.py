@@ -129,6 +129,11 @@ _XML_VALUE = _Lazy(rb"[A-Za-z0-9_.-]{0,20}\\?\"(?:[ \t]|\\t)*value(?:[ \t]|\\t)*
 _XML_VALUE_CLOSED = _Lazy(rb"[A-Za-z0-9_.-]{0,20}\\?\"(?:[ \t]|\\t)*value(?:[ \t]|\\t)*=(?:[ \t]|\\t)*\\?\"(.{1,256}?)\\?\"(?:[ \t]|\\t)*/>")
 """The same setting whose value holds quotes or backslashes (``value="bHG]|}0"\\[vjy" />``): the
 value runs to the quote that closes the element (gitleaks ``nuget-config-password``: ``.{8,}``)."""
+_TAIL_OPERATOR = re.compile(rb"[:=>?|,]").search
+"""The first byte of an assignment operator of :data:`_KEYED_TAIL`. The operator starts at most
+48 bytes after the keyword's word (a name rest of ≤ 20 units and ≤ 4 quotes, each unit at most
+a 2-byte JSON escape), and an XML ``value`` needs a ``"`` within 21: without either, neither
+pattern can match and :func:`_keyed_at` stops before running them."""
 _QUOTE_NEAR = _Lazy(rb"[\"'`]")
 _NAME_CH = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
 _NAME_SPLIT = _Lazy(rb"[_.-]+")
@@ -203,6 +208,8 @@ def _keyed_at(sc: _Scan, ks: int, ke: int, kind: bytes) -> int:
     done = _KEYWORD_REST.get(kind)
     if done is not None:
         ke = done.match(low, ke).end()  # "password", "credentials": the name window starts after the word
+    if _TAIL_OPERATOR(b, ke, ke + 49) is None and b.find(b'"', ke, ke + 22) < 0:
+        return ke  # neither pattern below can match: most keyword hits in code and prose end here
     x = _XML_VALUE_CLOSED.match(b, ke) or _XML_VALUE.match(b, ke)
     if x is not None:  # <add key="ClearTextPassword" value="..."/> (NuGet.config, app.config)
         v = x.group(1)

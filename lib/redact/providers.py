@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from lib.redact.outcome import _P
-from lib.redact.scan import _ALNUM, _bounded, _finds, _Lazy, _mixed, _run_rx, _runs, _Scan, _table
+from lib.redact.scan import _ALNUM, _bounded, _finds, _Lazy, _mixed, _run_rx, _Scan, _table
 from lib.redact.keyed import _KEYED_MIN_RUN, _OPERATOR_NEAR, _provider_keyed, _VALUE_OPENERS
 
 
@@ -374,38 +374,51 @@ _WIDE_CLS = _table({_ALNUM + "_-+/=.": ord("a")}, ord(" "))
 one run of these, at least :data:`_WIDE_MIN_RUN` long."""
 _WIDE_MIN_RUN = 30
 """Shortest match of a wide marker (``whsec_`` + 24)."""
-_WIDE_ANCHORS = tuple(a for a, _, _ in _FOUND_MARKERS) + (b".acc", b"SG.")
-_WIDE_ANY = re.compile(b"|".join(re.escape(a) for a in _WIDE_ANCHORS))
+def _wide_hits(sc: _Scan, anchor: bytes):
+    """Start of each occurrence of ``anchor`` (memchr-speed ``bytes.find`` over the whole field)
+    that lies in a run of :data:`_WIDE_CLS` bytes at least :data:`_WIDE_MIN_RUN` long. The run
+    around a hit is read off one translate of the field (made on the first hit), and the last
+    run is remembered, so many hits in one long run cost linear time."""
+    b = sc.b
+    i = b.find(anchor)
+    if i < 0:
+        return
+    cls = sc.wide_cls
+    if cls is None:
+        cls = sc.wide_cls = b.translate(_WIDE_CLS)
+    rs = re_ = -1
+    while i >= 0:
+        if i >= re_:
+            rs = cls.rfind(b" ", 0, i) + 1
+            re_ = cls.find(b" ", i)
+            if re_ < 0:
+                re_ = len(cls)
+        if re_ - rs >= _WIDE_MIN_RUN:
+            yield i
+        i = b.find(anchor, i + 1)
 
 
 def _scan_wide(sc: _Scan) -> None:
     """Markers whose alphabet leaves the token-run class (:data:`_FOUND_MARKERS`), Authress
-    service keys and SendGrid keys (in place), whole field. One translate finds the runs of
-    :data:`_WIDE_CLS` of ≥ 30 bytes; only a run holding an anchor is read further, each
-    anchor by ``bytes.find`` within the run (anchors may overlap: ``SG.acc``)."""
+    service keys and SendGrid keys (in place), whole field. Each anchor is found by
+    ``bytes.find`` (:func:`_wide_hits`: no per-run work where no anchor occurs); a hit counts
+    only inside a run of :data:`_WIDE_CLS` of ≥ 30 bytes, where every match of these lies."""
     b = sc.b
-    search = _WIDE_ANY.search
-    for k, j in _runs(b.translate(_WIDE_CLS), _WIDE_MIN_RUN):
-        if search(b, k, j) is None:
-            continue
-        for anchor, rule, rx in _FOUND_MARKERS:
-            if rule in sc.marks:
-                continue
-            for i in _finds(b, anchor, k, j):
-                m = rx.match(b, i)
-                if m and _mixed(m.group(0)[len(anchor):]) and (_bounded(b, i) or anchor[-1] == 46):
-                    sc.marks.add(rule)
-                    break
-        if "authress_key" not in sc.marks:
-            for i in _finds(b, b".acc", k, j):  # Authress service keys: <sc|ext|...>_<id>.<4-6>.acc_<id>.<secret>
-                m = _AUTHRESS.search(b, max(0, i - 44), min(len(b), i + 200))
-                if m and m.start() < i < m.end():
-                    sc.marks.add("authress_key")
-                    break
-        for i in _finds(b, b"SG.", k, j):  # SendGrid: SG.<22>.<43>, in place (docs/security.md, Redaction)
-            sg = _bounded(b, i) and _SENDGRID.match(b, i)
-            if sg and _mixed(sg.group(1)):
-                sc.span(sg.start(1), sg.end(1), _P, "sendgrid_key")
+    for anchor, rule, rx in _FOUND_MARKERS:
+        for i in _wide_hits(sc, anchor):
+            m = rx.match(b, i)
+            if m and _mixed(m.group(0)[len(anchor):]) and (_bounded(b, i) or anchor[-1] == 46):
+                sc.marks.add(rule)
+                break
+    for i in _wide_hits(sc, b".acc"):  # Authress service keys: <sc|ext|...>_<id>.<4-6>.acc_<id>.<secret>
+        m = _AUTHRESS.search(b, max(0, i - 44), min(len(b), i + 200))
+        if m and m.start() < i < m.end():
+            sc.marks.add("authress_key")
+            break
+    for i in _wide_hits(sc, b"SG."):  # SendGrid: SG.<22>.<43>, in place (docs/security.md, Redaction)
+        sg = _bounded(b, i) and _SENDGRID.match(b, i)
+        if sg and _mixed(sg.group(1)):
+            sc.span(sg.start(1), sg.end(1), _P, "sendgrid_key")
 
 
 def _scan_rare(sc: _Scan) -> None:

@@ -113,7 +113,7 @@ def _run_rx(min_len: int):
 class _Scan:
     """Mutable state of one scrub: the UTF-8 bytes, the spans to replace, the rules fired."""
 
-    __slots__ = ("b", "low", "spans", "marks", "inplace", "blocks", "auth_at", "secret_at", "kw_hits")
+    __slots__ = ("b", "low", "spans", "marks", "inplace", "blocks", "auth_at", "secret_at", "kw_hits", "wide_cls")
 
     def __init__(self, b: bytes):
         self.b = b
@@ -124,6 +124,7 @@ class _Scan:
         self.inplace: set = set()
         self.auth_at: list = []
         self.secret_at: list = []
+        self.wide_cls = None  # the field translated to the wide-marker class (lib.redact.providers)
         self.kw_hits: list = []  # (keyword, [offsets]) of _scan_keyed, reused by the command-line rule
 
     def lower(self) -> bytes:
