@@ -250,7 +250,14 @@ _TELEGRAM = _Lazy(rb"(?<![0-9])[0-9]{5,16}:A[A-Za-z0-9_-]{34}" + _END)
 _AZURE_AD_SECRET = _Lazy(rb"(?:(?<![A-Za-z0-9_~.-])|(?<=\\[ntr]))[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])")
 _GOOGLE_REFRESH = _Lazy(rb"1//0[A-Za-z0-9_-]{40,}")
 _MAILGUN_NEW = _Lazy(rb"[0-9a-h]{32}-[0-9a-h]{8}-[0-9a-h]{8}")
-_SLACK_HOOK = b"hooks.slack.com/services/"
+_SLACK_HOOK = b"hooks.slack.com/"
+_SLACK_HOOK_KINDS = (b"services/", b"workflows/", b"triggers/")
+"""Slack's incoming webhooks (``/services/``) and Workflow Builder webhooks (``/workflows/``,
+``/triggers/``): the URL is the credential (gitleaks ``slack-webhook-url``)."""
+_MAILCHIMP = _Lazy(rb"[0-9a-f]{32}-us[0-9]{1,2}")
+"""A Mailchimp API key: 32 lowercase hex digits, ``-us`` and the data-centre number (Mailchimp
+Marketing API docs, "API keys"; gitleaks ``mailchimp-api-key``): the suffix makes the shape its
+own, with or without the provider's name before it."""
 _DISCORD_HOOK = _Lazy(rb"discord(?:app)?\.com/api/webhooks/[0-9]{5,}/$")
 _PEM_PRIVATE = _Lazy(rb"-----BEGIN[A-Z0-9 _-]{0,100}PRIVATE KEY(?: BLOCK)?-----")
 
@@ -321,6 +328,8 @@ def _scan_tokens(sc: _Scan) -> None:
             sc.marks.add("mailgun_key")
         elif j - s == 40 and b.endswith(b"_mmk", s, j) and b[s + 6] == 95:
             sc.marks.add("maxmind_license_key")  # <6>_<29>_mmk
+        elif 36 <= j - s <= 37 and b[s + 32:s + 35] == b"-us" and _MAILCHIMP.fullmatch(b, s, j):
+            sc.marks.add("mailchimp_key")
         if k == 0:
             continue
         prev = b[k - 1]
@@ -338,7 +347,8 @@ def _scan_tokens(sc: _Scan) -> None:
                 if h >= 0 and _bounded(b, h) and _JWT.match(b, h):
                     sc.marks.add("jwt")
         elif prev == 47:  # "/"
-            if b.find(_SLACK_HOOK, max(0, k - 64), k) >= 0:
+            h = b.find(_SLACK_HOOK, max(0, k - 64), k)
+            if h >= 0 and b.startswith(_SLACK_HOOK_KINDS, h + 16):
                 sc.marks.add("slack_webhook")
             elif b.find(b"webhooks/", max(0, k - 40), k) >= 0 and _DISCORD_HOOK.search(b, max(0, k - 80), k):
                 sc.marks.add("discord_webhook")
