@@ -51,11 +51,14 @@ def distractors() -> list[tuple[str, str, str]]:
 
 
 def build(rows_spec, embedder) -> str:
+    """A real snapshot (:func:`lib.snapshot.build`) of ``rows_spec``: ``(claim, type, subject)`` or
+    ``(claim, type, subject, observed_at)`` each, as promoted agent-visible claims; its path."""
     rows = []
-    for text, ctype, subject in rows_spec:
+    for text, ctype, subject, *when in rows_spec:
         cid = claimsmod.claim_id(ctype, text)
         row = {"claim_id": cid, "claim": text, "claim_type": ctype, "subject": subject, "status": "promoted",
-               "confidence": 0.8, "observed_by": "eval", "observed_at": "2026-11-29", "independent_sessions": 2,
+               "confidence": 0.8, "observed_by": "eval", "observed_at": when[0] if when else "2026-11-29",
+               "independent_sessions": 2,
                "evidence": [], "visible_to_agents": 1}
         rows.append(row)
     if embedder:  # batched like maint (lib.gate.embed_claims)
@@ -116,10 +119,12 @@ folder, never copied into this repository)."""
 
 def locomo_set(path: str = LOCOMO) -> tuple[list, list]:
     """Pooled LoCoMo: ``(observations, questions)``. Each observation is one claim
-    ``(claim_id, text, speaker)`` (speaker = subject); each question is ``(text, category,
-    {claim_id of every observation its evidence dialog ids point at}, conversation index)``.
-    Category 5 questions
-    are adversarial: built on the wrong person, with no right answer in the conversation."""
+    ``(claim_id, text, speaker, observed_at)`` (speaker = subject; observed_at = the ISO time of
+    the conversation session it was observed in, as a claim's is the time of the session that
+    observed it); each question is ``(text, category, {claim_id of every observation its
+    evidence dialog ids point at}, conversation index)``. Category 5 questions are adversarial:
+    built on the wrong person, with no right answer in the conversation."""
+    import datetime
     import json
 
     with open(path, encoding="utf-8") as fh:
@@ -127,11 +132,13 @@ def locomo_set(path: str = LOCOMO) -> tuple[list, list]:
     obs, qs = [], []
     for ci, conv in enumerate(data):
         by_dialog: dict = {}
-        for per in conv["observation"].values():
+        for key, per in conv["observation"].items():
+            session = key.removesuffix("_observation")  # session_3_observation → session_3_date_time
+            when = datetime.datetime.strptime(conv["conversation"][f"{session}_date_time"], "%I:%M %p on %d %B, %Y")
             for speaker, items in per.items():
                 for text, dia in items:
                     cid = claimsmod.claim_id("environment", text)
-                    obs.append((cid, text, speaker))
+                    obs.append((cid, text, speaker, when.isoformat()))
                     for d in (dia if isinstance(dia, list) else [dia]):
                         by_dialog.setdefault((ci, d), []).append(cid)
         for q in conv["qa"]:
@@ -143,10 +150,10 @@ def locomo_set(path: str = LOCOMO) -> tuple[list, list]:
 def locomo_build(obs, embedder) -> str:
     """A real snapshot of the pooled observations as promoted claims (subject = speaker)."""
     seen, spec = set(), []
-    for cid, text, speaker in obs:
+    for cid, text, speaker, when in obs:
         if cid not in seen:
             seen.add(cid)
-            spec.append((text, "environment", speaker))
+            spec.append((text, "environment", speaker, when))
     return build(spec, embedder)
 
 
@@ -159,8 +166,8 @@ def locomo_fts_baseline(obs, qs) -> dict:
 
     db = sqlite3.connect(":memory:")
     db.execute("CREATE VIRTUAL TABLE f USING fts5(cid UNINDEXED, claim, subject, tokenize='porter unicode61')")
-    db.executemany("INSERT INTO f VALUES (?, ?, ?)", obs)
-    subject = {cid: s.lower() for cid, _, s in obs}
+    db.executemany("INSERT INTO f VALUES (?, ?, ?)", [o[:3] for o in obs])
+    subject = {o[0]: o[2].lower() for o in obs}
 
     def search(q):
         m = match_expr(query_terms(q))
@@ -312,7 +319,7 @@ def locomo(modes) -> None:
               f"{r['adv_wrong_person']:>10.3f} {r['p95_ms']:>7.1f}  {cats}")
     row("FTS5 porter, OR-joined (baseline), all", locomo_fts_baseline(obs, qs))
     row("FTS5 porter, OR-joined (baseline), held out", locomo_fts_baseline(obs, held))
-    subject = {cid: s.lower() for cid, _, s in obs}
+    subject = {o[0]: o[2].lower() for o in obs}
     for name, emb in modes:
         t = time.perf_counter()
         path = locomo_build(obs, emb)
