@@ -292,6 +292,52 @@ def floor_curve(reader, questions) -> list[tuple[float, float, float, float]]:
     return out
 
 
+WRONG_PERSON_MARGINS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
+"""Margins of the wrong-person trade-off curve (:func:`margin_curve`)."""
+
+
+def margin_curve(reader, questions) -> list[tuple[float, float, float, float]]:
+    """The adversarial trade-off of :data:`lib.memory_index.WRONG_PERSON_MARGIN`: for no margin
+    (``inf``) and each of :data:`WRONG_PERSON_MARGINS`, ``(margin, hit@5, MRR@10, adversarial
+    answered at all)``. One search per question with the margin off gives the whole curve: a
+    margin only empties the answers whose ``wrong_person_margin`` exceeds it."""
+    from lib import memory_index
+
+    saved = memory_index.WRONG_PERSON_MARGIN
+    memory_index.WRONG_PERSON_MARGIN = float("inf")
+    try:
+        res = []
+        for q, cat, ev, *_ in questions:
+            out = reader.search(q, 10)
+            res.append((cat, ev, out.get("wrong_person_margin"), [h["claim_id"] for h in out["hits"]]))
+    finally:
+        memory_index.WRONG_PERSON_MARGIN = saved
+    curve = []
+    for m in (float("inf"),) + WRONG_PERSON_MARGINS:
+        n = h5 = rr = adv = adv_any = 0
+        for cat, ev, margin, found in res:
+            hits = [] if margin is not None and margin > m else found
+            if cat == 5:
+                adv += 1
+                adv_any += bool(hits)
+                continue
+            if not ev:
+                continue
+            n += 1
+            ranks = [i for i, h in enumerate(hits) if h in ev]
+            h5 += bool(ranks) and ranks[0] < 5
+            rr += 1 / (ranks[0] + 1) if ranks else 0.0
+        curve.append((m, h5 / n, rr / n, adv_any / adv))
+    return curve
+
+
+def lossless_margin(curve) -> float:
+    """The smallest margin of :func:`margin_curve`'s ``curve`` whose hit@5 and MRR@10 equal the
+    curve's without a margin (its first point): the point chosen on the tuning split."""
+    _, h0, r0, _ = curve[0]
+    return min((m for m, h, r, _ in curve if h >= h0 - 1e-9 and r >= r0 - 1e-9), default=curve[0][0])
+
+
 def locomo(modes) -> None:
     """Print the LoCoMo table: the FTS5 baseline, then each product ranking through
     :class:`lib.memory_index.SnapshotReader` (the code ``memory_search`` runs) — on all
@@ -341,6 +387,13 @@ def locomo(modes) -> None:
                 for split, questions in (("tuning", tune), ("held-out", held)):
                     print(f"  score floor on the {split} split (floor: hit@5/MRR@10/adversarial answered): "
                           + "  ".join(f"{f:.2f}: {h:.3f}/{m:.3f}/{a:.3f}" for f, h, m, a in floor_curve(reader, questions)))
+                for split, questions in (("tuning", tune), ("held-out", held)):
+                    curve = margin_curve(reader, questions)
+                    print(f"  wrong-person margin on the {split} split (margin: hit@5/MRR@10/adversarial answered): "
+                          + "  ".join(f"{m:.2f}: {h:.3f}/{r:.3f}/{a:.3f}" for m, h, r, a in curve))
+                    if split == "tuning":
+                        print(f"  smallest margin losing no positive on the tuning split: {lossless_margin(curve):.2f}; "
+                              f"shipped lib.memory_index.WRONG_PERSON_MARGIN = {memory_index.WRONG_PERSON_MARGIN:.2f}")
                 if best != shipped:
                     saved = memory_index.FUSION_ALPHAS.get(eid)
                     memory_index.FUSION_ALPHAS[eid] = best

@@ -113,6 +113,11 @@ _BLOB_CHUNK = 8 << 20
 """Bytes read at a time from the shipped ``claim_index`` matrix (:meth:`DenseIndex._from_shipped`)."""
 COSINE_SCAN_CAP = 10_000
 """Most embedding postings one query reads (see :meth:`VectorIndex.search`)."""
+RESCORE_ROWS = 2000
+"""Over a rotated vector file (:mod:`lib.vector_file`) of more than 4 × this many rows, the rows
+whose exact cosine a search computes: the best this many by the leading principal components
+(plus as many of each preferred subject's). At 100,000 MiniLM claims the search reads 51 MB of the
+matrix instead of 154 MB (docs/mcp.md "Performance")."""
 DATE_BOOST = 0.3
 """Added to the fused score of a claim observed inside the dates a query names (:func:`dates_named`),
 with a semantic embedder; with a lexical one the window counts as a third reciprocal-rank list
@@ -121,6 +126,11 @@ docs/memory.md): hit@5 0.773 → 0.791, MRR@10 0.644 → 0.664 at 0.3 (0.1: 0.78
 DAYS_AROUND = (3, 1)
 """A day a query names stands for the days from 3 before to 1 after it (an agent says "on the 3rd"
 of a fact it was told in the days before; on LoCoMo ±0 and (7, 1) both measured 0.003 lower)."""
+WRONG_PERSON_MARGIN = 0.25
+"""With a semantic embedder, a query naming someone is answered with nothing when another person's
+best claim outscores the named people's best by more than this (α · cosine + (1 − α) · bm25 over
+everyone's best bm25): LoCoMo's adversarial questions ask about one person what the other said.
+The trade-off curve is ``bench/memory_eval.py``'s; the chosen point is in docs/memory.md."""
 _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
 _MONTH = "(" + "|".join(_MONTHS) + ")"
 _DATE_PATTERNS = (  # (pattern, (year, month, day) group numbers; day 0 = a whole month), first match wins
@@ -344,6 +354,9 @@ class DenseIndex:
         self.embedder_id = embedder_id
         self.ids: list[str] = []
         self.matrix = None
+        self.lead = self.rest = self.rotation = None
+        """The rotated layout of a mapped vector file (:mod:`lib.vector_file`): leading principal
+        components ``n × d``, the rest ``n × (dim − d)``, the rotation ``dim × dim``; else ``None``."""
         self.subject_code: dict[str, int] = {}
         self.type_code: dict[str, int] = {}
         self.subjects = None
@@ -431,6 +444,7 @@ class DenseIndex:
         the code arrays are views of the mapping, ids decode per returned row; nothing is copied."""
         idx = cls(mapped.embedder)
         idx.ids, idx.matrix = mapped.ids, mapped.matrix
+        idx.lead, idx.rest, idx.rotation = mapped.lead, mapped.rest, mapped.rotation
         idx.subjects, idx.types = mapped.subject_codes, mapped.type_codes
         idx.subject_code = {s: i for i, s in enumerate(mapped.subjects)}
         idx.type_code = {t: i for i, t in enumerate(mapped.types)}
@@ -444,14 +458,28 @@ class DenseIndex:
         """Top ``limit`` ``(claim_id, cosine)`` over every row, best first (ties by claim_id);
         rows with cosine ≤ 0 are left out. ``prefer``: lowercased subjects whose own top
         ``limit`` rows are added to the result (a query naming someone must see their claims even
-        when other people's claims score higher). Always exact: returns ``(hits, True)``."""
+        when other people's claims score higher). The cosines returned are exact, so it returns
+        ``(hits, True)``: over a rotated vector file of more than 4 × :data:`RESCORE_ROWS` rows
+        they are computed for the best :data:`RESCORE_ROWS` rows by the leading principal
+        components (and as many of the preferred subjects'), the rest ranked out."""
         import numpy as np
 
         q = np.asarray(qvec, dtype=np.float32)
         qn = float(np.linalg.norm(q))
         if not qn or not self.ids:
             return [], True
-        scores = self.matrix @ (q / qn)
+        q = q / qn
+        rest_q = None  # set when only the rows worth it get their exact cosine
+        if self.matrix is not None:
+            scores = self.matrix @ q
+        else:  # rotated: the leading components of every row, the rest only for the rows worth rescoring
+            q = q @ self.rotation
+            d = self.lead.shape[1]
+            scores = self.lead @ q[:d]
+            if len(scores) <= 4 * RESCORE_ROWS:
+                scores += self.rest @ q[d:]
+            else:
+                rest_q = q[d:]
         if subject is not None:
             code = self.subject_code.get(subject.lower())
             scores = np.where(self.subjects == code, scores, -np.inf) if code is not None else np.full_like(scores, -np.inf)
@@ -459,10 +487,21 @@ class DenseIndex:
             code = self.type_code.get(claim_type)
             scores = np.where(self.types == code, scores, -np.inf) if code is not None else np.full_like(scores, -np.inf)
         k = min(limit, len(scores))
-        top = set(np.argpartition(-scores, k - 1)[:k].tolist())
         codes = [self.subject_code[s] for s in (prefer or ()) if s in self.subject_code]
-        if codes:  # the preferred subjects' own best rows too, however far down the whole ranking they sit
-            mine = np.where(np.isin(self.subjects, codes), scores, -np.inf)
+        mine = np.where(np.isin(self.subjects, codes), scores, -np.inf) if codes else None
+        if rest_q is not None:  # the best RESCORE_ROWS by the leading components, then their exact cosines
+            parts = [np.argpartition(-scores, RESCORE_ROWS - 1)[:RESCORE_ROWS]]
+            if mine is not None:
+                parts.append(np.argpartition(-mine, RESCORE_ROWS - 1)[:RESCORE_ROWS])
+            rows = np.unique(np.concatenate(parts))
+            rows = rows[np.isfinite(scores[rows])]
+            full = np.full_like(scores, -np.inf)
+            full[rows] = scores[rows] + self.rest[rows] @ rest_q
+            scores = full
+            if mine is not None:
+                mine = np.where(np.isin(self.subjects, codes), scores, -np.inf)
+        top = set(np.argpartition(-scores, k - 1)[:k].tolist())
+        if mine is not None:  # the preferred subjects' own best rows too, however far down the whole ranking they sit
             top.update(i for i in np.argpartition(-mine, k - 1)[:k].tolist() if mine[i] > -np.inf)
         best = sorted(top, key=lambda i: (-float(scores[i]), i))
         return [(self.ids[i], min(1.0, float(scores[i]))) for i in best if scores[i] > 0], True
@@ -753,6 +792,7 @@ class SnapshotReader:
             ranked_terms = [t for t in ranked_terms if stem(t) not in name_stems] or ranked_terms
         scored = self.fts_scored(match_expr(ranked_terms), pool, subject, claim_type) if ranked_terms else []
         bm25 = _unit_scores(scored)
+        bm25_all = dict(bm25)  # scaled by the best claim of anyone's, for the wrong-person margin
         about = [t for t in terms if stem(t) not in name_stems] or terms
         if named:  # the named subjects' own claims, however common the words they share with others
             mine = self.fts_scored(match_expr(about), pool, None, claim_type, subjects=sorted(named))
@@ -794,12 +834,20 @@ class SnapshotReader:
         need = 1 if named or len(content) < 2 else 2  # the name already vouches for whom; one more word for what
         entities = self.entities()
         qualified, shared = set(), {}
+        best_own = best_other = None  # the named people's best claim and anyone else's, by the same score
         for cid in candidates:
             row = rows.get(cid)
             if row is None:
                 continue  # FTS5 indexes every agent-visible claim; only promoted and contested ones are served
             words = {stem(t) for t in embed.tokens(f"{row.get('claim') or ''} {row.get('subject') or ''}")}
             subj = str(row.get("subject") or "").lower()
+            if named and semantic:
+                v = alpha * cos_of.get(cid, 0.0) + (1.0 - alpha) * bm25_all.get(cid, 0.0)
+                if subj in entities and subj not in named:
+                    if not named & self.named_in(str(row.get("claim") or "")):  # "John asked James about…" is about James too
+                        best_other = v if best_other is None else max(best_other, v)
+                else:
+                    best_own = v if best_own is None else max(best_own, v)
             if named and subj in entities and subj not in named:
                 continue  # about someone else, and never mentions whom the query names
             m = len(content & words)
@@ -831,11 +879,16 @@ class SnapshotReader:
                     hits[cid]["matched_by"].append("observed_at")
         for cid, v in fused.items():
             hits[cid]["score"] = round(v, 4)
-        if candidates and not fused:
+        margin = None if best_other is None else best_other - (best_own if best_own is not None else 0.0)
+        if margin is not None and margin > WRONG_PERSON_MARGIN and fused:
+            fused = {}
+            notes.append(f"A claim about someone else matches this question better than any about {', '.join(sorted(named))} "
+                         f"(by {margin:.2f}): the question may name the wrong person, so nothing is returned.")
+        elif candidates and not fused:
             notes.append("Candidates were found but none passed the relevance floor: nothing is better than an unrelated claim.")
         order = sorted(fused, key=lambda c: (-fused[c], c))
         return {"hits": [hits[c] for c in order[:k]], "truncated": len(order) > k, "ranking": ranking,
-                "relevance_floor": floor, "notes": notes}
+                "relevance_floor": floor, "notes": notes, "wrong_person_margin": margin}
 
     def entities(self) -> frozenset:
         """Lowercased subjects of agent-visible claims that read as names (:func:`is_entity`:
