@@ -51,7 +51,7 @@ def distractors() -> list[tuple[str, str, str]]:
 
 
 def build(rows_spec, embedder) -> str:
-    """A real snapshot (:func:`lib.snapshot.build`) of ``rows_spec``: ``(claim, type, subject)`` or
+    """A real snapshot (:func:`lib.memory.snapshot.build`) of ``rows_spec``: ``(claim, type, subject)`` or
     ``(claim, type, subject, observed_at)`` each, as promoted agent-visible claims; its path."""
     rows = []
     for text, ctype, subject, *when in rows_spec:
@@ -267,29 +267,31 @@ SCORE_FLOORS = (0.0, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60)
 """Fused-score floors of the adversarial trade-off curve (:func:`floor_curve`)."""
 
 
+def _curve_point(answers) -> tuple[float, float, float]:
+    """``(hit@5, MRR@10, adversarial answered at all)`` of ``answers``: ``(category, evidence,
+    [claim_id, ...])`` per question, as :func:`locomo_score` counts them."""
+    n = h5 = rr = adv = adv_any = 0
+    for cat, ev, hits in answers:
+        if cat == 5:
+            adv += 1
+            adv_any += bool(hits)
+            continue
+        if not ev:
+            continue
+        n += 1
+        ranks = [i for i, h in enumerate(hits) if h in ev]
+        h5 += bool(ranks) and ranks[0] < 5
+        rr += 1 / (ranks[0] + 1) if ranks else 0.0
+    return h5 / n, rr / n, adv_any / adv
+
+
 def floor_curve(reader, questions) -> list[tuple[float, float, float, float]]:
     """The adversarial trade-off of a score-calibrated relevance floor: for each floor of
     :data:`SCORE_FLOORS`, ``(floor, hit@5, MRR@10, adversarial answered at all)`` when hits whose
     ``score`` is below it are dropped. A floor only removes hits, never reorders them, so one
     search per question gives the whole curve."""
     res = [(cat, ev, [(h["claim_id"], h["score"]) for h in reader.search(q, 10)["hits"]]) for q, cat, ev, *_ in questions]
-    out = []
-    for f in SCORE_FLOORS:
-        n = h5 = rr = adv = adv_any = 0
-        for cat, ev, scored in res:
-            hits = [c for c, s in scored if s >= f]
-            if cat == 5:
-                adv += 1
-                adv_any += bool(hits)
-                continue
-            if not ev:
-                continue
-            n += 1
-            ranks = [i for i, h in enumerate(hits) if h in ev]
-            h5 += bool(ranks) and ranks[0] < 5
-            rr += 1 / (ranks[0] + 1) if ranks else 0.0
-        out.append((f, h5 / n, rr / n, adv_any / adv))
-    return out
+    return [(f, *_curve_point((cat, ev, [c for c, s in scored if s >= f]) for cat, ev, scored in res)) for f in SCORE_FLOORS]
 
 
 WRONG_PERSON_MARGINS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
@@ -297,11 +299,11 @@ WRONG_PERSON_MARGINS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
 
 
 def margin_curve(reader, questions) -> list[tuple[float, float, float, float]]:
-    """The adversarial trade-off of :data:`lib.memory_index.WRONG_PERSON_MARGIN`: for no margin
+    """The adversarial trade-off of :data:`lib.memory.memory_index.WRONG_PERSON_MARGIN`: for no margin
     (``inf``) and each of :data:`WRONG_PERSON_MARGINS`, ``(margin, hit@5, MRR@10, adversarial
     answered at all)``. One search per question with the margin off gives the whole curve: a
     margin only empties the answers whose ``wrong_person_margin`` exceeds it."""
-    from lib import memory_index
+    from lib.memory import memory_index
 
     saved = memory_index.WRONG_PERSON_MARGIN
     memory_index.WRONG_PERSON_MARGIN = float("inf")
@@ -312,23 +314,8 @@ def margin_curve(reader, questions) -> list[tuple[float, float, float, float]]:
             res.append((cat, ev, out.get("wrong_person_margin"), [h["claim_id"] for h in out["hits"]]))
     finally:
         memory_index.WRONG_PERSON_MARGIN = saved
-    curve = []
-    for m in (float("inf"),) + WRONG_PERSON_MARGINS:
-        n = h5 = rr = adv = adv_any = 0
-        for cat, ev, margin, found in res:
-            hits = [] if margin is not None and margin > m else found
-            if cat == 5:
-                adv += 1
-                adv_any += bool(hits)
-                continue
-            if not ev:
-                continue
-            n += 1
-            ranks = [i for i, h in enumerate(hits) if h in ev]
-            h5 += bool(ranks) and ranks[0] < 5
-            rr += 1 / (ranks[0] + 1) if ranks else 0.0
-        curve.append((m, h5 / n, rr / n, adv_any / adv))
-    return curve
+    return [(m, *_curve_point((cat, ev, [] if margin is not None and margin > m else found)
+                              for cat, ev, margin, found in res)) for m in (float("inf"),) + WRONG_PERSON_MARGINS]
 
 
 def lossless_margin(curve) -> float:
@@ -393,7 +380,7 @@ def locomo(modes) -> None:
                           + "  ".join(f"{m:.2f}: {h:.3f}/{r:.3f}/{a:.3f}" for m, h, r, a in curve))
                     if split == "tuning":
                         print(f"  smallest margin losing no positive on the tuning split: {lossless_margin(curve):.2f}; "
-                              f"shipped lib.memory_index.WRONG_PERSON_MARGIN = {memory_index.WRONG_PERSON_MARGIN:.2f}")
+                              f"shipped lib.memory.memory_index.WRONG_PERSON_MARGIN = {memory_index.WRONG_PERSON_MARGIN:.2f}")
                 if best != shipped:
                     saved = memory_index.FUSION_ALPHAS.get(eid)
                     memory_index.FUSION_ALPHAS[eid] = best

@@ -114,7 +114,7 @@ _BLOB_CHUNK = 8 << 20
 COSINE_SCAN_CAP = 10_000
 """Most embedding postings one query reads (see :meth:`VectorIndex.search`)."""
 RESCORE_ROWS = 2000
-"""Over a rotated vector file (:mod:`lib.vector_file`) of more than 4 × this many rows, the rows
+"""Over a rotated vector file (:mod:`lib.memory.vector_file`) of more than 4 × this many rows, the rows
 whose exact cosine a search computes: the best this many by the leading principal components
 (plus as many of each preferred subject's). At 100,000 MiniLM claims the search reads 51 MB of the
 matrix instead of 154 MB (docs/mcp.md "Performance")."""
@@ -355,7 +355,7 @@ class DenseIndex:
         self.ids: list[str] = []
         self.matrix = None
         self.lead = self.rest = self.rotation = None
-        """The rotated layout of a mapped vector file (:mod:`lib.vector_file`): leading principal
+        """The rotated layout of a mapped vector file (:mod:`lib.memory.vector_file`): leading principal
         components ``n × d``, the rest ``n × (dim − d)``, the rotation ``dim × dim``; else ``None``."""
         self.subject_code: dict[str, int] = {}
         self.type_code: dict[str, int] = {}

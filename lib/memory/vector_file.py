@@ -30,7 +30,7 @@ are stored rotated onto their principal axes — row · R, R orthonormal, its co
 variance, so every cosine is unchanged for a query rotated the same way — and the matrix section
 holds the n × d block of the leading components, then the n × (dim − d) block of the rest. A
 search reads the lead block whole and the rest only for the rows it rescores
-(:meth:`lib.memory_index.DenseIndex.search`). A header without them is the plain layout.
+(:meth:`lib.memory.memory_index.DenseIndex.search`). A header without them is the plain layout.
 
 ``snapshot_file`` is the identity of the ``snapshot.bin`` the file was cut from (what
 :mod:`lib.cache_view` records in the pointer side file): a reader that finds another identity

