@@ -416,7 +416,7 @@ def walk_specs_python(parsed: Parsed):
                     spec.name = " ".join(spec.name.split())
                 yield spec
         if descend and node.child_count:
-            stack.extend((child, node) for child in reversed(node.children))
+            stack.extend((child, node) for child in reversed(node.named_children) if child.child_count)
 
 
 def doc_of(spec, data: bytes, backend) -> str | None:
