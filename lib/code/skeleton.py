@@ -336,6 +336,8 @@ def _python_header_end(data: bytes, i: int, n: int) -> int:
 
 
 _CLAUSES = (b"except", b"else", b"elif", b"finally")
+_DECORATED = (b"@", b"def ", b"async def ", b"class ")
+"""Lines that continue a decorated statement after its decorator."""
 """Lines that continue a compound statement at its own indentation: no statement starts there."""
 
 
@@ -345,8 +347,10 @@ def _python_holes(data: bytes) -> list:
     its body ends), when no ``def`` or ``class`` sits among them. The body is the lines
     indented deeper than the ``def`` (blank and comment lines do not end it; lines inside a
     triple-quoted string do not count); a statement starts on a line at the body's
-    indentation, not an ``except``/``else``/``elif``/``finally`` clause, with every bracket
-    opened before it closed. A body indented with tabs is kept."""
+    indentation, not an ``except``/``else``/``elif``/``finally`` clause nor the ``def`` or
+    ``class`` a decorator starts, with every bracket opened before it closed. The blank and
+    comment lines just above the last statement are kept with it (a nested def's doc comment).
+    A body indented with tabs is kept."""
     from bisect import bisect_right
     from itertools import accumulate
 
@@ -356,10 +360,12 @@ def _python_holes(data: bytes) -> list:
     stripped = [line.lstrip(b" ") for line in lines]
     indent = [len(a) - len(b) for a, b in zip(lines, stripped)]
     code = [b != b"" and b[0] != 35 for b in stripped]  # not blank, not a comment
+    in_string = bytearray(len(lines))
     for a, b in _triple_strings(data):  # lines that start inside a string are no code lines
         first, last = bisect_right(starts, a), bisect_right(starts, b - 1) - 1
         for k in range(first, min(last, len(lines) - 1) + 1):
             code[k] = False
+            in_string[k] = 1
     out, floor, n, count = [], 0, len(lines), data.count
     i = data.find(b"def ")
     while i >= 0:
@@ -377,6 +383,7 @@ def _python_holes(data: bytes) -> list:
             i = data.find(b"def ", i + 4)
             continue
         depth, body_indent, stmts, mark, j = indent[row], None, [], None, crow + 1
+        decorating = False  # the last statement is a decorator: its def or class continues it
         while j < n:
             if code[j]:
                 if indent[j] <= depth:
@@ -384,15 +391,23 @@ def _python_holes(data: bytes) -> list:
                 if body_indent is None:
                     body_indent, mark = indent[j], starts[j]
                     stmts.append(j)
+                    decorating = stripped[j][:1] == b"@"
                 elif indent[j] == body_indent and not stripped[j].startswith(_CLAUSES):
-                    seg = (mark, starts[j])
-                    if (count(b"(", *seg) + count(b"[", *seg) + count(b"{", *seg)
-                            == count(b")", *seg) + count(b"]", *seg) + count(b"}", *seg)):
-                        stmts.append(j)
-                        mark = starts[j]
+                    if decorating and stripped[j].startswith(_DECORATED):
+                        decorating = stripped[j][:1] == b"@"
+                    else:
+                        seg = (mark, starts[j])
+                        if (count(b"(", *seg) + count(b"[", *seg) + count(b"{", *seg)
+                                == count(b")", *seg) + count(b"]", *seg) + count(b"}", *seg)):
+                            stmts.append(j)
+                            mark = starts[j]
+                            decorating = stripped[j][:1] == b"@"
             j += 1
         if len(stmts) >= 3:
-            a, b = starts[stmts[1]], starts[stmts[-1]]
+            last = stmts[-1]  # the comments just above the last statement stay: its doc comment
+            while last - 1 > stmts[1] and not code[last - 1] and not in_string[last - 1]:
+                last -= 1
+            a, b = starts[stmts[1]], starts[last]
             if not (_declares(data, b"def", a, b) or _declares(data, b"class", a, b)):
                 out.append((a, b))
                 floor = stmts[-1]

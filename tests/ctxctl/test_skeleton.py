@@ -249,3 +249,15 @@ def test_keyword_scans_never_change_an_outline_on_generated_code(path, openers, 
 
     check()
     assert len(used) > 30, len(used)
+
+
+def test_a_decorated_def_that_ends_a_body_keeps_its_decorator():
+    """numpy's test_overrides.py: a function whose last statement is a decorated nested def;
+    the decorator line and the def line are one statement, so the hole stops before both."""
+    text = ("def test_dispatch(self):\n    x = 1\n    y = 2\n\n    # should not raise\n"
+            "    @dispatch(lambda x: (x,), verify=False)\n    def f(y):\n        pass\n")
+    data = padded(text, "#")
+    assert languages._parse_skeleton("python", "python", data)
+    outline, full = rows(languages.parse("a.py", data, skip_bodies=True)), rows(languages.parse("a.py", data))
+    assert outline == full
+    assert full[-1][2] == "@dispatch(lambda x: (x,), verify=False) def f(y)"
