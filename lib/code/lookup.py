@@ -71,7 +71,7 @@ def run(path: str, name: str, config, *, kind: str | None = None, signature: boo
     """
     src, parsed, syms = outline.load(path, config, real,
                                      want=lambda spec: spec.name == name and (kind is None or spec.kind == kind),
-                                     bodies=compact)
+                                     bodies=compact, name=name)
     sym = find(syms, name, kind)
     if sym is None:
         raise ExitError(NOT_FOUND, not_found_message(name, kind))

@@ -47,11 +47,13 @@ def rows(syms: list, show_lines: bool = True, fold_threshold: int | None = None)
     return out
 
 
-def load(path: str, config, real: str | None = None, extract: bool = True, want=None, bodies: bool = False):
+def load(path: str, config, real: str | None = None, extract: bool = True, want=None, bodies: bool = False,
+         name: str | None = None):
     """Read and parse ``path``: returns ``(Source, Parsed, symbols)`` (``symbols`` is ``None``
     when ``extract`` is off: ``deps`` needs none; only those ``want`` accepts when given, see
     :func:`lib.code.symbols.extract`). ``bodies``: every symbol keeps its body node (the
-    compact view folds it; :data:`lib.code.skeleton.KEEPS_NO_BODY_NODE`).
+    compact view folds it; :data:`lib.code.skeleton.KEEPS_NO_BODY_NODE`). ``name``: the name
+    ``want`` looks for, which lets the extraction start from its occurrences.
 
     :raises ExitError: 1 read failure (a directory included), 2 unsupported extension.
     """
@@ -63,7 +65,7 @@ def load(path: str, config, real: str | None = None, extract: bool = True, want=
     skip = (extract or backend in skeleton.IMPORTS_OUTSIDE_BODIES) and not (
         bodies and backend in skeleton.KEEPS_NO_BODY_NODE)
     parsed = languages.parse(path, src.data, skip_bodies=skip)
-    syms = symbols.extract(parsed, want) if extract else None
+    syms = symbols.extract(parsed, want, name) if extract else None
     return src, parsed, syms
 
 
