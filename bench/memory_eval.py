@@ -5,10 +5,10 @@ Builds a labelled set from the fixture sessions — hand-written facts about the
 paraphrased queries (``bench/data/memory_eval_set.py``) plus distractor claims generated from
 every shell command the fixture transcripts ran — and negative queries with no right answer.
 For three rankings (FTS5 only; hash256-v1 + FTS5; WordLlama + FTS5) it builds a real snapshot
-(:func:`lib.snapshot.build`) and queries it through :class:`lib.memory_index.SnapshotReader`,
+(:func:`lib.memory.snapshot.build`) and queries it through :class:`lib.memory.memory_index.SnapshotReader`,
 printing Recall@5, MRR@10 and the false-positive rate on negative queries. It then calibrates
 the semantic relevance floor: the smallest cosine above every negative query's best cosine,
-and compares it with the floor maint stamps into ``snapshot_meta`` (``lib.embed.RELEVANCE_FLOORS``).
+and compares it with the floor maint stamps into ``snapshot_meta`` (``lib.memory.embed.RELEVANCE_FLOORS``).
 
     python bench/memory_eval.py            # both sets
     python bench/memory_eval.py --locomo   # LoCoMo only
@@ -25,15 +25,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench", "data"))
 
-from lib import claims as claimsmod  # noqa: E402
-from lib import embed, snapshot  # noqa: E402
-from lib.memory_index import SnapshotReader  # noqa: E402
+from lib.memory import claims as claimsmod  # noqa: E402
+from lib.memory import embed, snapshot  # noqa: E402
+from lib.memory.memory_index import SnapshotReader  # noqa: E402
 import memory_eval_set as dataset  # noqa: E402
 
 
 def distractors() -> list[tuple[str, str, str]]:
     """(claim, type, subject) for every distinct shell command in the fixture transcripts."""
-    from lib.digest import digest
+    from lib.memory.digest import digest
     from lib.importers.claude_code import parse_file
 
     out, seen = [], set()
@@ -58,7 +58,7 @@ def build(rows_spec, embedder) -> str:
                "confidence": 0.8, "observed_by": "eval", "observed_at": "2026-11-29", "independent_sessions": 2,
                "evidence": [], "visible_to_agents": 1}
         rows.append(row)
-    if embedder:  # batched like maint (lib.gate.embed_claims)
+    if embedder:  # batched like maint (lib.memory.gate.embed_claims)
         eid, _fn = embedder
         for row, vec in zip(rows, embed.embed_many(eid, [r["claim"] for r in rows])):
             row["embedding"] = embed.to_blob(vec, len(vec))
@@ -155,7 +155,7 @@ def locomo_fts_baseline(obs, qs) -> dict:
     query terms OR-joined, top 10, no floor — what a team would get from FTS5 alone."""
     import sqlite3
 
-    from lib.memory_index import match_expr, query_terms
+    from lib.memory.memory_index import match_expr, query_terms
 
     db = sqlite3.connect(":memory:")
     db.execute("CREATE VIRTUAL TABLE f USING fts5(cid UNINDEXED, claim, subject, tokenize='porter unicode61')")
@@ -231,7 +231,7 @@ def tune_alpha(reader, qs, subject, eid) -> tuple[float, list]:
     """``(best α, [(α, hit@5, MRR@10), ...])`` over :data:`ALPHAS` on ``qs`` (the tuning split),
     best by hit@5 + MRR@10, ties to the smaller α; the shipped α when it is within
     :data:`ALPHA_TOLERANCE` of the best."""
-    from lib import memory_index
+    from lib.memory import memory_index
 
     real = embed.EMBEDDERS[eid]
     saved = memory_index.FUSION_ALPHAS.get(eid)
@@ -287,10 +287,10 @@ def floor_curve(reader, questions) -> list[tuple[float, float, float, float]]:
 
 def locomo(modes) -> None:
     """Print the LoCoMo table: the FTS5 baseline, then each product ranking through
-    :class:`lib.memory_index.SnapshotReader` (the code ``memory_search`` runs) — on all
+    :class:`lib.memory.memory_index.SnapshotReader` (the code ``memory_search`` runs) — on all
     questions, and for semantic embedders α tuned on :data:`TUNE_CONVERSATIONS` and reported on
     the held-out conversations, each beside the baseline on the same questions."""
-    from lib import memory_index
+    from lib.memory import memory_index
 
     if not os.path.exists(LOCOMO):
         print(f"LoCoMo not found at {LOCOMO} (set CTXLAKE_LOCOMO): its table is skipped")
@@ -344,7 +344,7 @@ def locomo(modes) -> None:
                             memory_index.FUSION_ALPHAS.pop(eid, None)
                         else:
                             memory_index.FUSION_ALPHAS[eid] = saved
-                    print(f"  tuned α {best:.1f} differs from lib.memory_index.FUSION_ALPHAS[{eid!r}] = {shipped:.1f}: update it")
+                    print(f"  tuned α {best:.1f} differs from lib.memory.memory_index.FUSION_ALPHAS[{eid!r}] = {shipped:.1f}: update it")
             print(f"  snapshot build with embedding: {build_s:.1f} s for {len(set(o[0] for o in obs))} claims "
                   f"({build_s / len(set(o[0] for o in obs)) * 1000:.1f} s per 1,000)")
         finally:
@@ -387,7 +387,7 @@ def main() -> int:
         stored = embed.RELEVANCE_FLOORS.get(emb[0])
         print(f"{emb[0]} cosine: negatives' best match max {cal['neg_max']:.3f} (p95 {cal['neg_p95']:.3f}); "
               f"{cal['pos_above_neg_max']:.0%} of positive queries score above it with their target")
-        print(f"calibrated relevance floor {suggested:.2f}; stored in lib.embed.RELEVANCE_FLOORS: {stored}"
+        print(f"calibrated relevance floor {suggested:.2f}; stored in lib.memory.embed.RELEVANCE_FLOORS: {stored}"
               f" — {'in step' if stored is not None and abs(stored - suggested) <= 0.02 else 'update it'}")
     locomo([(name, emb) for name, emb in modes if not emb or emb[0] not in embed.LEXICAL])
     return 0

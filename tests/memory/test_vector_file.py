@@ -1,4 +1,4 @@
-"""The snapshot's vector index as a mapped file beside the cached snapshot (lib/vector_file.py,
+"""The snapshot's vector index as a mapped file beside the cached snapshot (lib/memory/vector_file.py,
 docs/memory.md "The index ships in the snapshot"): syncd's fetch writes it and repairs it, the
 MCP server maps it and ranks exactly as the index read from the snapshot does, and a missing,
 stale or corrupt file degrades — to the snapshot's own index, or to FTS5 with a note."""
@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 np = pytest.importorskip("numpy")
 
-from lib import claims, embed, lake, memory_index, snapshot, vector_file  # noqa: E402
-from lib.memory_index import DenseIndex, SnapshotReader  # noqa: E402
+from lib import lake  # noqa: E402
+from lib.memory import claims, embed, memory_index, snapshot, vector_file  # noqa: E402
+from lib.memory.memory_index import DenseIndex, SnapshotReader  # noqa: E402
 from lib.paths import snapshot_vectors_path  # noqa: E402
 from lib.store.file import FileStore  # noqa: E402
 

@@ -21,7 +21,7 @@ Ranking (``memory_search``): with a semantic embedder, a weighted score fusion �
     postings per query; past it, most-contributing postings first and exact rescoring;
   - a semantic embedder (MiniLM, WordLlama: dense vectors) gets a :class:`DenseIndex` — one
     numpy matrix, one matrix-vector product per query, always exact; mapped from the vector
-    file beside the snapshot (:mod:`lib.vector_file`) when it is this snapshot's, else read
+    file beside the snapshot (:mod:`lib.memory.vector_file`) when it is this snapshot's, else read
     from the snapshot's ``claim_index`` table.
 
 A hit must be relevant, not merely the least bad (a claim found for "configure kafka" because
@@ -29,8 +29,8 @@ it says "configure" is worse than no answer). A candidate from either ranking qu
 shares at least two (stemmed) words with the query — one for a one-word query — or, with a
 semantic embedder, when its cosine reaches ``relevance_floor`` or it shares one word and its
 cosine reaches ``relevance_floor_mixed`` (both ``snapshot_meta`` keys stamped by maint from
-:data:`lib.embed.RELEVANCE_FLOORS`, calibrated on negative queries by ``bench/memory_eval.py``).
-With a lexical embedder (:data:`lib.embed.LEXICAL`) a cosine without a shared word is a hash
+:data:`lib.memory.embed.RELEVANCE_FLOORS`, calibrated on negative queries by ``bench/memory_eval.py``).
+With a lexical embedder (:data:`lib.memory.embed.LEXICAL`) a cosine without a shared word is a hash
 collision and never qualifies. Only claims with
 ``visible_to_agents = 1`` and status ``promoted``/``contested`` are ever read. Standard library
 (``sqlite3``) except the dense index, which imports numpy when first built.
@@ -46,7 +46,7 @@ import sys
 from array import array
 from itertools import compress
 
-from lib import embed
+from lib.memory import embed
 
 RRF_K = 60
 """Reciprocal-rank fusion constant: score = Σ 1 / (RRF_K + rank) (lexical embedders only)."""
@@ -287,7 +287,7 @@ class DenseIndex:
     """One snapshot's agent-visible claim embeddings from a dense (semantic) embedder, as a
     numpy ``float32`` matrix of unit rows: a query is one matrix-vector product.
 
-    Used for embedders outside :data:`lib.embed.LEXICAL` (WordLlama): their vectors have all 256
+    Used for embedders outside :data:`lib.memory.embed.LEXICAL` (WordLlama): their vectors have all 256
     components non-zero, where postings would cost more than the matrix. The matrix is
     allocated once at its final size and filled ``chunk`` rows at a time (peak memory = the
     matrix, about 1 KiB per claim, plus one chunk). numpy is imported here, on first use — the
@@ -343,7 +343,7 @@ class DenseIndex:
     @classmethod
     def _from_shipped(cls, conn: sqlite3.Connection, embedder_id: str) -> "DenseIndex | None":
         """The index maint shipped in the snapshot's ``claim_index`` table
-        (:func:`lib.snapshot.vector_index_rows`): one blob streamed into the final matrix
+        (:func:`lib.memory.snapshot.vector_index_rows`): one blob streamed into the final matrix
         (8 MiB at a time) instead of decoding a blob per claim. ``None`` when the table is absent or its row for
         ``embedder_id`` is inconsistent (sizes that do not add up): the caller builds from
         ``claims`` instead."""
@@ -382,7 +382,7 @@ class DenseIndex:
 
     @classmethod
     def from_mapped(cls, mapped) -> "DenseIndex":
-        """The index over a mapped vector file (:class:`lib.vector_file.Mapped`): the matrix and
+        """The index over a mapped vector file (:class:`lib.memory.vector_file.Mapped`): the matrix and
         the code arrays are views of the mapping, ids decode per returned row; nothing is copied."""
         idx = cls(mapped.embedder)
         idx.ids, idx.matrix = mapped.ids, mapped.matrix
@@ -425,7 +425,7 @@ class DenseIndex:
 
 def stored_dim(conn: sqlite3.Connection, embedder_id: str) -> int:
     """Components of the first agent-visible ``embedder_id`` blob (an embedder this module does
-    not know the size of); :data:`lib.embed.DIM` when there is none or it is not whole float32s."""
+    not know the size of); :data:`lib.memory.embed.DIM` when there is none or it is not whole float32s."""
     row = conn.execute(f"SELECT length(c.embedding) FROM claims c WHERE {_VISIBLE} AND c.embedder = ? "
                        "AND c.embedding IS NOT NULL ORDER BY c.claim_id LIMIT 1", (embedder_id,)).fetchone()
     n = row[0] if row else None
@@ -492,7 +492,7 @@ class SnapshotReader:
         if ident == self._ident and self._conn is not None:
             return self._conn
         self.close()
-        from lib import snapshot
+        from lib.memory import snapshot
 
         try:
             conn = snapshot.open_readonly(self.path, check_same_thread=False)  # see warm_up
@@ -535,7 +535,7 @@ class SnapshotReader:
     # -- claims ----------------------------------------------------------------------------
     def claim_embedders(self) -> list[str]:
         """Embedder ids of agent-visible claims, most used first: ``snapshot_meta.served_embedders``
-        when maint stamped it (:func:`lib.snapshot.build`), else counted once per snapshot."""
+        when maint stamped it (:func:`lib.memory.snapshot.build`), else counted once per snapshot."""
         conn = self.conn()
         if self._embedders is None:
             stamped = _json_list(self.meta.get("served_embedders"))
@@ -569,7 +569,7 @@ class SnapshotReader:
         """The mapped vector file when it is this snapshot's; else the index read from the
         snapshot (:meth:`DenseIndex.build`), with :attr:`index_note` saying so when the file is
         missing. :raises IndexCorrupt: the file is there but corrupt (the caller ranks by FTS5)."""
-        from lib import vector_file
+        from lib.memory import vector_file
         from lib.paths import snapshot_vectors_path
 
         side = snapshot_vectors_path(self.path)

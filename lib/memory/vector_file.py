@@ -2,7 +2,7 @@
 (``cache/<fleet>/snapshot.bin.vectors``, docs/memory.md "The index ships in the snapshot").
 
 Where it sits: maint ships each embedder's served vectors in the snapshot's ``claim_index`` table
-(:func:`lib.snapshot.vector_index_rows`); SQLite keeps a BLOB in a chain of overflow pages, so
+(:func:`lib.memory.snapshot.vector_index_rows`); SQLite keeps a BLOB in a chain of overflow pages, so
 the table can be read but not mapped. syncd, after it mirrors a snapshot, writes the most-used
 embedder's index beside it in the layout below (:func:`write`, atomically through
 :func:`lib.cache_view.write_chunks`), and rewrites it on a later pass when it is missing or not
@@ -91,7 +91,8 @@ def write(snapshot_path: str, sha256: str, side_path: str) -> dict:
         import numpy as np
     except ImportError:
         return {"written": False, "reason": "no numpy"}
-    from lib import cache_view, snapshot
+    from lib import cache_view
+    from lib.memory import snapshot
 
     st = os.stat(snapshot_path)
     conn = snapshot.open_readonly(snapshot_path)
