@@ -172,7 +172,7 @@ def cmd_claims(args, cfg, out) -> int:
     write a human ClaimEvent the next maintenance pass folds in.
     Example: ``ctxlake claims --status candidate --explain``
     """
-    from lib import claims
+    from lib.memory import claims
 
     return claims.run_cli(args, cfg, out)
 

@@ -1,5 +1,5 @@
-"""How well ``lib.claims.support`` separates evidence that relates to a claim from evidence that
-does not, on real agent transcripts: the measurement behind ``lib.claims.SUPPORT_MIN``.
+"""How well ``lib.memory.claims.support`` separates evidence that relates to a claim from evidence that
+does not, on real agent transcripts: the measurement behind ``lib.memory.claims.SUPPORT_MIN``.
 
 Usage: ``python bench/claim_support.py [--seed 0] [--json]``
 
@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from lib import claims  # noqa: E402
+from lib.memory import claims  # noqa: E402
 from tests.memory.support_pairs import THRESHOLDS, measure  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def main(argv=None, out=sys.stdout) -> int:
         out.write("\n")
         return 0
     out.write(f"{m['n']} claim/evidence pairs from {m['files']} real transcripts "
-              f"(lib.claims.SUPPORT_MIN = {claims.SUPPORT_MIN})\n")
+              f"(lib.memory.claims.SUPPORT_MIN = {claims.SUPPORT_MIN})\n")
     out.write("  threshold  related accepted  unrelated accepted\n")
     for r in rows:
         mark = "  <- SUPPORT_MIN" if abs(r["threshold"] - claims.SUPPORT_MIN) < 1e-9 else ""

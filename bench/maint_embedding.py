@@ -4,12 +4,12 @@
 
 On a ``file://`` store it writes ``--claims`` proposed claims (the text of LoCoMo observations when
 the dataset is present, else the fixture commands of ``bench/memory_eval.py``), then runs, the way
-``maint.py`` runs them, the gate with the default embedder (:func:`lib.gate.run`), the snapshot
+``maint.py`` runs them, the gate with the default embedder (:func:`lib.memory.gate.run`), the snapshot
 build and the publish:
 
 1. a first pass with nothing published yet: every claim is embedded;
 2. ``--new`` more claims are proposed, then two second passes interleaved in one run: with the
-   published snapshot's embeddings (:func:`lib.snapshot.previous_embeddings`, what maint does)
+   published snapshot's embeddings (:func:`lib.memory.snapshot.previous_embeddings`, what maint does)
    and without them (every claim embedded again, what maint did before the cache).
 
 Prints seconds (wall and CPU) per pass, claims embedded, and the cost per 1,000 claims.
@@ -38,14 +38,14 @@ def texts(n: int) -> list[str]:
 
     if os.path.exists(memory_eval.LOCOMO):
         obs, _ = memory_eval.locomo_set()
-        pool = list(dict.fromkeys(t for _, t, _ in obs))
+        pool = list(dict.fromkeys(o[1] for o in obs))
     else:
         pool = [t for t, _, _ in memory_eval.distractors()]
     return [pool[i % len(pool)] + ("" if i < len(pool) else f" (#{i // len(pool)})") for i in range(n)]
 
 
 def propose(store, claim_texts: list[str]) -> None:
-    from lib import claims
+    from lib.memory import claims
 
     for i, text in enumerate(claim_texts):
         claims.write_event(store, FLEET, "bench", {
@@ -56,7 +56,7 @@ def propose(store, claim_texts: list[str]) -> None:
 
 def one_pass(store, emb, use_cache: bool, publish: bool) -> dict:
     """Gate + snapshot build (+ publish), as maint runs them; returns timings and counts."""
-    from lib import gate, snapshot
+    from lib.memory import gate, snapshot
 
     t, c = time.perf_counter(), time.process_time()
     cached = snapshot.previous_embeddings(store, FLEET, emb[0]) if use_cache else {}
@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     p.add_argument("--new", type=int, default=50, help="claims proposed between the passes (default 50)")
     args = p.parse_args(argv)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from lib import embed
+    from lib.memory import embed
     from lib.store import open_store
 
     emb = embed.default_embedder()

@@ -6,7 +6,7 @@ Usage::
 
     python bench/mcp.py [--claims 100000] [--queries 300] [--starts 10] [--embedder ID] [--snapshot PATH]
 
-Builds a synthetic snapshot with :func:`lib.snapshot.build` (claims of 6–20 words drawn from a
+Builds a synthetic snapshot with :func:`lib.memory.snapshot.build` (claims of 6–20 words drawn from a
 6,000-word vocabulary with Zipf weights, see :func:`zipf`; 50 subjects, 95 % agent-visible, embedded
 like maint embeds them — MiniLM, else WordLlama, else ``hash256-v1``; ``--embedder`` picks one;
 with MiniLM only :data:`EMBED_SAMPLE` claims are embedded for real, ``--embed-sample``), places it as ``cache/<fleet>/snapshot.bin`` in a temporary ``CTXLAKE_HOME``
@@ -81,7 +81,7 @@ product over every row), so latency and memory are measured exactly; ranking qua
 def build_snapshot(path: str, n_claims: int, vocab: list[str], rng: random.Random, embedder_id: str,
                    sample: int | None) -> tuple[int, float]:
     """Write the synthetic snapshot; returns ``(claims embedded for real, seconds spent embedding them)``."""
-    from lib import embed, snapshot
+    from lib.memory import embed, snapshot
 
     weights = zipf(len(vocab))
     subjects = [f"area{i}" for i in range(50)]  # one token each, like ci, auth, db
@@ -232,13 +232,13 @@ def main(argv=None) -> int:
     p.add_argument("--starts", type=int, default=10, help="start-up measurements (default 10)")
     p.add_argument("--snapshot", help="reuse this snapshot file instead of building one")
     p.add_argument("--embedder", help="embed the claims with this id (default: what maint uses, "
-                                      "lib.embed.default_embedder(): MiniLM, else WordLlama, else hash256-v1)")
+                                      "lib.memory.embed.default_embedder(): MiniLM, else WordLlama, else hash256-v1)")
     p.add_argument("--embed-sample", type=int, help="embed only this many claims for real, the rest reuse their "
                                                     f"vectors (default: {EMBED_SAMPLE} for MiniLM, every claim otherwise)")
     p.add_argument("--first-rounds", type=int, default=3,
                    help="rounds of fresh servers spawned by the official MCP client for the first-search rows (default 3; 0 skips)")
     args = p.parse_args(argv)
-    from lib import embed
+    from lib.memory import embed
 
     embedder_id = args.embedder or embed.default_embedder()[0]
     if embed.get(embedder_id) is None:
@@ -283,7 +283,7 @@ def main(argv=None) -> int:
             starts.append(time.perf_counter() - s.t0)
             s.close()
 
-        from lib import vector_file
+        from lib.memory import vector_file
         from lib.paths import snapshot_vectors_path
 
         t = time.perf_counter()

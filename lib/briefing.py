@@ -134,7 +134,7 @@ def refresh(cfg, store, log) -> dict:
 
     :raises: store errors (the caller logs them and keeps the last cache).
     """
-    from lib import snapshot
+    from lib.memory import snapshot
 
     res = snapshot.fetch(store, cfg.fleet_id, cfg.paths.snapshot(cfg.fleet_id))
     if res["changed"]:
@@ -159,7 +159,7 @@ def render_cached(cfg, log, *, have_snapshot: bool = True) -> dict:
     import sqlite3
     import time
 
-    from lib import snapshot
+    from lib.memory import snapshot
     from lib.clock import format_time
 
     paths = cfg.paths

@@ -11,9 +11,9 @@ and its ``.pointer.json`` (store → cache leg) through :func:`write`, :func:`wr
   syncd amending its own views and ``ctxlake status``;
 - the status views (:func:`roster`, :func:`leases`, :func:`sync_status`, :func:`file_age`).
 
-``snapshot.bin`` is a SQLite file: :func:`write_blob` puts it there, ``lib.snapshot`` and
-``lib.memory_index`` open it as a database, read-only. ``snapshot.bin.vectors`` (its vector
-index, :mod:`lib.vector_file`) is written by :func:`write_chunks` and mapped by :func:`map_readonly`. ``mcp_server.py`` reads the cache through
+``snapshot.bin`` is a SQLite file: :func:`write_blob` puts it there, ``lib.memory.snapshot`` and
+``lib.memory.memory_index`` open it as a database, read-only. ``snapshot.bin.vectors`` (its vector
+index, :mod:`lib.memory.vector_file`) is written by :func:`write_chunks` and mapped by :func:`map_readonly`. ``mcp_server.py`` reads the cache through
 this module and never touches the store. Every file is
 untrusted input written by other agents' sessions via a daemon: it is size-capped, parsed
 strictly (no NaN), shape-checked by hand for the fields used, depth-limited, and every string
@@ -73,7 +73,7 @@ def write_blob(path: str, data: bytes) -> None:
 def write_chunks(path: str, chunks) -> None:
     """Replace the cache file ``path`` with the concatenated bytes ``chunks`` (an iterable),
     atomically (as :func:`write`), without holding them all in memory: the snapshot's vector
-    index file (:mod:`lib.vector_file`)."""
+    index file (:mod:`lib.memory.vector_file`)."""
     from lib.spool import atomic_write
 
     atomic_write(path, chunks, mode=0o644)

@@ -6,7 +6,7 @@ The path, each leg idempotent so a replay changes nothing:
 2. syncd writes it create-only to ``handoffs/fleet=<f>/dt=<requested date>/<record_id>.json``
    (:func:`ingest`; the key derives from the record, so a re-delivered record lands on itself);
 3. maint reads the last :data:`KEEP_DAYS` days of them (:func:`load_recent`) into the snapshot's
-   ``handoffs`` table (:func:`lib.snapshot.build`);
+   ``handoffs`` table (:func:`lib.memory.snapshot.build`);
 4. every host's syncd mirrors the snapshot: the briefing shows the newest notes with their
    repository (:func:`lib.briefing.render`) and ``fleet_history`` returns them.
 

@@ -228,7 +228,8 @@ def _digests(cfg, store, scan: dict, lake_state: dict, renew, log, summary: dict
     are one session; the digest lives in the first). A stored ``digest.json`` is reused unless
     the session got rows this pass or the digest schema changed; the others are computed from
     the session's rows read back from the table."""
-    from lib import digest as digestmod, lake
+    from lib import lake
+    from lib.memory import digest as digestmod
     from lib.store import NotFound
 
     groups: dict[tuple, list[tuple[str, dict]]] = {}
@@ -295,7 +296,8 @@ def _retention(cfg, store, lake_state: dict, log, now, summary: dict) -> dict:
 
 def run_once(cfg, store, log, now=time.time) -> dict:
     """One maintenance pass; returns a summary dict (see module docstring)."""
-    from lib import lake, retention, snapshot
+    from lib import lake, retention
+    from lib.memory import snapshot
     from lib.live import leases
     from lib.clock import format_time
 
@@ -323,7 +325,7 @@ def run_once(cfg, store, log, now=time.time) -> dict:
         lake_state = _compact(cfg, store, scan, lease["epoch"], renew, log, now, summary)
         digests = _digests(cfg, store, scan, lake_state, renew, log, summary)
         renew.tick()
-        from lib import embed, gate
+        from lib.memory import embed, gate
 
         emb = embed.default_embedder()
         cached = snapshot.previous_embeddings(store, cfg.fleet_id, emb[0], log=log) if emb else {}

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 
 def ingest_proposals(cfg, store, log) -> dict:
-    """MCP ``proposed`` records → ClaimEvents in the store (:func:`lib.claims.ingest`); the
+    """MCP ``proposed`` records → ClaimEvents in the store (:func:`lib.memory.claims.ingest`); the
     consumer's offsets advance only after the events were written."""
-    from lib import claims, mcp_records, spool
+    from lib import mcp_records, spool
+    from lib.memory import claims
 
     records, commit = spool.consume_records(cfg.paths.mcp_spool(cfg.fleet_id), cfg.paths.mcp_consumer_state(cfg.fleet_id, "claims"))
     proposals = mcp_records.select(records, (mcp_records.PROPOSED,))

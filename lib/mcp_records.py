@@ -11,7 +11,7 @@ One JSON object per line (ASCII, compact)::
                       observed_at, evidence[{session_id, message_id}]
 
 The producer is :mod:`lib.mcp_tools` (:func:`build`, :func:`encode`); the consumers —
-:mod:`lib.live.sync` (leases), :mod:`lib.claims` (proposals), :mod:`lib.handoffs` — pick their
+:mod:`lib.live.sync` (leases), :mod:`lib.memory.claims` (proposals), :mod:`lib.handoffs` — pick their
 kinds with :func:`select`, and :mod:`lib.cache_view` reads an agent's pending requests back with
 :func:`decode`. A record is untrusted input to every consumer: each checks the fields it uses.
 Standard library only (the MCP server imports it).

@@ -6,7 +6,7 @@ an agent waits on, so (invariant 1) it never touches the object store:
 
 - **reads** come from the local cache (``cache/<fleet>/roster.json``, ``leases.json``,
   ``sync.json``, ``snapshot.bin``) through :mod:`lib.cache_view` and
-  :mod:`lib.memory_index`; every string that reaches a result is cleaned
+  :mod:`lib.memory.memory_index`; every string that reaches a result is cleaned
   (:func:`lib.sanitize.clean_deep`, at any depth) and claims are rendered with attribution;
 - **writes** append one kind-tagged JSON line to ``spool/mcp/<fleet>.ndjson`` for syncd to
   apply later, after every string of every argument went through the redactor
@@ -80,9 +80,9 @@ class Context:
 
     @property
     def snapshot(self):
-        """The fleet's :class:`lib.memory_index.SnapshotReader` (created on first use)."""
+        """The fleet's :class:`lib.memory.memory_index.SnapshotReader` (created on first use)."""
         if self._snapshot is None:
-            from lib import memory_index
+            from lib.memory import memory_index
 
             self._snapshot = memory_index.SnapshotReader(self.paths.snapshot(self.fleet_id))
         return self._snapshot
@@ -222,8 +222,8 @@ def render_claim(row: dict) -> str:
 
 def _claim_entry(row: dict) -> dict:
     """A snapshot claim row as a result entry; cells of the wrong type read as ``None``
-    (:func:`lib.snapshot.typed_row`: the snapshot is untrusted input)."""
-    from lib.snapshot import CLAIM_COLUMNS, typed_row
+    (:func:`lib.memory.snapshot.typed_row`: the snapshot is untrusted input)."""
+    from lib.memory.snapshot import CLAIM_COLUMNS, typed_row
 
     row = typed_row(row, CLAIM_COLUMNS)
     return {"claim_id": row.get("claim_id"), "rendered": render_claim(row), "claim_type": row.get("claim_type"),
@@ -235,9 +235,9 @@ def _claim_entry(row: dict) -> dict:
 
 def _session_entry(d: dict) -> dict:
     """A snapshot session row (list columns already decoded) as a result entry; scalar cells of
-    the wrong type read as ``None`` (:func:`lib.snapshot.typed_row`), list cells that are not
+    the wrong type read as ``None`` (:func:`lib.memory.snapshot.typed_row`), list cells that are not
     lists as ``[]``."""
-    from lib.snapshot import JSON_COLUMNS, SESSION_COLUMNS, typed_row
+    from lib.memory.snapshot import JSON_COLUMNS, SESSION_COLUMNS, typed_row
 
     d = typed_row(d, {k: t for k, t in SESSION_COLUMNS.items() if k not in JSON_COLUMNS})
     files = [f for f in d["files_touched"] if isinstance(f, str)] if isinstance(d.get("files_touched"), list) else []
@@ -348,7 +348,7 @@ class Tools:
     def start_warm_up(self, params: dict | None = None) -> threading.Thread:
         """Prepare the first ``memory_search`` on a daemon thread (the server calls it on the
         client's ``notifications/initialized``): load the config, then, unless the local summarize
-        mode is ``none``, :meth:`lib.memory_index.SnapshotReader.warm_up` (the vector file mapped,
+        mode is ``none``, :meth:`lib.memory.memory_index.SnapshotReader.warm_up` (the vector file mapped,
         the embedder loaded, one search run), holding the snapshot lock every tool that reads the
         snapshot takes, so a tool call that arrives meanwhile waits for it instead of loading the
         same things again. Logged as ``mcp_warmed_up``; a failure is logged (``mcp_warm_up_failed``)
@@ -438,7 +438,7 @@ class Tools:
 
     def _snapshot_or_none(self, empty_key: str) -> dict | None:
         """``None`` when the snapshot opened; else the honest ``enabled: false`` answer."""
-        from lib import memory_index
+        from lib.memory import memory_index
 
         try:
             self.ctx.snapshot.conn()
@@ -547,7 +547,7 @@ class Tools:
         off = self._snapshot_or_none("sessions")
         if off:
             return dict(off, handoffs=[])
-        from lib import snapshot
+        from lib.memory import snapshot
 
         repo = args.get("repo") or None
         rows = self.ctx.snapshot.sessions(limit + 1, repo=repo, since=since)
@@ -797,7 +797,7 @@ class Tools:
         a, quarantine = self._guard(args)
         if not a["claim"].strip() or not a["subject"].strip():
             raise ToolError("Not queued: claim and subject must not be blank.")
-        from lib.claims import claim_id as content_id
+        from lib.memory.claims import claim_id as content_id
 
         # the claim's content identity, the id the gate folds it under: what ctxlake claims
         # --explain, the snapshot and memory_search show once it is ingested (docs/design.md §10)

@@ -188,7 +188,7 @@ class _ScrapeTimeCollector:
         if m.last_pass_at is not None:
             last_pass.add_metric([], m.last_pass_at)
         yield last_pass
-        from lib import snapshot
+        from lib.memory import snapshot
 
         figures = snapshot.cached_lake_figures(m.paths.snapshot(m.fleet_id))
         for name, help_text in (("bytes", "Bytes of the data files the Delta table's current version references."),

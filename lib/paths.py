@@ -60,7 +60,7 @@ def snapshot_pointer_path(snapshot_path: str) -> str:
 
 
 def snapshot_vectors_path(snapshot_path: str) -> str:
-    """``<snapshot>.vectors``: the snapshot's vector index as a mappable file (:mod:`lib.vector_file`),
+    """``<snapshot>.vectors``: the snapshot's vector index as a mappable file (:mod:`lib.memory.vector_file`),
     written beside the cached snapshot by syncd."""
     return snapshot_path + ".vectors"
 
@@ -180,7 +180,7 @@ class Paths:
 
     def claims_tally(self, fleet_id: str) -> str:
         """``spool/.state/consumers/claims-<fleet_id>-tally.json``: the proposal consumer's
-        per-day tally (:func:`lib.claims.ingest`)."""
+        per-day tally (:func:`lib.memory.claims.ingest`)."""
         return os.path.join(self.state_dir, "consumers", f"claims-{safe_segment(fleet_id)}-tally.json")
 
     def mcp_last_write(self, fleet_id: str, agent_id: str, session_id: str | None) -> str:

@@ -415,7 +415,7 @@ def _done_identity(path: str) -> str | None:
 
 def _seal(store, paths, runtime, sid, group, wm, done, stats, log) -> None:
     if wm.partition_date is None:  # a session with no envelopes at all: nothing to seal
-        _cleanup(group, wm)
+        _cleanup(group, wm, paths.session_process(runtime, sid))
         return
     from urllib.parse import unquote
 
@@ -433,7 +433,7 @@ def _seal(store, paths, runtime, sid, group, wm, done, stats, log) -> None:
             pass  # sealed before (a crash after the PUT, or a resumed session): fine
     wm.sealed = True
     wm.save()
-    if not _cleanup(group, wm):
+    if not _cleanup(group, wm, paths.session_process(runtime, sid)):
         log("seal_deferred", key=lake.sealed_key(prefix), detail="lines were appended after the last batch; they ship next pass")
         return
     stats.sealed += 1
@@ -444,9 +444,9 @@ def _seal(store, paths, runtime, sid, group, wm, done, stats, log) -> None:
     log("session_sealed", key=lake.sealed_key(prefix), segments=wm.next_seg)
 
 
-def _cleanup(group: dict, wm) -> bool:
-    """Delete a sealed session's spool files, then forget their identities, then ``.done``;
-    True when all of it went.
+def _cleanup(group: dict, wm, proc_path: str) -> bool:
+    """Delete a sealed session's spool files, then forget their identities, then ``.done`` and
+    the process record at ``proc_path`` (:mod:`lib.idle_seal`); True when all of it went.
 
     Each file goes only if nothing was appended past its shipped offset
     (:func:`lib.spool.unlink_if_consumed`, under an exclusive lock appenders respect): a line a
@@ -455,6 +455,8 @@ def _cleanup(group: dict, wm) -> bool:
     numbers are free again, and the next spool file of a resumed session may get one of them
     (ext4 reuses them at once), which would then look already shipped. They go before
     ``.done``, so a crash in between leaves ``.done`` behind and the next pass does this again.
+    The process record goes last: a resumed session's hooks write it again, and a record left by
+    a crash only names a process for a session with no spool files, which nothing reads.
     """
     kept = False
     for path in group["files"]:
@@ -468,11 +470,12 @@ def _cleanup(group: dict, wm) -> bool:
     wm.save()
     if kept:
         return False
-    try:
-        if group.get("done"):
-            os.unlink(group["done"])
-    except FileNotFoundError:
-        pass
+    for path in (group.get("done"), proc_path):
+        try:
+            if path:
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
     return True
 
 

@@ -109,7 +109,7 @@ def gather(cfg) -> dict:
     backlog = spool.backlog(p.spool_dir, p.state_dir)
     snap = None
     if os.path.exists(p.snapshot(cfg.fleet_id)):
-        from lib import snapshot
+        from lib.memory import snapshot
 
         try:
             conn = snapshot.open_readonly(p.snapshot(cfg.fleet_id))
@@ -139,7 +139,7 @@ def gather(cfg) -> dict:
           "hooks": hooks, "hook_log": _hook_log(p.hook_errors), "spool_disk": spool.disk_free(p.spool_dir),
           "other_spools": other_spools(p)}
     st["hook_errors"] = st["hook_log"]["errors"]
-    from lib import snapshot as snapmod
+    from lib.memory import snapshot as snapmod
 
     st["lake"] = snapmod.cached_lake_figures(p.snapshot(cfg.fleet_id))  # the Delta table, as of the last maint
     st["unreadable_segments"] = _unreadable_segments(p.snapshot(cfg.fleet_id))
@@ -270,7 +270,7 @@ def _fmt_duration(ms) -> str:
 
 
 def render_sessions(rows: list[dict], out) -> None:
-    """One line per session of :func:`lib.snapshot.recent_sessions` under a header, to ``out``."""
+    """One line per session of :func:`lib.memory.snapshot.recent_sessions` under a header, to ``out``."""
     if not rows:
         out.write("the snapshot holds no sessions yet\n")
         return
@@ -293,10 +293,10 @@ def sessions_cli(args, cfg, out) -> int:
     cached snapshot (:func:`render_sessions`, or a JSON list) to ``out``; returns the exit code.
     :raises lib.failures.Failure: ``refused`` when the cached snapshot cannot be read (truncated,
     not SQLite): the next ``ctxlake sync`` re-hashes it and downloads the store's copy again
-    (:func:`lib.snapshot.fetch`)."""
+    (:func:`lib.memory.snapshot.fetch`)."""
     import sqlite3
 
-    from lib import snapshot
+    from lib.memory import snapshot
     from lib.failures import Failure
 
     path = cfg.paths.snapshot(cfg.fleet_id)

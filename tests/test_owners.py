@@ -109,7 +109,7 @@ def cache_file_io(path: str) -> list[tuple[int, str]]:
 
 def test_cache_files_are_read_and_written_by_lib_cache_view_only():
     """``cache/<fleet>/*`` has one owner (issue 20): a function elsewhere may name a cache file
-    and hand it to ``lib.cache_view`` (or to ``lib.snapshot``'s SQLite reader), never open it."""
+    and hand it to ``lib.cache_view`` (or to ``lib.memory.snapshot``'s SQLite reader), never open it."""
     owners = {os.path.join("lib", "cache_view.py"), os.path.join("lib", "paths.py")}
     bad = {rel: cache_file_io(full) for rel, full in _sources() if rel not in owners}
     assert not {k: v for k, v in bad.items() if v}, bad

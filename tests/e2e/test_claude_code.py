@@ -71,7 +71,7 @@ def run(claude_bin, model, tmp_path_factory, scenario_timer):
         pass_first = fleet.syncd_pass()
         fleet.maint_once()
         lake_first = fleet.lake_events(first["session_id"])
-        from lib import claims
+        from lib.memory import claims
 
         approved = fleet.ctxlake("claims", "--approve", claims.claim_id("preference", CLAIM))
         assert approved.returncode == 0, approved.stdout + approved.stderr

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from lib import lake, maintenance, snapshot
+from lib import lake, maintenance
+from lib.memory import snapshot
 from lib.live import leases
 from tests.live.helpers import Log
 

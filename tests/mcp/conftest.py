@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from lib import embed, jsonrpc, mcp_tools, snapshot
+from lib import jsonrpc, mcp_tools
+from lib.memory import embed, snapshot
 from lib.config import load
 from lib.spool import atomic_write
 
@@ -109,7 +110,7 @@ def digest(session_id: str, *, ended_at: str, repo="github.com/acme/app", summar
 
 
 def write_snapshot(cfg, claims=(), digests=(), meta=None) -> str:
-    """Build a snapshot with :func:`lib.snapshot.build` and place it as ``cache/<fleet>/snapshot.bin``."""
+    """Build a snapshot with :func:`lib.memory.snapshot.build` and place it as ``cache/<fleet>/snapshot.bin``."""
     data = snapshot.build(cfg.fleet_id, list(digests), list(claims), meta={"summarize_mode": "agent", **(meta or {})})
     path = cfg.paths.snapshot(cfg.fleet_id)
     atomic_write(path, data, mode=0o644)

@@ -22,7 +22,8 @@ import tempfile
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from lib import embed, hookproc, jsonrpc, mcp_tools, snapshot
+from lib import hookproc, jsonrpc, mcp_tools
+from lib.memory import embed, snapshot
 from lib.config import load
 from lib.spool import atomic_write
 
@@ -113,7 +114,7 @@ class Home:
         atomic_write(os.path.join(self.cfg.paths.fleet_cache(FLEET), name), data, mode=0o644)
 
     def snapshot(self, claims: list[dict], sessions: list[dict], meta: dict, handoffs: list[dict] = ()) -> None:
-        """A real snapshot (:func:`lib.snapshot.build`), then every generated cell written raw."""
+        """A real snapshot (:func:`lib.memory.snapshot.build`), then every generated cell written raw."""
         good = [{"claim_id": "c-good", "claim": "postgres migrations run first", "claim_type": "environment",
                  "subject": "postgres", "status": "promoted", "confidence": 0.8, "independent_sessions": 2,
                  "visible_to_agents": 1, "observed_by": "cc-1", "observed_at": "2027-01-01T00:00:00.000Z",

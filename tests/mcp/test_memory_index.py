@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from lib import embed, memory_index
+from lib.memory import embed, memory_index
 from tests.mcp.conftest import claim, write_snapshot
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"]

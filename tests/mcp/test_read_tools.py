@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from lib import embed, memory_index
+from lib.memory import embed, memory_index
 from lib.config import load
 from tests.mcp.conftest import (AGENT, FLEET, NOW, claim, digest, spool_lines, write_cache,
                                 write_snapshot)

@@ -12,7 +12,7 @@ import subprocess
 import anyio
 import pytest
 
-from lib import embed, snapshot
+from lib.memory import embed, snapshot
 from lib.spool import atomic_write
 from tests.conftest import FIXTURES, PYTHON, ROOT
 

@@ -154,7 +154,7 @@ def test_the_session_warms_up_after_initialized_and_answers_the_same(server_env,
     """``notifications/initialized`` starts the warm-up thread (the vector file mapped, the embedder
     loaded); a search sent right behind it waits for it and answers what a server that never
     warmed up answers."""
-    from lib import embed, snapshot, vector_file
+    from lib.memory import embed, snapshot, vector_file
     from lib.paths import snapshot_vectors_path
     from tests.mcp.conftest import claim
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import os
 
-from lib import claims, spool
+from lib import spool
+from lib.memory import claims
 from lib.live import leases
 from tests.mcp.conftest import NOW, spool_lines, write_cache
 

@@ -12,14 +12,14 @@ NETWORK_CLIENTS = ("requests", "urllib3", "httpx", "huggingface_hub")
 
 
 def vector_offline(call: str, forbidden: tuple = ()) -> str:
-    """Stdout of ``from lib import embed; v = <call>`` run offline: ``"<len(v)> <|v|²> <bad>"``,
+    """Stdout of ``from lib.memory import embed; v = <call>`` run offline: ``"<len(v)> <|v|²> <bad>"``,
     ``bad`` the imported top-level modules among :data:`NETWORK_CLIENTS` and ``forbidden``.
     :raises subprocess.CalledProcessError: the call failed (a network attempt raises)."""
     code = ("import socket, sys\n"
             "def no(*a, **k): raise RuntimeError('network used')\n"
             "socket.socket.connect = no; socket.create_connection = no; socket.getaddrinfo = no\n"
             f"sys.path.insert(0, {ROOT!r})\n"
-            "from lib import embed\n"
+            "from lib.memory import embed\n"
             f"v = {call}\n"
             f"bad = [m for m in sys.modules if m.split('.')[0] in {NETWORK_CLIENTS + tuple(forbidden)!r}]\n"
             "print(len(v), round(sum(x * x for x in v), 4), bad)\n")

@@ -1,4 +1,4 @@
-"""Claim/evidence pairs from real agent transcripts, for measuring ``lib.claims.support``
+"""Claim/evidence pairs from real agent transcripts, for measuring ``lib.memory.claims.support``
 (``bench/claim_support.py`` prints the table; ``test_support_threshold.py`` checks it).
 
 Pairs come from ``tests/fixtures/claude-transcripts`` (real Claude Code sessions, see
@@ -17,7 +17,7 @@ import os
 import random
 import re
 
-from lib import claims
+from lib.memory import claims
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 THRESHOLDS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.40)

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from lib import briefing, digest
+from lib import briefing
+from lib.memory import digest
 from lib.envelope import Builder
 from lib.sanitize import FENCE_DEFUSED, clean, defuse_fence
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lib import embed
+from lib.memory import embed
 from tests.memory.offline import vector_offline
 
 pytestmark = pytest.mark.skipif(embed.WORDLLAMA_ID not in embed.EMBEDDERS, reason="wordllama wheel not installed")

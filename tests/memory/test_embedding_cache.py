@@ -1,5 +1,5 @@
-"""Claim embeddings are cached across snapshots by claim id and embedder (lib/gate.py embed_claims,
-lib/snapshot.py previous_embeddings): a maintenance pass embeds only the claims the published
+"""Claim embeddings are cached across snapshots by claim id and embedder (lib/memory/gate.py embed_claims,
+lib/memory/snapshot.py previous_embeddings): a maintenance pass embeds only the claims the published
 snapshot does not already carry. Real hook, syncd and maint (docs/memory.md)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import os
 import sqlite3
 
-from lib import embed, gate
+from lib.memory import embed, gate
 from tests.memory.test_claim_flow import _propose, _run, _session, env  # noqa: F401  (env is a fixture)
 
 
@@ -65,7 +65,8 @@ def test_a_cached_blob_of_the_wrong_size_is_recomputed_and_unknown_ids_are_embed
 
 
 def test_an_unreadable_published_snapshot_means_no_cache_and_a_log_line_not_a_failure():
-    from lib import lake, snapshot
+    from lib import lake
+    from lib.memory import snapshot
     from lib.store import OVERWRITE
     from lib.store.memory import MemoryStore
 

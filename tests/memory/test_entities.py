@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from lib import claims, snapshot
-from lib.memory_index import SnapshotReader
+from lib.memory import claims, snapshot
+from lib.memory.memory_index import SnapshotReader
 
 PEOPLE = [("Jolene's mother passed away last year.", "Jolene"),
           ("Jolene spent two weeks in Bogota in March and loved the food.", "Jolene"),
@@ -62,7 +62,7 @@ def test_search_over_an_empty_or_corrupt_snapshot_degrades(tmp_path):
     bad = os.path.join(tmp_path, "bad.sqlite")
     with open(bad, "wb") as fh:
         fh.write(b"SQLite format 3\x00" + os.urandom(4096))
-    from lib.memory_index import Unavailable
+    from lib.memory.memory_index import Unavailable
 
     try:
         SnapshotReader(bad).search("Jolene", 5)

@@ -1,7 +1,7 @@
 """The promotion gate as a pure function, and claim identity/fold (docs/design.md §10)."""
 from __future__ import annotations
 
-from lib import claims, gate
+from lib.memory import claims, gate
 
 
 def _digest(sid, agent, ids, injected=()):

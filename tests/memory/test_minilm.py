@@ -1,11 +1,11 @@
-"""all-MiniLM-L6-v2 from the files of its wheel (lib/minilm.py): loads with the network blocked and
+"""all-MiniLM-L6-v2 from the files of its wheel (lib/memory/minilm.py): loads with the network blocked and
 without importing the wheel's package, reproduces the model's reference similarity, and a batch
 equals one text at a time (padding changes nothing) — docs/design.md §10, docs/memory.md."""
 from __future__ import annotations
 
 import pytest
 
-from lib import embed, minilm
+from lib.memory import embed, minilm
 from tests.memory.offline import vector_offline
 
 pytestmark = pytest.mark.skipif(minilm.model_dir() is None,

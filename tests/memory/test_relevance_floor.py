@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from lib import claims, embed, snapshot
-from lib.memory_index import SnapshotReader
+from lib.memory import claims, embed, snapshot
+from lib.memory.memory_index import SnapshotReader
 
 CLAIMS = [("Configure pytest with `-x -q` in pytest.ini", "convention", "tests"),
           ("The staging database runs postgres 15 on port 5432", "environment", "database"),

@@ -11,8 +11,8 @@ import pytest
 
 np = pytest.importorskip("numpy")
 
-from lib import claims, embed, snapshot  # noqa: E402
-from lib.memory_index import DenseIndex, SnapshotReader  # noqa: E402
+from lib.memory import claims, embed, snapshot  # noqa: E402
+from lib.memory.memory_index import DenseIndex, SnapshotReader  # noqa: E402
 
 
 def _rows(n=300, dim=embed.DIM):

@@ -5,7 +5,7 @@ citation of another session's event does."""
 from __future__ import annotations
 
 from tests.memory import support_pairs as claim_support
-from lib import claims
+from lib.memory import claims
 
 
 def test_support_min_separates_related_from_forged_citations_on_real_transcripts():

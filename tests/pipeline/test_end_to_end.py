@@ -123,7 +123,7 @@ def test_store_outage_keeps_spool_and_catches_up(env, home, tmp_path):
 
 def test_snapshot_build_is_deterministic():
     sys.path.insert(0, ROOT)
-    from lib import snapshot
+    from lib.memory import snapshot
 
     digests = [{"session_id": f"s{i}", "fleet_id": "f", "agent_id": "a", "runtime": "claude_code", "ended_at": f"2026-01-0{i}",
                 "files_touched": ["x"], "commands": [], "usage": {}, "friction": [], "summary": "s"} for i in range(1, 4)]
@@ -132,7 +132,7 @@ def test_snapshot_build_is_deterministic():
 
 def test_an_unchanged_snapshot_costs_one_conditional_get(tmp_path):
     sys.path.insert(0, ROOT)
-    from lib import snapshot
+    from lib.memory import snapshot
     from lib.store.memory import MemoryStore
 
     store = MemoryStore("memory://cond")

@@ -357,7 +357,7 @@ def test_retention_deletes_only_what_is_safe(home, monkeypatch, lakedir):
 
 
 def test_snapshot_blobs_keep_the_current_and_the_previous(home, monkeypatch, lakedir):
-    from lib import snapshot
+    from lib.memory import snapshot
 
     cfg = _cfg(home, monkeypatch, lakedir)
     store = open_store(cfg.store)
@@ -378,7 +378,7 @@ def test_status_and_metrics_show_the_lake_size_and_what_vacuum_frees(home, monke
     import io
 
     import ctxlake
-    from lib import snapshot
+    from lib.memory import snapshot
     from lib.metrics import SyncdMetrics
 
     cfg = _cfg(home, monkeypatch, lakedir)

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from lib.digest import repo_label
+from lib.memory.digest import repo_label
 from tests.conftest import FIXTURES, ROOT
 
 T = os.path.join(FIXTURES, "claude-transcripts")

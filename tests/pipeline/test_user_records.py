@@ -11,7 +11,8 @@ from collections import Counter
 
 import pytest
 
-from lib import digest as digestmod, identity
+from lib import identity
+from lib.memory import digest as digestmod
 from lib.importers.claude_code import parse_file
 from tests.conftest import FIXTURES
 

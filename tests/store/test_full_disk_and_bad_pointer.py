@@ -11,7 +11,8 @@ import textwrap
 
 import pytest
 
-from lib import config, lake, snapshot, syncpass
+from lib import config, lake, syncpass
+from lib.memory import snapshot
 from lib.paths import HomeError, Paths
 from lib.store import open_store
 from tests.conftest import ROOT

@@ -120,10 +120,13 @@ def killed(tmp_path_factory):
     out["gone"] = host.syncd()
     out["gone_log"] = host.log
     out["markers"] = host.sealed_markers()
+    out["proc_after_seal"] = os.path.exists(host.paths.session_process("claude_code", SID))
     out["again"] = host.syncd()
     # `claude --resume`: a new process hooks the rest of the session, then its SessionEnd
     second = host.runtime(host.payloads[KILLED_AFTER:])
+    out["resumed_record"] = idle_seal.read(host.paths.session_process("claude_code", SID))
     out["resumed"] = host.syncd()
+    out["proc_after_end"] = os.path.exists(host.paths.session_process("claude_code", SID))
     _kill(second)
     out["rows"] = host.compacted()
     return out
@@ -152,10 +155,13 @@ def test_once_the_process_is_gone_the_idle_session_is_sealed_with_the_backstop(k
     (ev,) = [e for e in killed["gone_log"] if e["event"] == "session_sealed_idle"]
     assert ev["process"] == "gone"
     assert killed["again"]["sealed"] == 0 and killed["again"]["backstop_filled"] == 0
+    assert not killed["proc_after_seal"], "a sealed session's process record goes with its spool files"
 
 
 def test_a_session_resumed_after_its_idle_seal_ends_with_each_event_once(killed):
     p = killed["resumed"]
+    assert killed["resumed_record"]["pid"] != killed["runtime_pid"], "the resumed process is recorded anew"
+    assert not killed["proc_after_end"], "and its record goes at the real end's seal"
     assert p["errors"] == 0 and p["sealed"] == 1 and p["idle_sealed"] == 0 and p["backstop_filled"] == 0
     rows = killed["rows"]
     ids = [e["event_id"] for e in rows]

@@ -3,7 +3,7 @@
 Flow: ``memory_propose`` (MCP) spools a ``proposed`` record → syncd (:func:`ingest`) resolves
 every citation against the lake — never trusting the agent — and writes one ClaimEvent
 create-only to ``claims/events/fleet=<f>/dt=<d>/agent=<a>/<ulid>.json`` (or a ``rejected`` event
-saying why) → the gate inside maint (:mod:`lib.gate`) folds all events and decides → the fold
+saying why) → the gate inside maint (:mod:`lib.memory.gate`) folds all events and decides → the fold
 is written to ``claims/fleet/<f>/<claim_id>.json`` and into the snapshot.
 
 A claim's identity is its content: ``claim_id = sha256(type \\0 normalized text)[:24]``, so two

