@@ -15,7 +15,7 @@ import re
 
 from lib.redact.outcome import _P
 from lib.redact.scan import _ALNUM, _bounded, _finds, _Lazy, _mixed, _run_rx, _Scan, _table
-from lib.redact.keyed import _KEYED_MIN_RUN, _OPERATOR_NEAR, _provider_keyed, _VALUE_OPENERS
+from lib.redact.keyed import _KEYED_MIN_RUN, _OPERATOR_NEAR, _PROVIDER_SEEN, _provider_keyed, _VALUE_OPENERS
 
 
 _TOKEN_CLS = _table({_ALNUM + "_-": ord("a")}, ord(" "))   # provider-token runs
@@ -240,6 +240,9 @@ def _by_first_two(markers, prefixed) -> dict:
 
 
 _START_BY_2 = _by_first_two(_START_MARKERS, _PREFIXED)
+_ANCHORS_BY_2 = {key: tuple(row[0] for row in rows) for key, rows in _START_BY_2.items()}
+"""First two bytes → the anchors starting with them, for one ``bytes.startswith`` per run before
+:func:`_marker_at` is called (most runs share two bytes with an anchor but not the anchor)."""
 _JWT = _Lazy(next(p for a, _, p, _ in _START_MARKERS if a == b"eyJ"))
 _SGR = re.compile(rb"[0-9]{1,3}m")
 _DOT_ROWS = [(a, rule, _Lazy(p), m) for a, rule, p, m in _DOT_MARKERS]
@@ -301,8 +304,11 @@ def _scan_tokens(sc: _Scan) -> None:
     ``ya29.``/``SG.``-style anchors and split JWTs, ``/`` for webhook URLs and Google refresh
     tokens, ``:`` for Telegram bot tokens)."""
     b = sc.b
+    low = sc.lower()
     by2 = _START_BY_2
+    anchors_by2 = _ANCHORS_BY_2
     op_near = _OPERATOR_NEAR
+    seen = _PROVIDER_SEEN
     for m in _run_rx(_KEYED_MIN_RUN).finditer(b.translate(_TOKEN_CLS)):
         k, j = m.span()
         s = k
@@ -318,12 +324,15 @@ def _scan_tokens(sc: _Scan) -> None:
                     if sgr:
                         s = sgr.end()
             if (b[s - 1] in _VALUE_OPENERS or (b[s - 1] == 116 and b[s - 2] == 92)) and op_near(b, max(0, s - 17), s):
-                _provider_keyed(sc, s)  # "HEROKU_API = <uuid>": a provider name before the value
+                hit = seen.get(low[s - 48 if s > 48 else 0:s])  # the verdict _provider_keyed cached, if any
+                if hit is None or hit >= 0:
+                    _provider_keyed(sc, s)  # "HEROKU_API = <uuid>": a provider name before the value
         if j - k >= 24:
             _inner_markers(sc, by2, k, j)  # "key-AKIA...", "prod_AKIA...", "token_ghp_..."
-        rows = by2.get(b[s:s + 2])
-        if rows is not None:
-            _marker_at(sc, s, rows)
+        key = b[s:s + 2]
+        anchors = anchors_by2.get(key)
+        if anchors is not None and b.startswith(anchors, s):
+            _marker_at(sc, s, by2[key])
         if j - k == 50 and _MAILGUN_NEW.fullmatch(b, k, j):
             sc.marks.add("mailgun_key")
         elif j - s == 40 and b.endswith(b"_mmk", s, j) and b[s + 6] == 95:
