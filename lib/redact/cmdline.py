@@ -21,7 +21,7 @@ import re
 
 _WORDS = (b"key", b"token", b"secret", b"pass", b"pwd", b"auth", b"cred")
 """Literal pieces one of which every secret option name holds (the keywords of
-``lib.redact._KEYWORDS``, whose offsets the scrub has already found)."""
+``lib.redact.keyed._KEYWORDS``, whose offsets the scrub has already found)."""
 
 _NAME = re.compile(
     rb"(?:[a-z0-9]+[-_])*?(?:"
