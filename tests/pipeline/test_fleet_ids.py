@@ -6,33 +6,20 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import uuid
 
 import pytest
 
 from tests.cli.test_errors import Box
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES
+from tests.pipeline.lakeutil import init_and_capture
 
 # the tester's ids: a space, a non-ASCII letter, a slash, a literal percent escape, an ESC byte
 REPORTED = ["a b", "ünï", "fl/eet", "x%2Fy", "mal\x1b[2Jx"]
-PAYLOADS = [os.path.join(FIXTURES, "claude-hooks", f"home-assistant-green-button__{n}.json")
-            for n in ("session_start", "session_end")]
 
 
 def _loop(box: Box, store_url: str, fleet: str) -> None:
-    r = box.run("init", "--store", store_url, "--fleet", fleet, "--agent-id", "a1")
-    assert r.returncode == 0, r.stderr
-    env = dict(box.env, CTXLAKE_HOOK_SYNC="1")
-    for path in PAYLOADS:
-        with open(path, "rb") as fh:
-            payload = json.dumps(json.load(fh)[0]).encode()
-        h = subprocess.run([sys.executable, "-I", "-S", os.path.join(ROOT, "hook.py"), "claude_code"], input=payload,
-                           capture_output=True, env=env, timeout=120)
-        assert h.returncode == 0, h.stderr
-    sync = box.run("sync", "--once", "--json")
-    assert sync.returncode == 0 and json.loads(sync.stdout)["sealed"] == 1, sync.stderr
+    init_and_capture(box, store_url, fleet)
     for attempt in (1, 2):  # the second pass reads the table the first one committed
         maint = box.run("maint", "--once", "--json")
         assert maint.returncode == 0, maint.stderr
