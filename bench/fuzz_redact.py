@@ -1,4 +1,4 @@
-"""atheris (libFuzzer) target for lib/redact.py — coverage-guided, beyond what hypothesis finds.
+"""atheris (libFuzzer) target for lib/redact/ — coverage-guided, beyond what hypothesis finds.
 
 Usage (atheris is optional and not in requirements-dev.txt: a 35 MB wheel with a clang runtime
 for one manual tool)::

@@ -38,7 +38,7 @@ def texts(n: int) -> list[str]:
 
     if os.path.exists(memory_eval.LOCOMO):
         obs, _ = memory_eval.locomo_set()
-        pool = list(dict.fromkeys(t for _, t, _ in obs))
+        pool = list(dict.fromkeys(o[1] for o in obs))
     else:
         pool = [t for t, _, _ in memory_eval.distractors()]
     return [pool[i % len(pool)] + ("" if i < len(pool) else f" (#{i // len(pool)})") for i in range(n)]

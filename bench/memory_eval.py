@@ -51,11 +51,14 @@ def distractors() -> list[tuple[str, str, str]]:
 
 
 def build(rows_spec, embedder) -> str:
+    """A real snapshot (:func:`lib.memory.snapshot.build`) of ``rows_spec``: ``(claim, type, subject)`` or
+    ``(claim, type, subject, observed_at)`` each, as promoted agent-visible claims; its path."""
     rows = []
-    for text, ctype, subject in rows_spec:
+    for text, ctype, subject, *when in rows_spec:
         cid = claimsmod.claim_id(ctype, text)
         row = {"claim_id": cid, "claim": text, "claim_type": ctype, "subject": subject, "status": "promoted",
-               "confidence": 0.8, "observed_by": "eval", "observed_at": "2026-11-29", "independent_sessions": 2,
+               "confidence": 0.8, "observed_by": "eval", "observed_at": when[0] if when else "2026-11-29",
+               "independent_sessions": 2,
                "evidence": [], "visible_to_agents": 1}
         rows.append(row)
     if embedder:  # batched like maint (lib.memory.gate.embed_claims)
@@ -116,10 +119,12 @@ folder, never copied into this repository)."""
 
 def locomo_set(path: str = LOCOMO) -> tuple[list, list]:
     """Pooled LoCoMo: ``(observations, questions)``. Each observation is one claim
-    ``(claim_id, text, speaker)`` (speaker = subject); each question is ``(text, category,
-    {claim_id of every observation its evidence dialog ids point at}, conversation index)``.
-    Category 5 questions
-    are adversarial: built on the wrong person, with no right answer in the conversation."""
+    ``(claim_id, text, speaker, observed_at)`` (speaker = subject; observed_at = the ISO time of
+    the conversation session it was observed in, as a claim's is the time of the session that
+    observed it); each question is ``(text, category, {claim_id of every observation its
+    evidence dialog ids point at}, conversation index)``. Category 5 questions are adversarial:
+    built on the wrong person, with no right answer in the conversation."""
+    import datetime
     import json
 
     with open(path, encoding="utf-8") as fh:
@@ -127,11 +132,13 @@ def locomo_set(path: str = LOCOMO) -> tuple[list, list]:
     obs, qs = [], []
     for ci, conv in enumerate(data):
         by_dialog: dict = {}
-        for per in conv["observation"].values():
+        for key, per in conv["observation"].items():
+            session = key.removesuffix("_observation")  # session_3_observation → session_3_date_time
+            when = datetime.datetime.strptime(conv["conversation"][f"{session}_date_time"], "%I:%M %p on %d %B, %Y")
             for speaker, items in per.items():
                 for text, dia in items:
                     cid = claimsmod.claim_id("environment", text)
-                    obs.append((cid, text, speaker))
+                    obs.append((cid, text, speaker, when.isoformat()))
                     for d in (dia if isinstance(dia, list) else [dia]):
                         by_dialog.setdefault((ci, d), []).append(cid)
         for q in conv["qa"]:
@@ -143,10 +150,10 @@ def locomo_set(path: str = LOCOMO) -> tuple[list, list]:
 def locomo_build(obs, embedder) -> str:
     """A real snapshot of the pooled observations as promoted claims (subject = speaker)."""
     seen, spec = set(), []
-    for cid, text, speaker in obs:
+    for cid, text, speaker, when in obs:
         if cid not in seen:
             seen.add(cid)
-            spec.append((text, "environment", speaker))
+            spec.append((text, "environment", speaker, when))
     return build(spec, embedder)
 
 
@@ -159,8 +166,8 @@ def locomo_fts_baseline(obs, qs) -> dict:
 
     db = sqlite3.connect(":memory:")
     db.execute("CREATE VIRTUAL TABLE f USING fts5(cid UNINDEXED, claim, subject, tokenize='porter unicode61')")
-    db.executemany("INSERT INTO f VALUES (?, ?, ?)", obs)
-    subject = {cid: s.lower() for cid, _, s in obs}
+    db.executemany("INSERT INTO f VALUES (?, ?, ?)", [o[:3] for o in obs])
+    subject = {o[0]: o[2].lower() for o in obs}
 
     def search(q):
         m = match_expr(query_terms(q))
@@ -260,29 +267,62 @@ SCORE_FLOORS = (0.0, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60)
 """Fused-score floors of the adversarial trade-off curve (:func:`floor_curve`)."""
 
 
+def _curve_point(answers) -> tuple[float, float, float]:
+    """``(hit@5, MRR@10, adversarial answered at all)`` of ``answers``: ``(category, evidence,
+    [claim_id, ...])`` per question, as :func:`locomo_score` counts them."""
+    n = h5 = rr = adv = adv_any = 0
+    for cat, ev, hits in answers:
+        if cat == 5:
+            adv += 1
+            adv_any += bool(hits)
+            continue
+        if not ev:
+            continue
+        n += 1
+        ranks = [i for i, h in enumerate(hits) if h in ev]
+        h5 += bool(ranks) and ranks[0] < 5
+        rr += 1 / (ranks[0] + 1) if ranks else 0.0
+    return h5 / n, rr / n, adv_any / adv
+
+
 def floor_curve(reader, questions) -> list[tuple[float, float, float, float]]:
     """The adversarial trade-off of a score-calibrated relevance floor: for each floor of
     :data:`SCORE_FLOORS`, ``(floor, hit@5, MRR@10, adversarial answered at all)`` when hits whose
     ``score`` is below it are dropped. A floor only removes hits, never reorders them, so one
     search per question gives the whole curve."""
     res = [(cat, ev, [(h["claim_id"], h["score"]) for h in reader.search(q, 10)["hits"]]) for q, cat, ev, *_ in questions]
-    out = []
-    for f in SCORE_FLOORS:
-        n = h5 = rr = adv = adv_any = 0
-        for cat, ev, scored in res:
-            hits = [c for c, s in scored if s >= f]
-            if cat == 5:
-                adv += 1
-                adv_any += bool(hits)
-                continue
-            if not ev:
-                continue
-            n += 1
-            ranks = [i for i, h in enumerate(hits) if h in ev]
-            h5 += bool(ranks) and ranks[0] < 5
-            rr += 1 / (ranks[0] + 1) if ranks else 0.0
-        out.append((f, h5 / n, rr / n, adv_any / adv))
-    return out
+    return [(f, *_curve_point((cat, ev, [c for c, s in scored if s >= f]) for cat, ev, scored in res)) for f in SCORE_FLOORS]
+
+
+WRONG_PERSON_MARGINS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
+"""Margins of the wrong-person trade-off curve (:func:`margin_curve`)."""
+
+
+def margin_curve(reader, questions) -> list[tuple[float, float, float, float]]:
+    """The adversarial trade-off of :data:`lib.memory.memory_index.WRONG_PERSON_MARGIN`: for no margin
+    (``inf``) and each of :data:`WRONG_PERSON_MARGINS`, ``(margin, hit@5, MRR@10, adversarial
+    answered at all)``. One search per question with the margin off gives the whole curve: a
+    margin only empties the answers whose ``wrong_person_margin`` exceeds it."""
+    from lib.memory import memory_index
+
+    saved = memory_index.WRONG_PERSON_MARGIN
+    memory_index.WRONG_PERSON_MARGIN = float("inf")
+    try:
+        res = []
+        for q, cat, ev, *_ in questions:
+            out = reader.search(q, 10)
+            res.append((cat, ev, out.get("wrong_person_margin"), [h["claim_id"] for h in out["hits"]]))
+    finally:
+        memory_index.WRONG_PERSON_MARGIN = saved
+    return [(m, *_curve_point((cat, ev, [] if margin is not None and margin > m else found)
+                              for cat, ev, margin, found in res)) for m in (float("inf"),) + WRONG_PERSON_MARGINS]
+
+
+def lossless_margin(curve) -> float:
+    """The smallest margin of :func:`margin_curve`'s ``curve`` whose hit@5 and MRR@10 equal the
+    curve's without a margin (its first point): the point chosen on the tuning split."""
+    _, h0, r0, _ = curve[0]
+    return min((m for m, h, r, _ in curve if h >= h0 - 1e-9 and r >= r0 - 1e-9), default=curve[0][0])
 
 
 def locomo(modes) -> None:
@@ -312,7 +352,7 @@ def locomo(modes) -> None:
               f"{r['adv_wrong_person']:>10.3f} {r['p95_ms']:>7.1f}  {cats}")
     row("FTS5 porter, OR-joined (baseline), all", locomo_fts_baseline(obs, qs))
     row("FTS5 porter, OR-joined (baseline), held out", locomo_fts_baseline(obs, held))
-    subject = {cid: s.lower() for cid, _, s in obs}
+    subject = {o[0]: o[2].lower() for o in obs}
     for name, emb in modes:
         t = time.perf_counter()
         path = locomo_build(obs, emb)
@@ -334,6 +374,13 @@ def locomo(modes) -> None:
                 for split, questions in (("tuning", tune), ("held-out", held)):
                     print(f"  score floor on the {split} split (floor: hit@5/MRR@10/adversarial answered): "
                           + "  ".join(f"{f:.2f}: {h:.3f}/{m:.3f}/{a:.3f}" for f, h, m, a in floor_curve(reader, questions)))
+                for split, questions in (("tuning", tune), ("held-out", held)):
+                    curve = margin_curve(reader, questions)
+                    print(f"  wrong-person margin on the {split} split (margin: hit@5/MRR@10/adversarial answered): "
+                          + "  ".join(f"{m:.2f}: {h:.3f}/{r:.3f}/{a:.3f}" for m, h, r, a in curve))
+                    if split == "tuning":
+                        print(f"  smallest margin losing no positive on the tuning split: {lossless_margin(curve):.2f}; "
+                              f"shipped lib.memory.memory_index.WRONG_PERSON_MARGIN = {memory_index.WRONG_PERSON_MARGIN:.2f}")
                 if best != shipped:
                     saved = memory_index.FUSION_ALPHAS.get(eid)
                     memory_index.FUSION_ALPHAS[eid] = best

@@ -243,20 +243,53 @@ def timing(runs: int) -> dict:
 
 
 def load_baseline(rev: str):
-    """``lib/redact.py`` as of git revision ``rev``, imported as a separate module (for an
-    interleaved before/after timing in one run)."""
+    """The redactor as of git revision ``rev`` (``lib/redact.py`` before it became the package
+    ``lib/redact/``), imported beside the current one (for an interleaved before/after timing in
+    one run). A package revision is extracted under ``.cache/`` and imported as ``lib.redact``
+    with ``lib``'s path pointed at it first; the current modules are put back afterwards, and
+    the baseline's functions keep the globals they were imported with."""
+    import importlib
     import importlib.util
     import subprocess
 
-    src = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:lib/redact.py"], check=True, capture_output=True).stdout
-    path = os.path.join(ROOT, ".cache", f"redact_{rev}.py")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as fh:
-        fh.write(src)
-    spec = importlib.util.spec_from_file_location(f"redact_{rev}", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
+    def show(path: str) -> bytes | None:
+        r = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:{path}"], capture_output=True)
+        return r.stdout if r.returncode == 0 else None
+
+    src = show("lib/redact.py")
+    if src is not None:
+        path = os.path.join(ROOT, ".cache", f"redact_{rev}.py")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(src)
+        spec = importlib.util.spec_from_file_location(f"redact_{rev}", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod  # dataclasses look their module up
+        spec.loader.exec_module(mod)
+        return mod
+    import lib
+
+    root = os.path.join(ROOT, ".cache", f"redact_{rev}", "lib")
+    os.makedirs(os.path.join(root, "redact"), exist_ok=True)
+    names = subprocess.run(["git", "-C", ROOT, "ls-tree", "--name-only", f"{rev}:lib/redact/"], check=True,
+                           capture_output=True, text=True).stdout.split()
+    for name in names:
+        if name.endswith(".py"):
+            with open(os.path.join(root, "redact", name), "wb") as fh:
+                fh.write(show(f"lib/redact/{name}"))
+    current = {n: m for n, m in sys.modules.items() if n == "lib.redact" or n.startswith("lib.redact.")}
+    saved_path = list(lib.__path__)
+    try:
+        for n in current:
+            del sys.modules[n]
+        lib.__path__[:] = [root] + saved_path
+        mod = importlib.import_module("lib.redact")
+        for n in [n for n in sys.modules if n == "lib.redact" or n.startswith("lib.redact.")]:
+            sys.modules[f"redact_{rev}{n[len('lib.redact'):]}"] = sys.modules.pop(n)
+    finally:
+        lib.__path__[:] = saved_path
+        sys.modules.update(current)
+        lib.redact = current["lib.redact"]
     return mod
 
 
@@ -303,7 +336,7 @@ def main(argv=None, out=sys.stdout) -> int:
     ap.add_argument("--runs", type=int, default=15, help="timing runs (default 15)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--regen", action="store_true", help="rewrite the committed gitleaks samples and exit")
-    ap.add_argument("--baseline", metavar="REV", help="also time lib/redact.py of git revision REV, interleaved, and exit")
+    ap.add_argument("--baseline", metavar="REV", help="also time the redactor of git revision REV, interleaved, and exit")
     ap.add_argument("--files", type=int, default=600, help="site-packages .py files read for negatives")
     ap.add_argument("--show-misses", type=int, default=3, help="misses printed per placement (tuned families only)")
     args = ap.parse_args(argv)

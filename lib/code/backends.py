@@ -580,12 +580,32 @@ def _csharp_imports(root, data):
     return out
 
 
+class _At:
+    """A position standing in for a node where only ``start_byte`` is read (``Spec.sig_end``)."""
+
+    __slots__ = ("start_byte",)
+
+    def __init__(self, start_byte: int):
+        self.start_byte = start_byte
+
+
+def _body_or_end(node, body):
+    """Where a Ruby or Lua definition's header ends (``Spec.sig_end``): at its body, or, when it
+    has none (empty, or left out of the outline parse, lib/code/skeleton.py), just past its
+    parameters (its name when it has none)."""
+    if body is not None:
+        return body
+    last = node.child_by_field_name("parameters") or node.child_by_field_name("name")
+    return _At(last.end_byte) if last is not None else None
+
+
 # -- Ruby --------------------------------------------------------------------------------------
 
 def _ruby(node, data, parent):
     t = node.type
     if t in ("method", "singleton_method"):
-        return [Spec(field_text(node, "name", data), "function", node, node, node.child_by_field_name("body"))], True
+        body = node.child_by_field_name("body")
+        return [Spec(field_text(node, "name", data), "function", node, node, body, sig_end=_body_or_end(node, body))], True
     if t in ("class", "module"):
         return [Spec(field_text(node, "name", data), "class" if t == "class" else "type", node, node,
                      node.child_by_field_name("body"))], True
@@ -621,7 +641,8 @@ def _ruby_imports(root, data):
 def _lua(node, data, parent):
     t = node.type
     if t == "function_declaration":
-        return [Spec(field_text(node, "name", data), "function", node, node, node.child_by_field_name("body"))], True
+        body = node.child_by_field_name("body")
+        return [Spec(field_text(node, "name", data), "function", node, node, body, sig_end=_body_or_end(node, body))], True
     if t == "variable_declaration" and parent is not None and parent.type == "chunk":
         specs = []
         assign = next((c for c in node.children if c.type == "assignment_statement"), None)

@@ -107,6 +107,13 @@ DIAGNOSTIC_PATTERNS = (
     r"Tests run: \d+|^\[(?:ERROR|FATAL)\]|^BUILD (?:FAILED|SUCCESSFUL)|^Build (?:FAILED|succeeded)",
     r"^\s*\d+ (?:errors?|warnings?)(?: generated)?\.?$|Found \d+ errors?|\d+ Error\(s\)|\d+ Warning\(s\)",
     r"\d+ (?:failed|passed|errors?)\b.* in [\d.]+s|tests? (?:passed|failed)",
+    # dotnet test (VSTest, xUnit) and MSBuild: a failed test's name, its error message, the run's
+    # summary, a failed project and MSBuild's own diagnostics
+    r"\[FAIL\]$|^\s*Failed \S.* \[(?:< )?[\d.]+ m?s\]$|^(?:Failed|Passed)!\s+- Failed:",
+    r"^Test Run (?:Failed|Aborted)\.|^Total tests: \d+|^\s+Failed: \d+$|-- FAILED\.$|\bMSB\d{4}:",
+    # minitest and busted summaries
+    r"^\d+ (?:runs|tests), \d+ assertions, \d+ failures, \d+ errors",
+    r"^\d+ success(?:es)? / \d+ failures? / \d+ errors? / \d+ pending",
 )
 """Lines a developer looks for in build and test output, kept whatever the configured keep
 list says (case-sensitive; RE2). docs/ctxctl.md lists the toolchains each line comes from."""
@@ -115,17 +122,20 @@ BLOCK_START = (
     r"^Traceback \(most recent call last\):|^stack traceback:|^goroutine \d+ \[|^thread '.*'.* panicked"
     r"|^panic:|^(?:error|warning)(?:\[[\w-]+\])?:|^_{3,} .* _{3,}$|^---- \S+ stdout ----"
     r"|^\S.*:\d+(?::\d+)?: (?:fatal )?(?:error|warning)\b|^Exception in thread|^not ok \d+"
+    r"|^\s*Error Message:$"
 )
 """Lines that open a diagnostic block: the indented lines after them (traceback frames and
 their source lines, rustc/gcc code frames with their ``^^^`` markers, a pytest failure's
-assertion diff, a goroutine's stack, a TAP failure's YAML) are kept up to an empty or
-unindented line."""
+assertion diff, a goroutine's stack, a TAP failure's YAML, a dotnet test's error message and
+stack trace) are kept up to an empty or unindented line."""
 PARAGRAPH_START = (
     r"^thread '.*'.* panicked|^panic:|^goroutine \d+ \[|^---- \S+ stdout ----|^failures:$|^FAIL: |^ERROR: "
+    r"|^(?:Failure|Error) (?:→|->) \S+ @ \d+|^\s+\d+\) (?:Failure|Error):$"
 )
 """Block openers whose block runs to the next empty line, unindented lines included (a Rust
 panic's message and ``left``/``right``, a Go goroutine's stack, cargo's failure list,
-unittest's failure report)."""
+unittest's failure report, busted's and minitest's failure reports: the test's name, its
+location and the expected and actual values)."""
 BLOCK_MAX = 60
 """Most continuation lines one block keeps (a runaway stack trace stays bounded)."""
 

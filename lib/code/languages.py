@@ -237,6 +237,7 @@ _WORD = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234567
 _IDENT_START = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _IDENT_HEAD = frozenset(bytes([c]) for c in _IDENT_START)
 _CAPS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_CAPS_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 _SAL_PREFIXES = tuple(p.lower().encode() for p in (
     "In", "Out", "Inout", "Ret", "Deref", "Pre", "Post", "Outptr", "Must", "Check", "Success", "Printf", "Null",
     "Notnull", "Maybenull", "Reserved", "Field", "Frees", "Use", "When", "At", "Struct", "Acquires", "Releases",
@@ -353,16 +354,21 @@ def mask_annotations(data: bytes, spans: list | None = None) -> bytes:
     return bytes(out)
 
 
+def _edit_masks(tree, data: bytes, spans: list):
+    """``tree`` (edited in place and returned) told that each span of ``data`` was rewritten
+    with as many bytes: the edits an incremental parse of the masked text starts from."""
+    for a, b in spans:
+        row, col = data.count(b"\n", 0, a), a - (data.rfind(b"\n", 0, a) + 1)
+        row2, col2 = row + data.count(b"\n", a, b), b - (data.rfind(b"\n", 0, b) + 1)
+        tree.edit(a, b, b, (row, col), (row2, col2), (row2, col2))
+    return tree
+
+
 def _reparse_masked(grammar: str, tree, data: bytes, masked: bytes, spans: list):
     """``(tree, errors, error bytes)`` of ``masked``, re-parsed incrementally from ``tree`` (the
     parse of ``data``): each blanked span is an edit of the same length, so tree-sitter reuses
     every subtree the masks do not touch (a tenth of a full parse)."""
-    old = tree.copy()
-    for a, b in spans:
-        row, col = data.count(b"\n", 0, a), a - (data.rfind(b"\n", 0, a) + 1)
-        row2, col2 = row + data.count(b"\n", a, b), b - (data.rfind(b"\n", 0, b) + 1)
-        old.edit(a, b, b, (row, col), (row2, col2), (row2, col2))
-    new = parser(grammar).parse(masked, old)
+    new = parser(grammar).parse(masked, _edit_masks(tree.copy(), data, spans))
     _remember(new)
     errors, size = count_errors(new)
     return new, errors, size
@@ -374,7 +380,9 @@ _skeleton_parsers = {}
 def _parse_skeleton(name: str, grammar: str, data: bytes):
     """The outline parse (:mod:`lib.code.skeleton`): the tree of ``data`` with the interiors of
     function bodies left out; ``False`` when nothing can be left out, ``None`` when that tree
-    has a syntax error (the caller parses the whole file instead)."""
+    has a syntax error (the caller parses the whole file instead). A C or C++ skeleton is
+    parsed again with its annotation macros masked (:func:`mask_spans`) when it has errors, and
+    kept when all that remains is statement macros (:func:`_only_statement_macros`)."""
     from lib.code import skeleton
 
     if len(data) < skeleton.MIN_BYTES:
@@ -388,10 +396,38 @@ def _parse_skeleton(name: str, grammar: str, data: bytes):
     Range = binding().Range
     p.included_ranges = [Range(a_point, b_point, a, b) for a, b, a_point, b_point in skeleton.ranges(data, cuts)]
     tree = p.parse(data)
-    if tree.root_node.has_error:
+    if tree.root_node.has_error and name in ("c", "cpp"):
+        spans = mask_spans(data)  # annotation macros in headers: the whole parse masks them too
+        if spans:
+            tree = _edit_masks(tree, data, spans)
+            tree = p.parse(mask_annotations(data, spans), tree)
+    if tree.root_node.has_error and not (name in ("c", "cpp") and _only_statement_macros(tree, data)):
         return None
     _remember(tree)
     return tree
+
+
+def _only_statement_macros(tree, data: bytes) -> bool:
+    """Every syntax error of ``tree`` is a MISSING ``;`` on a line that holds one ALL-CAPS
+    identifier and nothing else: an object-like macro used as a statement
+    (``FMT_BEGIN_NAMESPACE``, ``G_BEGIN_DECLS``), which no scan of bodies can have caused and
+    which the whole parse reports the same way."""
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.is_missing:
+            if node.type != ";":
+                return False
+            at = node.start_byte
+            line = data[data.rfind(b"\n", 0, at) + 1:at].strip()
+            if len(line) < 3 or not (65 <= line[0] <= 90) or line.strip(_CAPS_BYTES):
+                return False
+            continue
+        if node.is_error:
+            return False
+        if node.has_error:
+            stack.extend(node.children)
+    return True
 
 
 def parse(path: str, data: bytes, skip_bodies: bool = False) -> Parsed:
@@ -415,7 +451,7 @@ def parse(path: str, data: bytes, skip_bodies: bool = False) -> Parsed:
     if skip_bodies:
         tree = _parse_skeleton(name, grammar, data)
         if tree:
-            return Parsed(name, tree, data, 0, 0)
+            return Parsed(name, tree, data, *count_errors(tree))
     tree, errors, size = _parse(grammar, data)
     if errors and name in ("c", "cpp"):
         spans = mask_spans(data)

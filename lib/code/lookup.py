@@ -70,7 +70,8 @@ def run(path: str, name: str, config, *, kind: str | None = None, signature: boo
     :raises ExitError: 1 read, 2 unsupported extension or bad range, 3 slice failure, 4 not found.
     """
     src, parsed, syms = outline.load(path, config, real,
-                                     want=lambda spec: spec.name == name and (kind is None or spec.kind == kind))
+                                     want=lambda spec: spec.name == name and (kind is None or spec.kind == kind),
+                                     bodies=compact, name=name)
     sym = find(syms, name, kind)
     if sym is None:
         raise ExitError(NOT_FOUND, not_found_message(name, kind))

@@ -47,10 +47,13 @@ def rows(syms: list, show_lines: bool = True, fold_threshold: int | None = None)
     return out
 
 
-def load(path: str, config, real: str | None = None, extract: bool = True, want=None):
+def load(path: str, config, real: str | None = None, extract: bool = True, want=None, bodies: bool = False,
+         name: str | None = None):
     """Read and parse ``path``: returns ``(Source, Parsed, symbols)`` (``symbols`` is ``None``
     when ``extract`` is off: ``deps`` needs none; only those ``want`` accepts when given, see
-    :func:`lib.code.symbols.extract`).
+    :func:`lib.code.symbols.extract`). ``bodies``: every symbol keeps its body node (the
+    compact view folds it; :data:`lib.code.skeleton.KEEPS_NO_BODY_NODE`). ``name``: the name
+    ``want`` looks for, which lets the extraction start from its occurrences.
 
     :raises ExitError: 1 read failure (a directory included), 2 unsupported extension.
     """
@@ -58,9 +61,11 @@ def load(path: str, config, real: str | None = None, extract: bool = True, want=
         source.regular(path, real)  # a directory is a bad path, not an unsupported extension
         languages.require_backend(path)
     src = source.read(path, config.limits.max_file_bytes, real)
-    skip = extract or languages.backend_for(path) in skeleton.IMPORTS_OUTSIDE_BODIES
+    backend = languages.backend_for(path)
+    skip = (extract or backend in skeleton.IMPORTS_OUTSIDE_BODIES) and not (
+        bodies and backend in skeleton.KEEPS_NO_BODY_NODE)
     parsed = languages.parse(path, src.data, skip_bodies=skip)
-    syms = symbols.extract(parsed, want) if extract else None
+    syms = symbols.extract(parsed, want, name) if extract else None
     return src, parsed, syms
 
 

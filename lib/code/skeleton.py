@@ -18,7 +18,10 @@ first ``(``, as ``where T : class`` constrains a method). A body is kept whole (
 its interior may hold a definition the backend lists there (:func:`_keeps`): Java's local and
 anonymous classes, Rust's nested items, C#'s local functions, TypeScript's and JavaScript's
 nested named functions, classes and object-literal methods. C, C++ and Go list nothing
-inside a function. Python's bodies are found by indentation (:func:`_python_holes`).
+inside a function. Python's bodies are found by indentation (:func:`_python_holes`), Lua's and
+Ruby's by matching block keywords to their ``end`` (:func:`_lua_holes`, :func:`_ruby_holes`: the
+hole runs from the header to the ``end``, so such a function has no body node; a scan whose
+keywords do not balance leaves nothing out).
 The test ``tests/ctxctl/test_skeleton.py`` checks, on real files of every such language,
 that the outline of the skeleton parse equals the outline of the full parse.
 
@@ -33,10 +36,11 @@ LEXERS = {
     "c": {"chars": True}, "cpp": {"chars": True}, "csharp": {"chars": True, "verbatim": True},
     "java": {"chars": True}, "go": {"chars": True, "backtick": True}, "rust": {"chars": True},
     "typescript": {"backtick": True, "single": True}, "javascript": {"backtick": True, "single": True},
-    "python": {},
+    "python": {}, "lua": {}, "ruby": {},
 }
 """Languages with a skeleton parse, and the literals their brace scan knows beyond ``"…"`` and
-C comments (Python has its own scan, by indentation):
+C comments (Python has its own scan, by indentation; Lua and Ruby theirs, by keywords:
+:func:`_lua_holes`, :func:`_ruby_holes`):
 ``chars`` a one-character ``'x'``/``'\\n'`` literal (a Rust lifetime ``'a`` is none),
 ``single`` a ``'…'`` string, ``backtick`` a `` `…` `` string (Go raw, JS template),
 ``verbatim`` C#'s ``@"…"`` (``""`` escapes a quote)."""
@@ -47,6 +51,11 @@ IMPORTS_OUTSIDE_BODIES = frozenset({"c", "cpp", "go", "java", "csharp", "rust", 
 namespace level, Rust's ``use`` at top level and in ``mod`` blocks): ``deps`` can use the
 outline parse too. JavaScript's and TypeScript's ``require``/``import()``, Ruby's and Lua's
 ``require`` are read anywhere, so ``deps`` parses those files whole."""
+
+KEEPS_NO_BODY_NODE = frozenset({"lua", "ruby"})
+"""Languages whose outline parse leaves a function with no body node at all (the hole runs from
+its header to its ``end``; C-like languages keep ``{}``, Python the first and last statements):
+``symbol --compact``, which folds the body node, parses those files whole."""
 
 TYPE_WORDS = {
     "c": (b"struct", b"union", b"enum"),
@@ -327,6 +336,8 @@ def _python_header_end(data: bytes, i: int, n: int) -> int:
 
 
 _CLAUSES = (b"except", b"else", b"elif", b"finally")
+_DECORATED = (b"@", b"def ", b"async def ", b"class ")
+"""Lines that continue a decorated statement after its decorator."""
 """Lines that continue a compound statement at its own indentation: no statement starts there."""
 
 
@@ -336,8 +347,10 @@ def _python_holes(data: bytes) -> list:
     its body ends), when no ``def`` or ``class`` sits among them. The body is the lines
     indented deeper than the ``def`` (blank and comment lines do not end it; lines inside a
     triple-quoted string do not count); a statement starts on a line at the body's
-    indentation, not an ``except``/``else``/``elif``/``finally`` clause, with every bracket
-    opened before it closed. A body indented with tabs is kept."""
+    indentation, not an ``except``/``else``/``elif``/``finally`` clause nor the ``def`` or
+    ``class`` a decorator starts, with every bracket opened before it closed. The blank and
+    comment lines just above the last statement are kept with it (a nested def's doc comment).
+    A body indented with tabs is kept."""
     from bisect import bisect_right
     from itertools import accumulate
 
@@ -347,10 +360,12 @@ def _python_holes(data: bytes) -> list:
     stripped = [line.lstrip(b" ") for line in lines]
     indent = [len(a) - len(b) for a, b in zip(lines, stripped)]
     code = [b != b"" and b[0] != 35 for b in stripped]  # not blank, not a comment
+    in_string = bytearray(len(lines))
     for a, b in _triple_strings(data):  # lines that start inside a string are no code lines
         first, last = bisect_right(starts, a), bisect_right(starts, b - 1) - 1
         for k in range(first, min(last, len(lines) - 1) + 1):
             code[k] = False
+            in_string[k] = 1
     out, floor, n, count = [], 0, len(lines), data.count
     i = data.find(b"def ")
     while i >= 0:
@@ -368,6 +383,7 @@ def _python_holes(data: bytes) -> list:
             i = data.find(b"def ", i + 4)
             continue
         depth, body_indent, stmts, mark, j = indent[row], None, [], None, crow + 1
+        decorating = False  # the last statement is a decorator: its def or class continues it
         while j < n:
             if code[j]:
                 if indent[j] <= depth:
@@ -375,15 +391,23 @@ def _python_holes(data: bytes) -> list:
                 if body_indent is None:
                     body_indent, mark = indent[j], starts[j]
                     stmts.append(j)
+                    decorating = stripped[j][:1] == b"@"
                 elif indent[j] == body_indent and not stripped[j].startswith(_CLAUSES):
-                    seg = (mark, starts[j])
-                    if (count(b"(", *seg) + count(b"[", *seg) + count(b"{", *seg)
-                            == count(b")", *seg) + count(b"]", *seg) + count(b"}", *seg)):
-                        stmts.append(j)
-                        mark = starts[j]
+                    if decorating and stripped[j].startswith(_DECORATED):
+                        decorating = stripped[j][:1] == b"@"
+                    else:
+                        seg = (mark, starts[j])
+                        if (count(b"(", *seg) + count(b"[", *seg) + count(b"{", *seg)
+                                == count(b")", *seg) + count(b"]", *seg) + count(b"}", *seg)):
+                            stmts.append(j)
+                            mark = starts[j]
+                            decorating = stripped[j][:1] == b"@"
             j += 1
         if len(stmts) >= 3:
-            a, b = starts[stmts[1]], starts[stmts[-1]]
+            last = stmts[-1]  # the comments just above the last statement stay: its doc comment
+            while last - 1 > stmts[1] and not code[last - 1] and not in_string[last - 1]:
+                last -= 1
+            a, b = starts[stmts[1]], starts[last]
             if not (_declares(data, b"def", a, b) or _declares(data, b"class", a, b)):
                 out.append((a, b))
                 floor = stmts[-1]
@@ -391,11 +415,125 @@ def _python_holes(data: bytes) -> list:
     return out
 
 
+def _long_bracket_end(data: bytes, i: int, n: int) -> int:
+    """Index just past the Lua long bracket (``[[…]]``, ``[==[…]==]``) opening at ``i``; ``i + 1``
+    when ``data[i]`` opens none; ``n`` when it never closes."""
+    j = i + 1
+    while j < n and data[j] == 61:  # =
+        j += 1
+    if j >= n or data[j] != 91:  # [
+        return i + 1
+    k = data.find(b"]" + b"=" * (j - i - 1) + b"]", j + 1)
+    return n if k < 0 else k + j - i + 1
+
+
+def _outermost(candidates: list, keeps) -> list:
+    """The ``(start, end)`` candidates (any order, nested or disjoint) that ``keeps`` does not
+    refuse and no chosen candidate contains, sorted: a body kept whole may still hold holes."""
+    out, reach = [], -1
+    for a, b in sorted(candidates):
+        if a >= reach and b - a > 2 and not keeps(a, b):
+            out.append((a, b))
+            reach = b
+    return out
+
+
+_LUA_TOKENS = (b"--", b"[[", b"[=", b'"', b"'", b"function", b"if", b"do", b"repeat", b"end", b"until")
+
+
+def _token_stream(data: bytes, tokens: tuple):
+    """Yield ``(position, index)`` of every occurrence of ``tokens`` in ``data``, in order;
+    ``send`` a position to resume there (past a literal or comment: occurrences before it are
+    not yielded). A heap of each token's next occurrence, refreshed by ``bytes.find``: C-level
+    work per occurrence, no Python loop over every token after each literal."""
+    from heapq import heapify, heappop, heapreplace
+
+    find = data.find
+    heap = [(v, k) for k, v in enumerate(find(t) for t in tokens) if v >= 0]
+    heapify(heap)
+    floor = 0
+    while heap:
+        i, k = heap[0]
+        v = find(tokens[k], floor if i < floor else i + len(tokens[k]))
+        if v >= 0:
+            heapreplace(heap, (v, k))
+        else:
+            heappop(heap)
+        if i < floor:
+            continue
+        resume = yield i, k
+        if resume is not None:
+            floor = resume
+
+
+def _lua_holes(data: bytes) -> list:
+    """Lua's holes: the interior of every function (named or not) from just past its parameter
+    list to its ``end``, when no ``function name`` (a declaration the outline lists) sits in
+    it. Blocks are matched by keyword: ``function``, ``if``, ``do`` (which ``while`` and ``for``
+    end in) and ``repeat`` open one, ``end`` and ``until`` close one; comments, quoted strings
+    and long brackets are skipped. A file whose keywords do not balance has no holes."""
+    n = len(data)
+    find = data.find
+    stream, resume = _token_stream(data, _LUA_TOKENS), None
+    stack, candidates = [], []
+    for i, k in iter(lambda: stream.send(resume), None):
+        resume = None
+        if k < 5:
+            if k == 0:  # -- a comment, long when a bracket follows
+                pos = _long_bracket_end(data, i + 2, n) if data[i + 2:i + 3] == b"[" else i + 2
+                if pos <= i + 3:
+                    e = find(b"\n", i)
+                    pos = n if e < 0 else e
+            elif k <= 2:
+                pos = _long_bracket_end(data, i, n)
+            else:
+                pos = _skip_string(data, i, data[i], n)
+            resume = pos
+            continue
+        j = i + len(_LUA_TOKENS[k])
+        if (i and (data[i - 1] in _WORD or data[i - 1] == 46)) or (j < n and data[j] in _WORD):
+            continue  # a keyword counts as a whole word only
+        if k <= 8:
+            stack.append((k, i))
+            continue
+        if not stack:
+            return []
+        kind, at = stack.pop()
+        if (kind == 8) != (k == 10):  # `until` closes `repeat`, `end` every other block
+            return []
+        if kind == 5:
+            paren = find(b"(", at, i)
+            close = find(b")", paren, i) if paren > 0 else -1
+            if close > 0:
+                candidates.append((close + 1, i))
+    if stack:
+        return []
+    return _outermost(candidates, lambda a, b: _lua_declares(data, a, b))
+
+
+def _lua_declares(data: bytes, start: int, end: int) -> bool:
+    """``data[start:end]`` holds ``function`` followed by a name: a declaration the outline lists
+    (comments and strings included: a false alarm only keeps a body)."""
+    i = data.find(b"function", start, end)
+    while i >= 0:
+        j = i + 8
+        while j < end and data[j] in b" \t":
+            j += 1
+        if j > i + 8 and j < end and data[j] in _WORD and data[j] not in b"0123456789$":
+            return True
+        i = data.find(b"function", i + 8, end)
+    return False
+
+
 def holes(language: str, data: bytes) -> list:
     """Sorted, disjoint ``(start, end)`` byte ranges: the interiors of function bodies that can
     be left out of the outline parse. Empty for a language without a skeleton parse."""
     if language == "python":
         return _python_holes(data)
+    if language == "lua":
+        return _lua_holes(data)
+    if language == "ruby":
+        return _ruby_holes(data)
     lexer = LEXERS.get(language)
     if lexer is None:
         return []
@@ -478,16 +616,17 @@ def _regex_may_start(data: bytes, i: int) -> bool:
     return data[max(0, j - 6):j] == b"return" or data[max(0, j - 6):j] == b"typeof"
 
 
-def _skip_regex(data: bytes, i: int, n: int) -> int:
+def _skip_regex(data: bytes, i: int, n: int, multiline: bool = False) -> int:
     """Index just past the regular expression literal at ``i`` (``[…]`` classes and escapes
-    honoured); ``i + 1`` when the line ends first (it was a division after all)."""
+    honoured); ``i + 1`` when the line ends first (it was a division after all), unless
+    ``multiline`` (Ruby's ``/…/x``: ``n`` when it never closes)."""
     j, in_class = i + 1, False
     while j < n:
         c = data[j]
         if c == 92:  # backslash
             j += 2
             continue
-        if c == 10:
+        if c == 10 and not multiline:
             return i + 1
         if in_class:
             in_class = c != 93
@@ -496,7 +635,7 @@ def _skip_regex(data: bytes, i: int, n: int) -> int:
         elif c == 47:
             return j + 1
         j += 1
-    return i + 1
+    return n if multiline else i + 1
 
 
 def ranges(data: bytes, cuts: list) -> list:
@@ -520,3 +659,233 @@ def ranges(data: bytes, cuts: list) -> list:
         pos = b
     out.append((pos, len(data), point(pos), point(len(data))))
     return out
+
+
+_RUBY_TOKENS = (b"#", b'"', b"'", b"`", b"<<", b"%", b"/", b"?", b"\n=begin", b"\n__END__",
+                b"def", b"class", b"module", b"if", b"unless", b"while", b"until", b"for", b"case", b"begin",
+                b"do", b"end")
+_RUBY_KEYWORDS = 10
+"""Index of the first keyword in :data:`_RUBY_TOKENS`; before it, the literals and comments."""
+_RUBY_DEF, _RUBY_END = 10, len(_RUBY_TOKENS) - 1
+_RUBY_MODIFIABLE = frozenset((13, 14, 15, 16))
+"""``if``, ``unless``, ``while``, ``until``: a block only at a statement's start (else a modifier)."""
+_RUBY_LOOPS = frozenset((15, 16, 17))
+"""``while``, ``until``, ``for``: an optional ``do`` on their line opens nothing more."""
+_RUBY_STATEMENT_ENDS = frozenset(b"=(,[{;|&<>+-*~^%")
+_RUBY_STATEMENT_WORDS = frozenset((b"then", b"else", b"do", b"begin", b"ensure"))
+_PERCENT_CLOSE = {40: 41, 91: 93, 123: 125, 60: 62}
+
+
+def _ruby_statement_start(data: bytes, i: int) -> bool:
+    """The keyword at ``i`` starts a statement: only blanks before it on its line, or an
+    operator or opener (``x = if …``, ``(if …``), or one of :data:`_RUBY_STATEMENT_WORDS`
+    (``else if …``); anything else before it (``return if x``, ``y += 1 while z``) makes it a
+    modifier. A misjudged one shows as unbalanced blocks or a syntax error, which cost the
+    holes, not symbols."""
+    line = data.rfind(b"\n", 0, i) + 1
+    head = data[line:i].rstrip(b" \t")
+    if not head or head[-1] in _RUBY_STATEMENT_ENDS:
+        return True
+    return head.split()[-1] in _RUBY_STATEMENT_WORDS
+
+
+def _ruby_literal_end(data: bytes, i: int, k: int, n: int) -> int:
+    """Index just past the comment or literal that token ``k`` of :data:`_RUBY_TOKENS` starts
+    at ``i`` (``i + 1`` when it starts none there: ``%`` as modulo, ``/`` as division, ``<<``
+    as a shift); ``n`` when it never ends."""
+    find = data.find
+    if k == 0:  # a comment
+        e = find(b"\n", i)
+        return n if e < 0 else e
+    if k <= 3:  # "…" '…' `…`: may span lines; a backslash escapes; $' $" $` are variables
+        if i and data[i - 1] == 36:
+            return i + 1
+        q, j = data[i], i + 1
+        while True:
+            e = find(bytes([q]), j)
+            if e < 0:
+                return n
+            back = e
+            while back > j and data[back - 1] == 92:
+                back -= 1
+            if (e - back) % 2 == 0:
+                return e + 1
+            j = e + 1
+    if k == 4:  # a heredoc: <<ID, <<-ID, <<~ID, quoted or not; its body starts on the next line
+        j = i + 2
+        if j < n and data[j] in b"~-":
+            j += 1
+        quote = data[j] if j < n and data[j] in b"'\"`" else 0
+        if quote:
+            j += 1
+        s = j
+        while j < n and data[j] in _WORD:
+            j += 1
+        if j == s or not (65 <= data[s] <= 90 or data[s] == 95 or quote) or (i and data[i - 1] in _WORD):
+            return i + 2
+        ident = data[s:j]
+        line_end = find(b"\n", j)
+        if line_end < 0:
+            return n
+        pos = line_end + 1
+        while pos < n:  # the terminator: a line that is the identifier, indented or not
+            e = find(b"\n", pos)
+            e = n if e < 0 else e
+            if data[pos:e].strip() == ident:
+                return -e  # the caller resumes at the line after the heredoc, scanning its header line first
+            pos = e + 1
+        return n
+    if k == 5:  # %w[…] %q(…) %r{…} %{…}: a literal when a delimiter follows (at a letter's distance)
+        j = i + 1
+        if j < n and data[j] in b"qQwWiIrsx":
+            j += 1
+        if j >= n or data[j] not in b"([{<|!/":
+            return i + 1
+        if j == i + 1 and i and data[i - 1] not in b" \t(,=[":  # `a %(b)` reads as modulo at a word's end
+            return i + 1
+        if j == i + 1 and i and data[i - 1] in b" \t" and data[i + 1:i + 2] == b" ":
+            return i + 1
+        opener = data[j]
+        closer = _PERCENT_CLOSE.get(opener, opener)
+        depth, m = 1, j + 1
+        while m < n:
+            c = data[m]
+            if c == 92:
+                m += 2
+                continue
+            if c == closer and opener != closer or c == opener and opener == closer:
+                depth -= 1
+                if depth == 0:
+                    return m + 1
+            elif c == opener:
+                depth += 1
+            m += 1
+        return n
+    if k == 6:  # a regular expression where an operand starts, else a division
+        return _ruby_regex_end(data, i, n)
+    if k == 7:  # ?x, a character literal (not the ternary's ?)
+        if i + 1 < n and data[i + 1] not in b" \t\n" and (i + 2 >= n or data[i + 2] not in _WORD) and \
+                (i == 0 or data[i - 1] in b" \t(,[=") and data[i + 1] != 92:
+            return i + 2
+        return i + 1
+    if k == 8:  # =begin … =end, a block comment
+        e = find(b"\n=end", i + 1)
+        return n if e < 0 else e + 5
+    return n  # __END__: nothing after it is code
+
+
+def _ruby_regex_end(data: bytes, i: int, n: int) -> int:
+    """Index just past the regular expression literal at ``i`` (it may span lines: ``/…/x``),
+    when the byte before it, blanks and newlines skipped, is an operator or opener; else
+    ``i + 1`` (a division)."""
+    j = i
+    while j > 0 and data[j - 1] in b" \t\r\n":
+        j -= 1
+    if j and data[j - 1] not in _BEFORE_REGEX:
+        return i + 1
+    return _skip_regex(data, i, n, multiline=True)
+
+
+def _ruby_holes(data: bytes) -> list:
+    """Ruby's holes: the interior of every ``def`` from just past the newline or ``;`` that ends
+    its header to its ``end``, when no ``def``, ``class`` or ``module``
+    sits in it. Blocks are matched by keyword (``def class module case begin do for``, and
+    ``if unless while until`` at a statement's start, open one; ``end`` closes one); a keyword
+    after ``.``, ``:``, ``@`` or ``$``, or followed by ``:``, ``?``, ``!`` or ``=``, is a method,
+    symbol, variable or hash key; an endless ``def f(x) = …`` opens nothing. Comments,
+    strings, heredocs, ``%`` literals, regular expressions and ``=begin`` blocks are skipped.
+    A file whose keywords do not balance has no holes (and a misread that balances shows as a
+    syntax error in the skeleton's tree: the whole parse runs)."""
+    n = len(data)
+    find = data.find
+    tokens = _RUBY_TOKENS
+    stream, resume = _token_stream(data, tokens), None
+    stack, candidates, loop_line_end, pending = [], [], -1, []
+    for i, k in iter(lambda: stream.send(resume), None):
+        resume = None
+        if pending and i >= pending[0][0]:  # a heredoc's body: resume past it
+            resume = pending.pop(0)[1]
+            continue
+        token = tokens[k]
+        if k < _RUBY_KEYWORDS:
+            pos = _ruby_literal_end(data, i, k, n)
+            if pos < 0:  # a heredoc: its header line is still code; its body is skipped when reached
+                pending.append((find(b"\n", i) + 1, -pos))
+                pending.sort()
+                pos = i + 2
+            resume = pos
+            continue
+        j = i + len(token)
+        if i and (data[i - 1] in _WORD or data[i - 1] in b".:@$"):
+            continue
+        if j < n and (data[j] in _WORD or data[j] in b"?!" or (data[j] == 58 and data[j + 1:j + 2] != b":")
+                      or (data[j] == 61 and data[j + 1:j + 2] not in (b"=", b"~"))):
+            continue
+        if k == _RUBY_END:
+            if not stack:
+                return []
+            kind, at = stack.pop()
+            if kind is not None:  # the header's line end (or `;`) stays: the scanner needs a separator
+                candidates.append((kind + 1, i))
+            continue
+        if k in _RUBY_MODIFIABLE and not _ruby_statement_start(data, i):
+            continue
+        if k == 20 and i < loop_line_end:  # `while x do`: the loop's own do
+            loop_line_end = -1
+            continue
+        if k in _RUBY_LOOPS:
+            e = find(b"\n", j)
+            loop_line_end = n if e < 0 else e
+        if k == _RUBY_DEF:
+            header = _ruby_def_header_end(data, j, n)
+            if header < 0:
+                continue  # an endless def: no end
+            stack.append((header, i))
+        else:
+            stack.append((None, i))
+    if stack:
+        return []
+    return _outermost(candidates, lambda a, b: _ruby_declares(data, a, b))
+
+
+def _ruby_def_header_end(data: bytes, j: int, n: int) -> int:
+    """Where the header of the ``def`` whose keyword ends at ``j`` ends: past its parameter
+    list's ``)``, else at its line's end; -1 for an endless method (``def f(x) = expr``)."""
+    while j < n and data[j] in b" \t":
+        j += 1
+    while j < n and data[j] not in b" \t\r\n(;":  # the name: self.x, x=, ==, [], +@ …
+        j += 1
+    while j < n and data[j] in b" \t":
+        j += 1
+    if j < n and data[j] == 40:
+        depth, m = 1, j + 1
+        while m < n and depth:
+            c = data[m]
+            depth += (c == 40) - (c == 41)
+            m += 1
+        j = m
+        while j < n and data[j] in b" \t":
+            j += 1
+    if j < n and data[j] == 61:
+        return -1
+    if data[j:j + 1] in (b"\n", b"\r", b";"):
+        return j
+    e = data.find(b"\n", j)  # parameters without parentheses: the line's end
+    return n if e < 0 else e
+
+
+def _ruby_declares(data: bytes, start: int, end: int) -> bool:
+    """``data[start:end]`` holds ``def``, ``class`` or ``module`` as a whole word, or a constant
+    assignment (``Name = …`` starting a line: Ruby rejects it in a method, tree-sitter lists it)
+    (comments and strings included: a false alarm only keeps a body)."""
+    if any(_has_word(data, w, start, end) for w in (b"def", b"class", b"module")):
+        return True
+    i = data.find(b"=", start, end)
+    while i >= 0:
+        if data[i + 1:i + 2] not in (b"=", b"~", b">") and data[i - 1:i] not in (b"=", b"!", b"<", b">"):
+            word, at = _word_before(data, i, start)
+            line = data.rfind(b"\n", start, at) + 1 or start
+            if word and 65 <= word[0] <= 90 and not data[line:at].strip(b" \t"):
+                return True
+        i = data.find(b"=", i + 1, end)
+    return False

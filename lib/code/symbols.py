@@ -416,7 +416,7 @@ def walk_specs_python(parsed: Parsed):
                     spec.name = " ".join(spec.name.split())
                 yield spec
         if descend and node.child_count:
-            stack.extend((child, node) for child in reversed(node.children))
+            stack.extend((child, node) for child in reversed(node.named_children) if child.child_count)
 
 
 def doc_of(spec, data: bytes, backend) -> str | None:
@@ -441,7 +441,75 @@ def _last_row(node) -> int:
     return row
 
 
-def extract(parsed: Parsed, want=None) -> list:
+NAMED_LANGUAGES = frozenset({"python", "go", "rust", "java", "csharp", "c", "cpp", "typescript", "javascript",
+                             "ruby", "lua"})
+"""Languages whose definitions are named by an identifier spelled inside the definition:
+:func:`specs_named` can find one by its name's occurrences."""
+NAMED_MAX_OCCURRENCES = 64
+"""More occurrences of a name than this and :func:`specs_named` gives way to the whole walk."""
+_IDENT = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$")
+
+
+def specs_named(parsed: Parsed, name: str):
+    """The specs :func:`walk_specs_python` yields whose node contains an occurrence of ``name``'s
+    last identifier (``A::f`` → ``f``) as a whole word, in source pre-order; ``None`` when this
+    shortcut does not apply (a language not in :data:`NAMED_LANGUAGES`, a name that does not end
+    in an identifier, or more than :data:`NAMED_MAX_OCCURRENCES` occurrences).
+
+    A ``symbol`` lookup needs one definition, not the outline: from each occurrence, the path
+    up to the root is visited as the walk would visit it (a node's specs count only when every
+    ancestor lets the walk descend), so neither the whole walk nor a query's compilation is
+    paid. Every spec the walk yields for a definition containing the name is found; a name not
+    spelled in its definition is not, and the caller then walks the whole tree."""
+    if parsed.language not in NAMED_LANGUAGES:
+        return None
+    raw = name.encode("utf-8", "replace")
+    k = len(raw)
+    while k and raw[k - 1] in _IDENT:
+        k -= 1
+    word = raw[k:]
+    if not word or word[:1].isdigit():
+        return None
+    data, find, size = parsed.data, parsed.data.find, len(word)
+    hits, i = [], find(word)
+    while i >= 0:
+        j = i + size
+        if (i == 0 or data[i - 1] not in _IDENT) and (j >= len(data) or data[j] not in _IDENT):
+            hits.append(i)
+            if len(hits) > NAMED_MAX_OCCURRENCES:
+                return None
+        i = find(word, j)
+    visit = _backends.BACKENDS[parsed.language].visit
+    root = parsed.tree.root_node
+    seen, found = {}, {}
+    for i in hits:
+        node = root.descendant_for_byte_range(i, i + size)
+        path = []
+        while node is not None and node.id not in seen:
+            path.append(node)
+            node = node.parent
+        allowed = True if node is None else seen[node.id]
+        for node in reversed(path):  # root first: each node as the walk reaches it
+            if not allowed or not node.is_named or not node.child_count:
+                seen[node.id] = False
+                allowed = False
+                continue
+            parent = node.parent
+            specs, descend = visit(node, data, parent)
+            if specs:
+                found[node.id] = (node.start_byte, -node.end_byte, specs)
+            seen[node.id] = allowed = bool(descend)
+    out = []
+    for _, _, specs in sorted(found.values(), key=lambda t: t[:2]):
+        for spec in specs:
+            if spec.name:
+                if "\n" in spec.name:  # a C++ specialisation's name may span lines
+                    spec.name = " ".join(spec.name.split())
+                out.append(spec)
+    return out
+
+
+def extract(parsed: Parsed, want=None, name: str | None = None) -> list:
     """All symbols of a parsed file, in source pre-order.
 
     Line numbers come from the tree's points (no line index of the file is built).
@@ -449,12 +517,17 @@ def extract(parsed: Parsed, want=None) -> list:
     :param want: when given, a predicate on each :class:`~lib.code.backends.Spec` (its ``name``
         and ``kind`` are final): only the specs it accepts get a signature and doc comment and
         become symbols (``symbol`` needs one, not the whole outline).
+    :param name: with ``want``, the name it looks for: the specs come from
+        :func:`specs_named` when it applies and one of them is wanted, else from the walk.
     """
     backend = _backends.BACKENDS[parsed.language]
     data = parsed.data
     source = (data, backend)
     out = []
-    for spec in walk_specs(parsed):
+    specs = specs_named(parsed, name) if want is not None and name else None
+    if not specs or not any(want(spec) for spec in specs):
+        specs = walk_specs(parsed)
+    for spec in specs:
         if want is not None and not want(spec):
             continue
         outer = spec.outer if spec.outer is not None else spec.node

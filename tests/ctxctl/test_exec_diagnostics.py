@@ -185,6 +185,38 @@ def test_go_build_the_issue_transcript(tmp_path):
     assert sum(1 for line in kept if line.startswith("go: downloading")) <= 10
 
 
+EXEC_FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "exec")
+
+
+@pytest.mark.parametrize("name,noise,must", [
+    # a GitHub Actions log of `dotnet test` (VSTest, xUnit, MSBuild) with two failing tests
+    ("dotnet_test_window_logger.log", 0,
+     [r"\[FAIL\]$", r"^\s+Failed \S+ \[\d+ ms\]$", r"^\s+Error Message:$", r"^\s+Expected dataSource",
+      r"MainFormTests\.cs[(:]", r"^Test Run Failed\.", r"^Total tests: 6$", r"^\s+Failed: 2$", r"-- FAILED\.$",
+      r"MSB4181", r"^Build FAILED\."]),
+    # busted's utfTerminal output of one failing spec (ANSI colours as the terminal got them)
+    ("busted_utfTerminal_failure.txt", 100,
+     [r"successes / .*failure", r"Failure .* @ ", r"should be easy to use$", r"spec/test_spec\.lua:3:", r"'Yup\.'"]),
+])
+def test_recorded_runs_of_toolchains_not_installed_here_keep_their_diagnostics(tmp_path, name, noise, must):
+    """Real output of tools this machine lacks (sources in tests/fixtures/NOTICE.md), replayed
+    through ``ctxctl exec`` with the failing run's exit code: every line the criterion picks
+    (the failed tests' names, messages and locations, the tool's summary) survives the fold.
+    ``noise`` lines of ``seq`` come first where the output alone is too short to fold."""
+    path = os.path.join(EXEC_FIXTURES, name)
+    argv = ["sh", "-c", f"seq 1 {noise}; cat '{path}'; exit 1" if noise else f"cat '{path}'; exit 1"]
+    code, raw = raw_run(argv, tmp_path)
+    doc = folded_run(" ".join(argv[:2]) + " \"" + argv[2] + "\"", tmp_path)
+    assert code == 1 and doc["exit_code"] == 1
+    plain = [fold.normalise(line.encode()).decode() for line in raw.splitlines()]
+    wanted = [line for line in plain if any(re.search(m, line) for m in must)]
+    assert len(wanted) >= len(must), wanted  # every criterion finds its line in the raw output
+    kept = [fold.normalise(line.encode()).decode() for line in doc["compressed"].splitlines()]
+    missing = [line for line in wanted if line not in kept]
+    assert not missing, (missing, doc["compressed"])
+    assert len(doc["compressed"]) < len(raw)
+
+
 def test_exit_codes_are_exactly_the_childs(tmp_path):
     for code in (0, 1, 2, 101, 255):
         assert folded_run(f"sh -c 'exit {code}'", tmp_path)["exit_code"] == code

@@ -178,6 +178,33 @@ def test_query_walk_finds_what_the_python_walk_finds(name):
     assert fast == slow and fast
 
 
+@pytest.mark.parametrize("name", sorted(os.listdir(REAL)) + ["../sample.py", "../sample.go", "../sample.rs"])
+def test_a_lookup_from_the_names_occurrences_finds_what_the_walk_finds(name):
+    """``symbol`` starts from its name's occurrences (lib.code.symbols.specs_named): for every
+    name of every real fixture's outline, the symbols found are the whole walk's, field for
+    field, and the shortcut is taken for most of them."""
+    path = os.path.join(REAL, name)
+    with open(path, "rb") as fh:
+        parsed = languages.parse(path, fh.read(), skip_bodies=True)
+
+    def fields(syms):
+        return [(s.name, s.kind, s.signature, s.start, s.end, s.start_line, s.end_line, s.doc) for s in syms]
+
+    names = sorted({s.name for s in symbols.extract(parsed)})
+    shortcut = 0
+    for target in names:
+        def want(spec, target=target):
+            return spec.name == target
+
+        assert fields(symbols.extract(parsed, want, target)) == fields(symbols.extract(parsed, want)), target
+        specs = symbols.specs_named(parsed, target)
+        shortcut += bool(specs and any(want(spec) for spec in specs))
+    if parsed.language in symbols.NAMED_LANGUAGES:
+        assert shortcut >= len(names) * 0.7, (shortcut, len(names))
+    else:
+        assert shortcut == 0
+
+
 def test_javascript_methods_assigned_to_an_object_are_listed():
     """Express's response.js defines every method as `res.x = function x(…) {…}`; upstream's
     outline of it showed only its imports."""

@@ -73,6 +73,30 @@ def test_the_mapped_file_ranks_exactly_as_the_snapshots_own_index(tmp_path, dens
             assert np.allclose([c for _, c in a], [c for _, c in b], atol=1e-6)
 
 
+def test_past_4x_rescore_rows_the_leading_components_choose_and_the_cosines_stay_exact(tmp_path, dense, monkeypatch):
+    # rows with the structure of sentence embeddings: a few directions carry most of the variance
+    rng = np.random.default_rng(3)
+    basis = rng.normal(size=(8, DIM))
+    rows = _rows()
+    for r in rows:
+        v = rng.normal(size=8) @ basis + rng.normal(scale=0.05, size=DIM)
+        r["embedding"] = embed.to_blob(v.tolist(), DIM)
+    path = _cached(tmp_path, rows)
+    st_ = os.stat(path)
+    m = vector_file.load(snapshot_vectors_path(path), [st_.st_size, st_.st_mtime_ns, st_.st_ino], EID)
+    assert m.matrix is None and m.lead.shape[1] == vector_file.lead_dims(DIM) == 16 and m.rotation.shape == (DIM, DIM)
+    mapped, built = DenseIndex.from_mapped(m), DenseIndex.build(snapshot.open_readonly(path), EID)
+    monkeypatch.setattr(memory_index, "RESCORE_ROWS", 25)  # 4 × 25 < the rows served: two stages
+    assert len(mapped) > 4 * memory_index.RESCORE_ROWS
+    for seed in range(6):
+        q = (rng.normal(size=8) @ basis).tolist()
+        for filters in ({}, {"subject": "alice"}, {"claim_type": "outcome"}):
+            a, _ = mapped.search(q, 10, **filters, prefer={"bob"})
+            b, _ = built.search(q, 10, **filters, prefer={"bob"})
+            assert [i for i, _ in a] == [i for i, _ in b], (seed, filters)
+            assert np.allclose([c for _, c in a], [c for _, c in b], atol=1e-5)
+
+
 def test_search_maps_the_file_and_says_nothing_about_it(tmp_path, dense, monkeypatch):
     path = _cached(tmp_path)
     monkeypatch.setattr(DenseIndex, "build", classmethod(lambda *a, **k: pytest.fail("read the snapshot, not the file")))
@@ -215,4 +239,4 @@ def test_a_damaged_file_is_mapped_or_refused_never_a_crash(tmp_path_factory, cut
         m = vector_file.load(side, [st_.st_size, st_.st_mtime_ns, st_.st_ino], EID)
     except (vector_file.Corrupt, vector_file.Stale):
         return
-    assert m.matrix.shape[0] == len(m.ids) == len(m.subject_codes)
+    assert (m.matrix if m.matrix is not None else m.lead).shape[0] == len(m.ids) == len(m.subject_codes)

@@ -1,4 +1,4 @@
-"""The public surface of lib/redact.py stays backward compatible, documented and cheap to import."""
+"""The public surface of lib/redact/ stays backward compatible, documented and cheap to import."""
 from __future__ import annotations
 
 import inspect
@@ -22,10 +22,14 @@ def test_public_names_exist_with_their_documented_values():
 
 
 def test_every_public_function_has_a_docstring():
-    for name, obj in vars(redact).items():
-        if not name.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj)) \
-                and obj.__module__ == redact.__name__:
-            assert obj.__doc__ and len(obj.__doc__.strip()) > 20, name
+    modules = [redact] + [m for n, m in sorted(sys.modules.items()) if n.startswith(redact.__name__ + ".")]
+    assert len(modules) >= 3
+    for mod in modules:
+        assert mod.__doc__ and len(mod.__doc__.strip()) > 20, mod.__name__
+        for name, obj in vars(mod).items():
+            if not name.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj)) \
+                    and obj.__module__ == mod.__name__:
+                assert obj.__doc__ and len(obj.__doc__.strip()) > 20, (mod.__name__, name)
 
 
 def test_fold_and_withhold_path_keep_their_shapes():

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from lib import redact
+from lib import envelope, redact
 from tests.support import tldr_commands
 
 @pytest.mark.parametrize("command, secret", [
@@ -30,7 +30,9 @@ from tests.support import tldr_commands
     ("tasklist /s srv01 /u admin /p Copper55Harbor", "Copper55Harbor"),
 ])
 def test_the_reported_command_lines_lose_their_secret(command, secret):
-    for text in (command, json.dumps({"command": command})):  # raw and JSON-escaped
+    # raw, JSON-escaped, and compact as the hook stores a tool's input (a new user's report: the
+    # tool-specific rules missed a tool that was the first word after the compact key)
+    for text in (command, json.dumps({"command": command}), envelope.to_text({"command": command})):
         out, outcome = redact.scrub(text, is_tool_output=True)
         assert secret not in out, out
         assert outcome.status == "redacted"

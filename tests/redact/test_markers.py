@@ -11,6 +11,7 @@ import re
 import pytest
 
 from lib import redact
+from lib.redact import providers
 from lib.envelope import to_text
 from tests.redact import secrets_corpus
 
@@ -168,7 +169,7 @@ def test_azure_ad_secret_found_after_many_tildes():
     assert redact.scrub("~" * 100 + " " + secret)[1].rules == ("azure_ad_client_secret",)
 
 
-_ANCHORS = sorted({a.decode() for a, *_ in redact._START_MARKERS} | {a.decode() for a, *_ in redact._DOT_MARKERS})
+_ANCHORS = sorted({a.decode() for a, *_ in providers._START_MARKERS} | {a.decode() for a, *_ in providers._DOT_MARKERS})
 
 
 @pytest.mark.parametrize("anchor", _ANCHORS)

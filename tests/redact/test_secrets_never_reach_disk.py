@@ -26,6 +26,14 @@ def _variants(secret: str) -> set[bytes]:
     return {v for v in out if len(v) >= 8}
 
 
+# command-line passwords, each the first word of the Bash input the hook stores as compact JSON
+# (a new user's report: every tool-specific rule missed them there)
+CMDLINE_CASES = [("mysql -u root -pS3cr3tXq9 db", "S3cr3tXq9"), ("sqlcmd -S db -U sa -P Harb0rLamp77", "Harb0rLamp77"),
+                 ("ldapsearch -x -D cn=admin -w C0pperMaple5 -b dc=x", "C0pperMaple5"),
+                 ("zip -P Vi0letStone3 out.zip f", "Vi0letStone3"), ("smbclient //srv/s -U bob%Lant3rnSky9", "Lant3rnSky9"),
+                 ("7z a -pF4lconRiver2 a.7z d", "F4lconRiver2"), ("mysqldump -uroot -pOrbitD3sk71 db", "OrbitD3sk71")]
+
+
 def test_no_secret_reaches_any_byte_on_disk(home, tmp_path):
     assert len(SECRETS) >= 30
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXLAKE_")}
@@ -50,6 +58,9 @@ def test_no_secret_reaches_any_byte_on_disk(home, tmp_path):
     for i, c in enumerate(tool_cases):
         payloads.append({"hook_event_name": "PostToolUse", "session_id": sid, "tool_name": "Bash", "tool_use_id": f"c{i}",
                          "tool_input": {"command": "cat out.txt"}, "tool_response": {"stdout": c.text}})
+    for i, (command, _) in enumerate(CMDLINE_CASES):
+        payloads.append({"hook_event_name": "PreToolUse", "session_id": sid, "tool_name": "Bash", "tool_use_id": f"m{i}",
+                         "tool_input": {"command": command}})
     for c in prose_cases:
         payloads.append({"hook_event_name": "UserPromptSubmit", "session_id": sid, "prompt": c.text})
     payloads.append({"hook_event_name": "PostToolUse", "session_id": sid, "tool_name": "Read", "tool_use_id": "aws",
@@ -93,6 +104,7 @@ def test_no_secret_reaches_any_byte_on_disk(home, tmp_path):
         fh.write(json.dumps({"leak": CONTEXT_CASES[0].secret}))
     needles = {s: _variants(s) for s in SECRETS}
     needles.update({c.secret: _variants(c.secret) for c in CONTEXT_CASES})
+    needles.update({secret: _variants(secret) for _, secret in CMDLINE_CASES})
     files = 0
     hits = []
     for root, _, names in os.walk(home):  # CTXLAKE_HOME holds spool, cache, logs and the file:// store

@@ -123,7 +123,9 @@ def measure(scrub, seed: int = 7) -> dict:
     shape of ``lib.redact.scrub``) on :func:`samples`, per half: ``{"tuning": {...},
     "held_out": {...}}``, each ``{"positives", "caught", "negatives", "touched"}``. A positive is
     caught when no generated secret survives in the Bash tool input as an agent sends it
-    (JSON-escaped); a negative is touched when scrubbing changes it at all."""
+    (compact JSON, as the hook stores a tool's input: :func:`lib.envelope.to_text`); a negative is touched when scrubbing changes it at all."""
+    from lib.envelope import to_text
+
     rows = samples(seed)
     out = {}
     for name, held in (("tuning", False), ("held_out", True)):
@@ -131,7 +133,7 @@ def measure(scrub, seed: int = 7) -> dict:
         neg = [s for s in rows if not s["secrets"] and s["held_out"] is held]
         caught = 0
         for s in pos:
-            text, _ = scrub(json.dumps({"command": s["command"]}), True)
+            text, _ = scrub(to_text({"command": s["command"]}), True)
             caught += not any(json.dumps(v)[1:-1] in text for v in s["secrets"])
         touched = sum(scrub(s["command"], True)[0] != s["command"] for s in neg)
         out[name] = {"positives": len(pos), "caught": caught, "negatives": len(neg), "touched": touched}

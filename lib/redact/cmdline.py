@@ -21,7 +21,7 @@ import re
 
 _WORDS = (b"key", b"token", b"secret", b"pass", b"pwd", b"auth", b"cred")
 """Literal pieces one of which every secret option name holds (the keywords of
-``lib.redact._KEYWORDS``, whose offsets the scrub has already found)."""
+``lib.redact.keyed._KEYWORDS``, whose offsets the scrub has already found)."""
 
 _NAME = re.compile(
     rb"(?:[a-z0-9]+[-_])*?(?:"
@@ -209,12 +209,14 @@ def _segment(b: bytes, i: int) -> tuple[int, int]:
 
 def _tool_of(seg: bytes) -> bytes:
     """The program a command segment runs: the first of its words that is a listed tool
-    (so ``{"command": "mysql ...`` and ``sudo env A=1 mysql ...`` both name ``mysql``), else its
-    first word that is not ``sudo``/``env``/an assignment/an option; without its directory and
-    ``.exe``; lowercased."""
+    (so ``{"command": "mysql ...``, the hook's compact ``{"command":"mysql ...`` and ``sudo env
+    A=1 mysql ...`` all name ``mysql``), else its first word that is not ``sudo``/``env``/an
+    assignment/an option; without its directory and ``.exe``; lowercased. A word holding a
+    quote is read after its last one: in compact JSON the key and the value's first word are one
+    whitespace-separated word."""
     first = b""
     for w in seg.split():
-        w = w.strip(b"\"'\\{}[](),:").lower()
+        w = w.rsplit(b'"', 1)[-1].strip(b"\"'\\{}[](),:").lower()
         if not w or w in _PREFIX_WORDS or (b"=" in w and not w.startswith(b"-")) or w.startswith(b"-"):
             continue
         w = w.rsplit(b"/", 1)[-1].rsplit(b"\\", 1)[-1]

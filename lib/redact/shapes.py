@@ -1,0 +1,81 @@
+"""Shape judgements every rule shares: whether a run or a value is made of words, a path or an id
+(:func:`_wordy`, :func:`_word_piece`), and whether a keyed value could be a secret at all
+rather than a variable, placeholder, path or alias (:func:`_secretish`). Measured in
+``bench/redact_corpus.py``."""
+from __future__ import annotations
+
+import re
+
+from lib.redact.scan import _Lazy
+
+
+_HEX = re.compile(rb"[0-9a-fA-F]+")
+_ANTHROPIC_ID_IN = _Lazy(rb"(?:msg|toolu|srvtoolu|req|msgbatch|file)_01[A-Za-z0-9]{20,30}")
+_CHUNK = _Lazy(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_PIECES = _Lazy(rb"[/_+=.-]+")
+_CONSONANTS5 = _Lazy(rb"[b-df-hj-np-tv-xzB-DF-HJ-NP-TV-XZ]{5,}")
+_VOWELS = frozenset(b"aeiouyAEIOUY")
+
+
+def _word_piece(p: bytes, strict: bool = True) -> bool:
+    """A piece is a word (or words): >= 1 vowel per 6 letters, no run of 5 consonants (unless
+    ``strict`` is off: path pieces such as ``connectscheduling``), and letter chunks (camelCase
+    split) of >= 3 letters on average."""
+    letters = vowels = 0
+    for c in p:
+        if 65 <= c <= 90 or 97 <= c <= 122:
+            letters += 1
+            if c in _VOWELS:
+                vowels += 1
+    if not letters:
+        return True
+    if vowels * 6 < letters or (strict and _CONSONANTS5.search(p)):
+        return False
+    chunks = [m.end() - m.start() for m in _CHUNK.finditer(p) if p[m.start()] >= 65]
+    return not chunks or sum(chunks) >= 3 * len(chunks)
+
+
+def _wordy(run: bytes) -> bool:
+    """True when a run is made of words, numbers and hex ids: paths (``node_modules/call-bind/
+    package``), identifiers and test names (``test_scrub_keeps_git_shas``), Rust/Cargo target
+    names with hashes (``python_utils-1d9cbe00910c3870``). Pieces are split on ``/ _ + = . -``;
+    every piece longer than 4 characters must be hex, digits or a word (:func:`_word_piece`).
+
+    Measured (``bench/redact_corpus.py``): random base62/base64 tokens of >= 32 characters are
+    judged wordy < 0.2 % of the time; random lowercase+digit tokens ~ 13 % (a recall cost we
+    accept: such tokens are mostly caught by their provider marker instead).
+    """
+    if b"_01" in run:
+        run = _ANTHROPIC_ID_IN.sub(b"id", run)  # tool-use ids inside paths (tool-results/toolu_01...)
+    for p in _PIECES.split(run):
+        if len(p) <= 4 or _HEX.fullmatch(p):
+            continue
+        if not _word_piece(p):
+            return False
+    return True
+
+
+_LETTER_WORDS = _Lazy(rb"[A-Za-z]+(?:[-_. ][A-Za-z]+)*[-_.]?")
+_SAME_CHAR = _Lazy(rb"(.)\1+")
+
+
+_YAML_ALIAS = _Lazy(rb"\*+[A-Za-z0-9_.-]*")
+
+
+def _secretish(v: bytes) -> bool:
+    """A keyed value that could be a secret (not a variable, placeholder or code reference)."""
+    if v[:1] in (b"$", b"%", b"@", b"&", b"!", b"#", b"|", b"{", b"<", b"[") or b"ctxlake:" in v:
+        return False
+    if v[:1] == b"*" and _YAML_ALIAS.fullmatch(v):
+        return False  # "*", "*****", a YAML alias (*default_token); "*xbfY\/wW,1D'v" is a value
+    if (v[:1] in (b"/", b"~", b".") or (b"/" in v and b"=" not in v and b"+" not in v)) and _wordy(v):
+        return False  # a file path (GOOGLE_APPLICATION_CREDENTIALS=/etc/sa.json), not a secret
+    if _LETTER_WORDS.fullmatch(v) or _SAME_CHAR.fullmatch(v):
+        return False  # letters-only words (your_password_here, settings.DB_PASSWORD), xxxxxx
+    if b"xxxx" in v.lower() or b"..." in v or b"***" in v:
+        return False
+    return True
+
+
+_DIGEST_PREFIXES = (b"h1:", b"sha1=", b"sha224=", b"sha256=", b"sha384=", b"sha512=", b"md5=",
+                    b"sha256:", b"sha512:", b"sha384:", b"sha1:")
