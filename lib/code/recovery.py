@@ -1,7 +1,6 @@
-"""Where ``exec`` keeps a command's full output, and how much of it (docs/ctxctl.md, raw-output
-recovery).
+"""Where ``exec`` keeps a command's full output, and how much of it.
 
-The files hold the child's output exactly as written — unredacted: whatever a command prints (a
+docs/ctxctl.md (raw-output recovery). The files hold the child's output exactly as written — unredacted: whatever a command prints (a
 token, ``/etc/shadow``) is in them. So they live in a per-user private directory,
 ``$TMPDIR/ctxctl-exec-<uid>/`` (mode 0700), and are bounded: every ``exec`` deletes kept files
 older than ``[exec] full_output_hours`` and then the oldest ones until the rest fit in

@@ -88,3 +88,34 @@ def test_a_table_delta_rs_misresolves_is_not_called_damaged(tmp_path, monkeypatc
     assert "nothing is damaged" in str(err.value) and "restore" not in str(err.value), err.value
     monkeypatch.undo()
     assert lake.open_table(store, "a b") is None  # the new folder a~20b: no table yet, maint builds it from bronze
+
+
+def test_a_store_written_before_the_fix_is_compacted_in_full(tmp_path, monkeypatch):
+    """The tester's store as the earlier naming left it: sessions shipped under fleet ``a b`` and
+    a table folder ``compacted/a%20b/`` delta-rs could never read back. No ledger was ever saved
+    there, so the bronze is all still in place: the next pass builds ``compacted/a~20b/`` from it
+    and every shipped event is queryable."""
+    from lib import config, keys, lake, maintenance
+    from lib.paths import safe_segment
+    from lib.store import open_store
+
+    box = Box(tmp_path)
+    init_and_capture(box, "file://" + os.path.join(box.tmp, "store"), "a b")
+    cfg = config.load(box.env, path=box.config)
+    assert cfg.fleet_id == "a b"
+    store = open_store(cfg.store)
+    bronze = sum(len(lake.decode(store.get(e.key).data)) for e in store.list("sessions/") if "/seg-" in e.key)
+    with monkeypatch.context() as m:
+        m.setattr(keys, "table_segment", safe_segment)  # how the table folder was named before
+        for _ in range(2):  # the tester's `maint --once`: exit 70 on the first pass, lake_error after
+            try:
+                before = maintenance.run_once(cfg, store, lambda e, **f: None)
+            except lake.TableError as exc:
+                assert "nothing is damaged" in str(exc)
+                continue
+            assert before["compacted"] == 0 and "cannot read the Delta table" in before["lake_error"], before
+    assert not any(e.key.startswith("compacted/a%20b/_ctxlake/ledger") for e in store.list("compacted/"))
+    after = maintenance.run_once(cfg, store, lambda e, **f: None)
+    assert not after.get("lake_error") and after["compacted"] == 1, after
+    n = lake.query(store, "a b", "SELECT count(*) AS n FROM events").column("n").to_pylist()
+    assert n == [bronze] and bronze > 0
