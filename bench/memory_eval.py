@@ -102,7 +102,7 @@ def calibrate(spec, fn) -> dict:
     def cos(a, b):
         return sum(x * y for x, y in zip(a, b))
 
-    neg = sorted(max(cos(fn(q), v) for v in vecs) for q in dataset.NEGATIVES)
+    neg = sorted(max(cos(qv, v) for v in vecs) for qv in map(fn, dataset.NEGATIVES))  # each query embedded once
     pos = []
     for text, ctype, _s, queries in dataset.TARGETS:
         tv = fn(text)
