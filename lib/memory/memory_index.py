@@ -20,9 +20,14 @@ Ranking (``memory_search``): with a semantic embedder, a weighted score fusion �
     query is never touched (its cosine is exactly 0). Exact up to :data:`COSINE_SCAN_CAP`
     postings per query; past it, most-contributing postings first and exact rescoring;
   - a semantic embedder (MiniLM, WordLlama: dense vectors) gets a :class:`DenseIndex` — one
-    numpy matrix, one matrix-vector product per query, always exact; mapped from the vector
-    file beside the snapshot (:mod:`lib.memory.vector_file`) when it is this snapshot's, else read
-    from the snapshot's ``claim_index`` table.
+    numpy matrix, one matrix-vector product per query, exact cosines; mapped from the vector
+    file beside the snapshot (:mod:`lib.memory.vector_file`) when it is this snapshot's (rows on
+    their principal axes: past 4 × :data:`RESCORE_ROWS` rows the leading components choose the
+    rows to rescore), else read from the snapshot's ``claim_index`` table.
+
+A date the query names (:func:`dates_named`) adds :data:`DATE_BOOST` to the claims observed then;
+a query naming someone is answered only with their claims, and with none when someone else's
+claim fits it better by more than :data:`WRONG_PERSON_MARGIN` (docs/memory.md).
 
 A hit must be relevant, not merely the least bad (a claim found for "configure kafka" because
 it says "configure" is worse than no answer). A candidate from either ranking qualifies when it
@@ -122,7 +127,7 @@ DATE_BOOST = 0.3
 """Added to the fused score of a claim observed inside the dates a query names (:func:`dates_named`),
 with a semantic embedder; with a lexical one the window counts as a third reciprocal-rank list
 (1 / (RRF_K + 1)). Measured on pooled LoCoMo's tuning conversations (``bench/memory_eval.py``,
-docs/memory.md): hit@5 0.773 → 0.791, MRR@10 0.644 → 0.664 at 0.3 (0.1: 0.781, 1.0: 0.792)."""
+docs/memory.md): hit@5 0.773 → 0.790, MRR@10 0.644 → 0.664 at 0.3 (0.1: 0.781, 1.0: 0.792)."""
 DAYS_AROUND = (3, 1)
 """A day a query names stands for the days from 3 before to 1 after it (an agent says "on the 3rd"
 of a fact it was told in the days before; on LoCoMo ±0 and (7, 1) both measured 0.003 lower)."""
