@@ -135,7 +135,19 @@ WRONG_PERSON_MARGIN = 0.25
 """With a semantic embedder, a query naming someone is answered with nothing when another person's
 best claim outscores the named people's best by more than this (α · cosine + (1 − α) · bm25 over
 everyone's best bm25): LoCoMo's adversarial questions ask about one person what the other said.
-The trade-off curve is ``bench/memory_eval.py``'s; the chosen point is in docs/memory.md."""
+Per embedder in :data:`WRONG_PERSON_MARGINS`; the trade-off curve is ``bench/memory_eval.py``'s,
+the chosen point is in docs/memory.md."""
+WRONG_PERSON_MARGINS = {embed.MINILM_ID: 0.25, embed.WORDLLAMA_ID: float("inf")}
+"""Per semantic embedder, the smallest margin that loses no positive on LoCoMo's tuning split:
+0.25 for MiniLM; none for WordLlama, whose every margin up to 0.30 cost positives (0.25: hit@5
+0.744 → 0.735), so it never withholds."""
+
+
+def wrong_person_margin(embedder_id: str) -> float:
+    """:data:`WRONG_PERSON_MARGINS` for ``embedder_id``, else :data:`WRONG_PERSON_MARGIN`."""
+    return WRONG_PERSON_MARGINS.get(embedder_id, WRONG_PERSON_MARGIN)
+
+
 _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
 _MONTH = "(" + "|".join(_MONTHS) + ")"
 _DATE_PATTERNS = (  # (pattern, (year, month, day) group numbers; day 0 = a whole month), first match wins
@@ -749,7 +761,7 @@ class SnapshotReader:
         often they say the name (on LoCoMo's tuning conversations, hit@5 0.756 → 0.773). With a
         semantic embedder, ``wrong_person_margin`` is how much better the best claim about someone
         else (one that does not name them too) fits than the named people's best, by the fused
-        score without the date; above :data:`WRONG_PERSON_MARGIN` the hits are withheld with a
+        score without the date; above :func:`wrong_person_margin` the hits are withheld with a
         note (``None``: the query names nobody, or no one else's claim was a candidate).
 
         Lexical side: terms found in more than :data:`RANK_DF_BUDGET` claims are left out of the
@@ -892,7 +904,7 @@ class SnapshotReader:
         for cid, v in fused.items():
             hits[cid]["score"] = round(v, 4)
         margin = None if best_other is None else best_other - (best_own if best_own is not None else 0.0)
-        if margin is not None and margin > WRONG_PERSON_MARGIN and fused:
+        if margin is not None and margin > wrong_person_margin(usable[0]) and fused:
             fused = {}
             notes.append(f"A claim about someone else matches this question better than any about {', '.join(sorted(named))} "
                          f"(by {margin:.2f}): the question may name the wrong person, so nothing is returned.")
