@@ -102,7 +102,7 @@ def calibrate(spec, fn) -> dict:
     def cos(a, b):
         return sum(x * y for x, y in zip(a, b))
 
-    neg = sorted(max(cos(fn(q), v) for v in vecs) for q in dataset.NEGATIVES)
+    neg = sorted(max(cos(qv, v) for v in vecs) for qv in map(fn, dataset.NEGATIVES))  # each query embedded once
     pos = []
     for text, ctype, _s, queries in dataset.TARGETS:
         tv = fn(text)
@@ -299,21 +299,23 @@ WRONG_PERSON_MARGINS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30)
 
 
 def margin_curve(reader, questions) -> list[tuple[float, float, float, float]]:
-    """The adversarial trade-off of :data:`lib.memory.memory_index.WRONG_PERSON_MARGIN`: for no margin
+    """The adversarial trade-off of :func:`lib.memory.memory_index.wrong_person_margin`: for no margin
     (``inf``) and each of :data:`WRONG_PERSON_MARGINS`, ``(margin, hit@5, MRR@10, adversarial
     answered at all)``. One search per question with the margin off gives the whole curve: a
     margin only empties the answers whose ``wrong_person_margin`` exceeds it."""
     from lib.memory import memory_index
 
-    saved = memory_index.WRONG_PERSON_MARGIN
+    saved = memory_index.WRONG_PERSON_MARGIN, dict(memory_index.WRONG_PERSON_MARGINS)
     memory_index.WRONG_PERSON_MARGIN = float("inf")
+    memory_index.WRONG_PERSON_MARGINS.clear()
     try:
         res = []
         for q, cat, ev, *_ in questions:
             out = reader.search(q, 10)
             res.append((cat, ev, out.get("wrong_person_margin"), [h["claim_id"] for h in out["hits"]]))
     finally:
-        memory_index.WRONG_PERSON_MARGIN = saved
+        memory_index.WRONG_PERSON_MARGIN = saved[0]
+        memory_index.WRONG_PERSON_MARGINS.update(saved[1])
     return [(m, *_curve_point((cat, ev, [] if margin is not None and margin > m else found)
                               for cat, ev, margin, found in res)) for m in (float("inf"),) + WRONG_PERSON_MARGINS]
 
@@ -380,7 +382,7 @@ def locomo(modes) -> None:
                           + "  ".join(f"{m:.2f}: {h:.3f}/{r:.3f}/{a:.3f}" for m, h, r, a in curve))
                     if split == "tuning":
                         print(f"  smallest margin losing no positive on the tuning split: {lossless_margin(curve):.2f}; "
-                              f"shipped lib.memory.memory_index.WRONG_PERSON_MARGIN = {memory_index.WRONG_PERSON_MARGIN:.2f}")
+                              f"shipped lib.memory.memory_index.wrong_person_margin({eid!r}) = {memory_index.wrong_person_margin(eid):.2f}")
                 if best != shipped:
                     saved = memory_index.FUSION_ALPHAS.get(eid)
                     memory_index.FUSION_ALPHAS[eid] = best

@@ -20,9 +20,14 @@ Ranking (``memory_search``): with a semantic embedder, a weighted score fusion �
     query is never touched (its cosine is exactly 0). Exact up to :data:`COSINE_SCAN_CAP`
     postings per query; past it, most-contributing postings first and exact rescoring;
   - a semantic embedder (MiniLM, WordLlama: dense vectors) gets a :class:`DenseIndex` — one
-    numpy matrix, one matrix-vector product per query, always exact; mapped from the vector
-    file beside the snapshot (:mod:`lib.memory.vector_file`) when it is this snapshot's, else read
-    from the snapshot's ``claim_index`` table.
+    numpy matrix, one matrix-vector product per query, exact cosines; mapped from the vector
+    file beside the snapshot (:mod:`lib.memory.vector_file`) when it is this snapshot's (rows on
+    their principal axes: past 4 × :data:`RESCORE_ROWS` rows the leading components choose the
+    rows to rescore), else read from the snapshot's ``claim_index`` table.
+
+A date the query names (:func:`dates_named`) adds :data:`DATE_BOOST` to the claims observed then;
+a query naming someone is answered only with their claims, and with none when someone else's
+claim fits it better by more than :data:`WRONG_PERSON_MARGIN` (docs/memory.md).
 
 A hit must be relevant, not merely the least bad (a claim found for "configure kafka" because
 it says "configure" is worse than no answer). A candidate from either ranking qualifies when it
@@ -122,7 +127,7 @@ DATE_BOOST = 0.3
 """Added to the fused score of a claim observed inside the dates a query names (:func:`dates_named`),
 with a semantic embedder; with a lexical one the window counts as a third reciprocal-rank list
 (1 / (RRF_K + 1)). Measured on pooled LoCoMo's tuning conversations (``bench/memory_eval.py``,
-docs/memory.md): hit@5 0.773 → 0.791, MRR@10 0.644 → 0.664 at 0.3 (0.1: 0.781, 1.0: 0.792)."""
+docs/memory.md): hit@5 0.773 → 0.790, MRR@10 0.644 → 0.664 at 0.3 (0.1: 0.781, 1.0: 0.792)."""
 DAYS_AROUND = (3, 1)
 """A day a query names stands for the days from 3 before to 1 after it (an agent says "on the 3rd"
 of a fact it was told in the days before; on LoCoMo ±0 and (7, 1) both measured 0.003 lower)."""
@@ -130,7 +135,19 @@ WRONG_PERSON_MARGIN = 0.25
 """With a semantic embedder, a query naming someone is answered with nothing when another person's
 best claim outscores the named people's best by more than this (α · cosine + (1 − α) · bm25 over
 everyone's best bm25): LoCoMo's adversarial questions ask about one person what the other said.
-The trade-off curve is ``bench/memory_eval.py``'s; the chosen point is in docs/memory.md."""
+Per embedder in :data:`WRONG_PERSON_MARGINS`; the trade-off curve is ``bench/memory_eval.py``'s,
+the chosen point is in docs/memory.md."""
+WRONG_PERSON_MARGINS = {embed.MINILM_ID: 0.25, embed.WORDLLAMA_ID: float("inf")}
+"""Per semantic embedder, the smallest margin that loses no positive on LoCoMo's tuning split:
+0.25 for MiniLM; none for WordLlama, whose every margin up to 0.30 cost positives (0.25: hit@5
+0.744 → 0.735), so it never withholds."""
+
+
+def wrong_person_margin(embedder_id: str) -> float:
+    """:data:`WRONG_PERSON_MARGINS` for ``embedder_id``, else :data:`WRONG_PERSON_MARGIN`."""
+    return WRONG_PERSON_MARGINS.get(embedder_id, WRONG_PERSON_MARGIN)
+
+
 _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
 _MONTH = "(" + "|".join(_MONTHS) + ")"
 _DATE_PATTERNS = (  # (pattern, (year, month, day) group numbers; day 0 = a whole month), first match wins
@@ -744,7 +761,7 @@ class SnapshotReader:
         often they say the name (on LoCoMo's tuning conversations, hit@5 0.756 → 0.773). With a
         semantic embedder, ``wrong_person_margin`` is how much better the best claim about someone
         else (one that does not name them too) fits than the named people's best, by the fused
-        score without the date; above :data:`WRONG_PERSON_MARGIN` the hits are withheld with a
+        score without the date; above :func:`wrong_person_margin` the hits are withheld with a
         note (``None``: the query names nobody, or no one else's claim was a candidate).
 
         Lexical side: terms found in more than :data:`RANK_DF_BUDGET` claims are left out of the
@@ -887,7 +904,7 @@ class SnapshotReader:
         for cid, v in fused.items():
             hits[cid]["score"] = round(v, 4)
         margin = None if best_other is None else best_other - (best_own if best_own is not None else 0.0)
-        if margin is not None and margin > WRONG_PERSON_MARGIN and fused:
+        if margin is not None and margin > wrong_person_margin(usable[0]) and fused:
             fused = {}
             notes.append(f"A claim about someone else matches this question better than any about {', '.join(sorted(named))} "
                          f"(by {margin:.2f}): the question may name the wrong person, so nothing is returned.")

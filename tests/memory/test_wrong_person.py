@@ -1,5 +1,5 @@
 """A question that names the wrong person is answered with nothing (docs/memory.md, "The wrong
-person"): when another person's claim matches it by more than WRONG_PERSON_MARGIN over the named
+person"): when another person's claim matches it by more than wrong_person_margin over the named
 person's best, as in LoCoMo's adversarial questions. Needs MiniLM (the margin is a fused score)."""
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def _texts(reader, out):
 def test_what_someone_else_said_asked_of_the_wrong_person_gets_nothing(reader):
     out = reader.search("What journal has Deborah been using to help track tasks and stay organized?", 5)
     assert out["hits"] == []
-    assert out["wrong_person_margin"] > memory_index.WRONG_PERSON_MARGIN
+    assert out["wrong_person_margin"] > memory_index.wrong_person_margin(embed.MINILM_ID)
     assert any("may name the wrong person" in n and "deborah" in n for n in out["notes"])
 
 
@@ -60,7 +60,7 @@ def test_the_same_question_about_the_right_person_is_answered(reader):
 def test_another_persons_claim_that_names_the_asked_person_is_no_sign_of_a_wrong_name(reader):
     out = reader.search("Which countries has James visited?", 5)  # LoCoMo's question; its answer is James's trip
     assert ROWS[5][0] in _texts(reader, out)  # John's "asked James about the countries" is about James too
-    assert out["wrong_person_margin"] <= memory_index.WRONG_PERSON_MARGIN  # 0.56 if it counted
+    assert out["wrong_person_margin"] <= memory_index.wrong_person_margin(embed.MINILM_ID)  # 0.56 if it counted
 
 
 def test_a_query_naming_nobody_has_no_margin(reader):
