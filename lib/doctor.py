@@ -289,6 +289,17 @@ def _cleanup(store, run: str, caller_prefix: str, written: set, skew: float | No
     return {"ok": True, "detail": f"deleted {len(targets)} scratch key(s)"}
 
 
+def snapshot_blob(url: str, fleet_id: str) -> dict:
+    """``{"ok", "detail"}``: whether the configured fleet's current snapshot blob hashes to its
+    name (:func:`lib.memory.snapshot.check_current`); a store error is a failed row."""
+    from lib.memory import snapshot
+
+    try:
+        return snapshot.check_current(open_store(url), fleet_id)
+    except Exception as exc:  # a diagnostic reports every failure instead of stopping
+        return {"ok": False, "detail": f"fleet {fleet_id}: could not read the snapshot: {type(exc).__name__}: {exc}"}
+
+
 def unsafe_reason(result: dict) -> str | None:
     """Why leases are refused on the probed store (the first failed :data:`LEASE_CHECKS` row),
     or ``None`` when every conditional write was honoured."""
@@ -337,6 +348,10 @@ def render_table(result: dict) -> str:
     delta = result.get("delta_commits") or {}
     lines.append(f"  {'Delta table commits':<{width}}  {({True: 'ok', False: 'FAILED', None: 'not run'})[delta.get('ok')]:<7}"
                  f"  {delta.get('detail', '')}")
+    snap = result.get("snapshot")
+    if snap:
+        lines.append(f"  {'Current snapshot blob':<{width}}  {({True: 'ok', False: 'FAILED', None: 'none yet'})[snap['ok']]:<7}"
+                     f"  {snap['detail']}")
     failed = [r for r in result["checks"] if r["ok"] is not True]
     lines.append("")
     if not result["can_write_read"]:
@@ -347,6 +362,9 @@ def render_table(result: dict) -> str:
                      "on it. Fix: a store or gateway that honours If-None-Match/If-Match, or live_store = redis://...")
     elif failed:
         lines.append(f"verdict: usable with weaker guarantees — {len(failed)} capability(ies) missing (costs above)")
+    elif snap and snap["ok"] is False:
+        lines.append("verdict: all primitives work, but the current snapshot blob is damaged or missing; "
+                     "run `ctxlake maint --once` to re-publish it")
     else:
         lines.append("verdict: all primitives work")
     return "\n".join(lines) + "\n"
@@ -438,6 +456,8 @@ def _main(argv: list[str], stdout, stderr=None) -> int:
         live = run(live_url, caller) if live_url and live_url != url else None
     except ValueError as exc:
         raise Failure("usage", str(exc)) from None
+    if not args.store and result["can_write_read"]:
+        result["snapshot"] = snapshot_blob(url, cfg.fleet_id)
     host = host_report()
     if args.json:
         stdout.write(json.dumps(dict(result, live_plane=live, host=host), indent=2, sort_keys=True) + "\n")

@@ -94,11 +94,21 @@ def maint_quarantine_key(fleet: str, digest: str) -> str:
 
 # -- the compacted lake --------------------------------------------------------------------------
 
+def table_segment(fleet: str) -> str:
+    """The fleet's folder name under ``compacted/``: :func:`lib.paths.safe_segment` with ``~`` in
+    place of ``%`` (``a b`` → ``a~20b``). delta-rs percent-decodes a table URI when it resolves
+    the table's files, so a ``%`` in the folder name would send it to another folder than the one
+    the store holds (docs/design.md §4). ``~`` is never left unencoded by ``safe_segment``, so the
+    mapping stays one-to-one, and an id in ``[A-Za-z0-9._-]`` is its own folder name."""
+    return _s(fleet).replace("%", "~")
+
+
 def table_root(fleet: str) -> str:
-    """``compacted/<f>/``: the root of the fleet's Delta table (``_delta_log/`` inside). No
-    ``name=value`` folder above the table: engines that infer Hive partitions from the whole path
-    (Polars) would otherwise invent a ``fleet`` column the table does not have."""
-    return f"compacted/{_s(fleet)}/"
+    """``compacted/<f>/`` (``<f>`` from :func:`table_segment`): the root of the fleet's Delta
+    table (``_delta_log/`` inside). No ``name=value`` folder above the table: engines that infer
+    Hive partitions from the whole path (Polars) would otherwise invent a ``fleet`` column the
+    table does not have."""
+    return f"compacted/{table_segment(fleet)}/"
 
 
 def legacy_root(fleet: str) -> str:

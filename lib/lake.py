@@ -421,8 +421,27 @@ def open_table(store, fleet: str, version: int | None = None):
         if unreachable(exc):
             raise TableError(f"cannot reach the Delta table at {uri}: {reason(exc)} — the store did not answer; "
                              "nothing was changed, the next pass retries") from exc
-        raise TableError(f"cannot read the Delta table at {uri}: {reason(exc)} — restore the damaged "
-                         f"_delta_log file from a backup or bucket versioning (nothing was changed)") from exc
+        raise TableError(f"cannot read the Delta table at {uri}: {reason(exc)} — {_unreadable_advice(store, fleet, exc)}"
+                         ) from exc
+
+
+def _unreadable_advice(store, fleet: str, exc: Exception) -> str:
+    """What fixes a table delta-rs cannot read: when it says a ``_delta_log`` file is missing that
+    the store does hold, nothing is damaged (delta-rs resolved another path than the store's key,
+    docs/design.md §4) and restoring a backup would not help; otherwise the log itself is damaged."""
+    import re
+
+    missing = re.search(r"not found: .*?_delta_log/([0-9a-z._-]+)", str(exc), re.IGNORECASE)
+    if missing:
+        key = delta_log_prefix(fleet) + missing.group(1)
+        try:
+            present = getattr(store, "lake", store).head(key) is not None
+        except Exception:
+            present = False
+        if present:
+            return (f"the store holds {key}, so nothing is damaged: delta-rs looked for it under another path; "
+                    "nothing was changed, run with --debug and report it as a ctxlake bug")
+    return "restore the damaged _delta_log file from a backup or bucket versioning (nothing was changed)"
 
 
 def table_config(checkpoint_every: int, log_retention_days: int, vacuum_hours: int) -> dict:

@@ -32,9 +32,13 @@ class ExecConfig(Record):
     ``keep``: case-insensitive regexes whose matching middle lines survive folding (a configured
     list replaces these defaults; ``--keep`` values are appended to it); ``head_lines`` /
     ``tail_lines``: lines kept from the start / end of the output; ``collapse_threshold``:
-    outputs of at most this many lines pass through unfolded."""
+    outputs of at most this many lines pass through unfolded. ``full_output_hours`` /
+    ``full_output_mib``: kept full outputs (unredacted, ``$TMPDIR/ctxctl-exec-<uid>/``) older than
+    this many hours, then the oldest beyond this many MiB in all, are deleted on each ``exec``
+    (:mod:`lib.code.recovery`)."""
 
-    FIELDS = (("keep", DEFAULT_KEEP), ("head_lines", 5), ("tail_lines", 5), ("collapse_threshold", 20))
+    FIELDS = (("keep", DEFAULT_KEEP), ("head_lines", 5), ("tail_lines", 5), ("collapse_threshold", 20),
+              ("full_output_hours", 24), ("full_output_mib", 64))
 
 
 class OutlineConfig(Record):

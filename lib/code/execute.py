@@ -15,9 +15,9 @@ when it was killed by a signal, truncated to 0–255).
 
 Raw-output recovery (beyond upstream ctxctl): every byte the child wrote is also streamed to a
 file. When the shown output dropped anything (folded lines, ANSI codes, progress redraws,
-repeated lines) the file is kept under ``$TMPDIR/ctxctl-exec/<sha256 prefix>.log`` — named by
-its content, so identical runs print identical bytes — and its path is reported; otherwise it
-is deleted.
+repeated lines) the file is kept under ``$TMPDIR/ctxctl-exec-<uid>/<sha256 prefix>.log`` — named
+by its content, so identical runs print identical bytes — and its path is reported; otherwise it
+is deleted. The directory is private and bounded (:mod:`lib.code.recovery`).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from lib.code import fold, render, tokens
+from lib.code import fold, recovery, render, tokens
 from lib.code.errors import READ, ExitError
 from lib.code.render import Result
 
@@ -103,10 +103,6 @@ TOKEN_VAR = "CTXCTL_EXEC_TOKEN"
 left the process group and the session (``setsid``), so the whole tree can be found in /proc."""
 
 
-def _recovery_dir() -> str:
-    return os.path.join(tempfile.gettempdir(), "ctxctl-exec")
-
-
 def _tagged(token: bytes) -> list:
     """PIDs of live processes whose environment holds ``TOKEN_VAR=token``."""
     needle = TOKEN_VAR.encode() + b"=" + token + b"\0"
@@ -147,8 +143,10 @@ def kill_tree(pgid: int, token: bytes) -> int:
 
 
 def run_command(cmd: str, patterns: list, head: int, tail: int, threshold: int,
-                timeout: float = TIMEOUT_SECS, cwd: str | None = None, raw: bool = False) -> Outcome:
-    """Spawn ``cmd`` and fold its output (``raw``: pass it through unfolded).
+                timeout: float = TIMEOUT_SECS, cwd: str | None = None, raw: bool = False,
+                keep_limits: tuple = (24, 64)) -> Outcome:
+    """Spawn ``cmd`` and fold its output (``raw``: pass it through unfolded). ``keep_limits`` =
+    ``(hours, MiB)``: the bounds :func:`lib.code.recovery.prune` applies to kept full outputs.
 
     One loop reads stdout and stderr with a deadline, so the timeout bounds the whole call —
     reading, folding and descendants: at the deadline the process group and every tagged
@@ -170,9 +168,13 @@ def run_command(cmd: str, patterns: list, head: int, tail: int, threshold: int,
         reason = f"{exc.strerror} (os error {exc.errno})" if exc.errno else str(exc)
         raise ExitError(READ, f"failed to run `{cmd}`: {reason}") from None
     err_spool = tempfile.TemporaryFile()
-    os.makedirs(_recovery_dir(), exist_ok=True)
-    raw_fd, raw_path = tempfile.mkstemp(prefix=".partial-", dir=_recovery_dir())
-    raw_file = os.fdopen(raw_fd, "wb")
+    try:
+        keep_dir, refused = recovery.directory(), None
+        raw_fd, raw_path = tempfile.mkstemp(prefix=recovery.PARTIAL_PREFIX, dir=keep_dir)
+        raw_file = os.fdopen(raw_fd, "wb")
+    except (recovery.Refused, OSError) as exc:  # the output is still shown, only not kept
+        keep_dir, refused, raw_path = None, f"full output not kept: {exc}", None
+        raw_file = tempfile.TemporaryFile()
     digest = hashlib.sha256()
     folder = fold.Folder(patterns, head, tail, threshold, raw=raw)
     sel = selectors.DefaultSelector()
@@ -219,7 +221,8 @@ def run_command(cmd: str, patterns: list, head: int, tail: int, threshold: int,
         proc.stderr.close()
     def timeout_error():
         raw_file.close()
-        os.unlink(raw_path)
+        if raw_path:
+            os.unlink(raw_path)
         err_spool.close()
         shown = int(timeout) if timeout == int(timeout) else timeout
         return ExitError(READ, f"command `{cmd}` exceeded the {shown}s execution timeout and was killed")
@@ -243,18 +246,20 @@ def run_command(cmd: str, patterns: list, head: int, tail: int, threshold: int,
     raw_file.close()
     folded = folder.finish()
     full = None
-    if folded.folded or folded.changed:
-        full = os.path.join(_recovery_dir(), digest.hexdigest()[:16] + ".log")
+    if raw_path and (folded.folded or folded.changed):
+        full = os.path.join(keep_dir, digest.hexdigest()[:16] + ".log")
         os.replace(raw_path, full)
-    else:
+    elif raw_path:
         os.unlink(raw_path)
+    if keep_dir:
+        recovery.prune(keep_dir, full, *keep_limits)
     code = proc.returncode
     if code < 0:
         code = 128 + (-code)
-    note = None
+    note = refused if refused and (folded.folded or folded.changed) else None
     if lingered:
-        note = (f"the command exited but background processes kept its output open; "
-                f"they were killed after {LINGER_SECS:g}s")
+        note = "; ".join(filter(None, [note, f"the command exited but background processes kept its output open; "
+                                             f"they were killed after {LINGER_SECS:g}s"]))
     return Outcome(folded, code & 0xFF, full, note)
 
 
@@ -272,7 +277,8 @@ def run(cmd: str, config, *, keep=(), head: int | None = None, tail: int | None 
     patterns = fold.compile_patterns(list(config.exec.keep) + list(keep))
     h = config.exec.head_lines if head is None else head
     t = config.exec.tail_lines if tail is None else tail
-    outcome = run_command(cmd, patterns, h, t, config.exec.collapse_threshold, timeout, cwd, raw=raw)
+    outcome = run_command(cmd, patterns, h, t, config.exec.collapse_threshold, timeout, cwd, raw=raw,
+                          keep_limits=(config.exec.full_output_hours, config.exec.full_output_mib))
     folded = outcome.folded
     text = folded.text.decode("utf-8", "replace")
     warnings = [w for w in (folded.warning(), outcome.note) if w]

@@ -141,6 +141,48 @@ def served_summary(claims: list[dict]) -> dict:
     return {"served_embedders": json.dumps(order), "entity_subjects": json.dumps(sorted(names), ensure_ascii=False)}
 
 
+def blob_state(store, key: str, sha: str) -> str | None:
+    """``None`` when the snapshot blob ``key`` is in the store and hashes to ``sha`` (its name),
+    else what is wrong with it, one phrase (``"missing"``, ``"truncated or altered: 5000 bytes
+    hash to 1a2b3c4d5e6f"``). One GET. :raises lib.store.StoreError: the store did not answer."""
+    from lib.store import NotFound
+
+    try:
+        data = store.get(key).data
+    except NotFound:
+        return "missing"
+    got = sha256(data)
+    return None if got == sha else f"truncated or altered: {len(data)} bytes hash to {got[:12]}"
+
+
+def check_current(store, fleet_id: str) -> dict:
+    """``{"ok", "detail"}`` for the blob the fleet's snapshot pointer names (``ctxlake doctor``):
+    ``ok`` True when it hashes to its name, False when it is missing or damaged (every host's
+    sync then refuses it; ``ctxlake maint --once`` re-publishes it), None when there is no
+    snapshot yet. One GET of the pointer and one of the blob. :raises lib.store.StoreError:"""
+    from lib import lake
+
+    sha = _named_pointer(store, lake.snapshot_pointer_key(fleet_id)).get("sha256")
+    if not isinstance(sha, str) or len(sha) != 64:
+        return {"ok": None, "detail": f"fleet {fleet_id}: no snapshot published yet (`ctxlake maint --once` builds one)"}
+    key = lake.snapshot_blob_key(fleet_id, sha)
+    problem = blob_state(store, key, sha)
+    if problem is None:
+        return {"ok": True, "detail": f"fleet {fleet_id}: {key} hashes to its name"}
+    return {"ok": False, "detail": f"fleet {fleet_id}: {key} is {problem}; every sync refuses it until "
+                                   "`ctxlake maint --once` re-publishes it"}
+
+
+def _blob_intact(store, key: str, sha: str) -> bool:
+    return blob_state(store, key, sha) is None
+
+
+def _repair_blob(store, key: str, data: bytes, log) -> None:
+    """Overwrite a damaged snapshot blob with ``data`` (the bytes its name is the hash of)."""
+    store.put(key, data)
+    log("snapshot_blob_repaired", key=key, bytes=len(data))
+
+
 class StaleEpoch(Exception):
     """The published pointer carries a higher maintenance epoch than ours: we were fenced off."""
 
@@ -216,8 +258,13 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
     (:func:`lib.retention.table_stats`), which syncd mirrors with the pointer so ``ctxlake
     status`` and ``/metrics`` show it without touching the store.
 
+    The blob already in the store under this name is read back and hashed (one GET, the same one
+    the embedding cache makes each pass): a truncated or altered blob, which every host's sync
+    would refuse, is overwritten with ``data`` (log ``snapshot_blob_repaired``, reason ``blob
+    repaired``), since ``data`` is exactly what its name promises.
+
     Returns ``{"published": bool, "sha256", "reason"}``; ``published`` False with reason
-    ``already current`` when the pointer already names this blob with the same ``lake``
+    ``already current`` when the pointer already names this intact blob with the same ``lake``
     figures (when only those changed the pointer is rewritten, reason ``lake figures updated``).
     :raises StaleEpoch: the pointer carries a higher maint epoch (we lost the lease meanwhile).
     """
@@ -230,12 +277,18 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
     named = _named_pointer(store, pkey)
     if (named.get("sha256") == sha and int(named.get("maint_epoch") or 0) <= maint_epoch
             and (not lake_stats or named.get("lake") == lake_stats)):
-        # an idle pass: nothing to write, so no create-only put of the blob "loses a race"
-        return {"published": False, "sha256": sha, "reason": "already current"}
+        # an idle pass: nothing to write unless the blob was damaged, so no create-only put "loses a race"
+        if _blob_intact(store, blob, sha):
+            return {"published": False, "sha256": sha, "reason": "already current"}
+        _repair_blob(store, blob, data, log)
+        return {"published": True, "sha256": sha, "reason": "blob repaired"}
+    repaired = False
     try:
         store.put(blob, data, CREATE)
     except PreconditionFailed:
-        pass
+        if not _blob_intact(store, blob, sha):
+            _repair_blob(store, blob, data, log)
+            repaired = True
     fresh = {"sha256": sha, "built_at": built_at, "maint_epoch": maint_epoch, "claim_count": claim_count,
              "session_count": session_count, "key": blob}
     if lake_stats:
@@ -255,7 +308,7 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
                 raise StaleEpoch(f"snapshot pointer has maint epoch {current.get('maint_epoch')} > ours {maint_epoch}")
             same = current.get("sha256") == sha
             if same and (current.get("lake") == lake_stats or not lake_stats):
-                return {"published": False, "sha256": sha, "reason": "already current"}
+                return {"published": repaired, "sha256": sha, "reason": "blob repaired" if repaired else "already current"}
             if same:
                 pointer = dict(current, lake=lake_stats, maint_epoch=maint_epoch)
             elif isinstance(current.get("sha256"), str):
@@ -265,7 +318,7 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
         try:
             store.put(pkey, json.dumps(pointer, sort_keys=True).encode(), CREATE if etag is None else update(etag))
             if same:
-                return {"published": False, "sha256": sha, "reason": "lake figures updated"}
+                return {"published": repaired, "sha256": sha, "reason": "blob repaired" if repaired else "lake figures updated"}
             log("snapshot_published", key=blob, sha256=sha, sessions=session_count, claims=claim_count)
             return {"published": True, "sha256": sha, "reason": "published"}
         except PreconditionFailed:
@@ -342,9 +395,12 @@ def fetch(store, fleet_id: str, cache_path: str) -> dict:
     if current == sha:
         remember()
         return {"changed": False, "sha256": sha, "pointer": pointer, **cache_vectors(cache_path, sha)}
-    data = store.get(lake.snapshot_blob_key(fleet_id, sha)).data
+    blob = lake.snapshot_blob_key(fleet_id, sha)
+    data = store.get(blob).data
     if sha256(data) != sha:
-        raise ValueError(f"snapshot blob {sha} does not match its name")
+        raise ValueError(f"snapshot blob {blob} in the store does not match its name ({len(data)} bytes hash to "
+                         f"{sha256(data)[:12]}: truncated or altered); nothing was cached, `ctxlake maint --once` "
+                         "re-publishes it")
     cache_view.write_blob(cache_path, data)
     del data
     remember()

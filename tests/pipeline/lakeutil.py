@@ -157,3 +157,28 @@ class HookedHost:
         assert len(ids) == len(shipped), "no identity shipped twice"
         assert ids == full - lost_pre
 
+
+
+HOOK_SESSION = [os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "claude-hooks",
+                             f"home-assistant-green-button__{n}.json") for n in ("session_start", "session_end")]
+"""A real Claude Code session's SessionStart and SessionEnd payloads (tests/fixtures/NOTICE.md)."""
+
+
+def init_and_capture(box, store_url: str, fleet: str) -> None:
+    """``ctxlake init`` ``box`` (tests.cli.test_errors.Box) on ``store_url`` as ``fleet``/``a1``,
+    run :data:`HOOK_SESSION` through ``hook.py`` the way the installer wires it, and ship it with
+    ``ctxlake sync --once`` (asserting one session sealed)."""
+    import subprocess
+    import sys
+
+    r = box.run("init", "--store", store_url, "--fleet", fleet, "--agent-id", "a1")
+    assert r.returncode == 0, r.stderr
+    hook = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "hook.py")
+    for path in HOOK_SESSION:
+        with open(path, "rb") as fh:
+            payload = json.dumps(json.load(fh)[0]).encode()
+        h = subprocess.run([sys.executable, "-I", "-S", hook, "claude_code"], input=payload, capture_output=True,
+                           env=dict(box.env, CTXLAKE_HOOK_SYNC="1"), timeout=120)
+        assert h.returncode == 0, h.stderr
+    sync = box.run("sync", "--once", "--json")
+    assert sync.returncode == 0 and json.loads(sync.stdout)["sealed"] == 1, sync.stderr

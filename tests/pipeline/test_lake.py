@@ -262,6 +262,7 @@ def test_a_missing_commit_file_is_reported_not_papered_over(home, monkeypatch, l
     os.unlink(os.path.join(_log_dir(lakedir), "00000000000000000000.json"))
     out = maintenance.run_once(cfg, store, Log())
     assert "cannot read the Delta table" in out.get("lake_error", ""), out
+    assert "restore the damaged _delta_log file" in out["lake_error"]  # the store lacks it too: really damaged
 
 
 def test_a_partially_written_checkpoint_is_dropped_and_rebuilt_from_the_log(home, monkeypatch, lakedir):
