@@ -6,6 +6,8 @@ Usage (as ``ctxlake install`` writes it into a runtime's hook config)::
     python3 -I -S /path/to/hook.py <runtime> [<event>] [--fleet=<id> --agent=<id>] [--async] < payload.json
 
 (``--async``: the runtime does not wait for this event; see :func:`lib.hookproc.parse_argv`.)
+``install`` writes it behind a ``-c`` launcher (``python3 -I -S -c <launcher> /path/to/hook.py …``,
+:data:`lib.install.commands.LAUNCHER`) that answers ``{}`` and exits 0 when this file is gone.
 
 Prints the runtime's answer (briefing, lease warning, or ``{}``) on stdout, captures the event
 into the local spool (redacted), and always exits 0. Never touches the network or the store.

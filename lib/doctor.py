@@ -377,17 +377,23 @@ def host_report() -> dict:
     "When the hook is gone")."""
     from lib import install
 
+    from lib.memory import embed
+
     entries = install.installed_entries()
-    return {"entries": entries, "missing": install.missing_lines(entries)}
+    return {"entries": entries, "missing": install.missing_lines(entries), "memory_ranker": embed.ranker_report()}
 
 
 def render_host(host: dict) -> str:
     """The ``this host`` lines of the text report for :func:`host_report`'s dict."""
+    mr = host["memory_ranker"]
+    memory = (f"this host: memory search embeds with {mr['embedder']}"
+              + (" (all-MiniLM-L6-v2, the default)\n" if mr["minilm"] else
+                 f"; MiniLM NOT INSTALLED in {sys.prefix}, so it ranks with a weaker embedder: {mr['howto']}\n"))
     if not host["entries"]:
-        return "this host: no runtime has ctxlake's hooks or MCP server installed (ctxlake install --all)\n"
+        return memory + "this host: no runtime has ctxlake's hooks or MCP server installed (ctxlake install --all)\n"
     if not host["missing"]:
-        return f"this host: {len(host['entries'])} installed hook/MCP entr(ies), every file they run exists\n"
-    return "".join(f"this host: MISSING {line}\n" for line in host["missing"])
+        return memory + f"this host: {len(host['entries'])} installed hook/MCP entr(ies), every file they run exists\n"
+    return memory + "".join(f"this host: MISSING {line}\n" for line in host["missing"])
 
 
 def run(url: str, caller: str) -> dict:

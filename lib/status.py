@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 
@@ -114,7 +115,9 @@ def gather(cfg) -> dict:
         try:
             conn = snapshot.open_readonly(p.snapshot(cfg.fleet_id))
             meta = dict(conn.execute("SELECT key, value FROM snapshot_meta").fetchall())
+            served = meta.get("served_embedders")
             snap = {"sessions": conn.execute("SELECT count(*) FROM sessions").fetchone()[0],
+                    "served_embedders": json.loads(served) if served else None,
                     "claims": conn.execute("SELECT count(*) FROM claims").fetchone()[0],
                     "built_at": meta.get("built_at") or meta.get("created_at"),
                     "fleet_id": meta.get("fleet_id")}
@@ -133,6 +136,7 @@ def gather(cfg) -> dict:
           "last_ok_sync": sync.get("last_ok_at"), "snapshot_sha": sync.get("snapshot_sha"), "snapshot": snap,
           "quarantined_lines": sync.get("quarantined_lines_total") or 0, "last_quarantined": sync.get("last_quarantined"),
           "hook_lost": lost_events.read(p.hook_lost), "last_disk_error": sync.get("disk_error"),
+          "store_vanished": sync.get("store_vanished"),
           "hook_lost_at_last_sync": sync.get("hook_lost") if isinstance(sync.get("hook_lost"), int) else 0,
           "synced_store": sync.get("store"),
           "briefing": {"chars": len(brief.get("text") or ""), "rendered_at": brief.get("rendered_at")}
@@ -142,6 +146,9 @@ def gather(cfg) -> dict:
           "hooks": hooks, "mcp": mcp, "hook_log": _hook_log(p.hook_errors), "spool_disk": spool.disk_free(p.spool_dir),
           "other_spools": other_spools(p)}
     st["hook_errors"] = st["hook_log"]["errors"]
+    from lib.memory import embed
+
+    st["memory_ranker"] = embed.ranker_report((snap or {}).get("served_embedders"))
     from lib.memory import snapshot as snapmod
 
     st["lake"] = snapmod.cached_lake_figures(p.snapshot(cfg.fleet_id))  # the Delta table, as of the last maint
@@ -170,6 +177,10 @@ def next_step(st: dict) -> str:
                "hooks lost events since the last sync" if new_losses else str(st["last_disk_error"])[:160])
         return (f"free space on the filesystem of {st['home']}   ({why}; hooks lose events and sync cannot "
                 "write), then: ctxlake sync --once")
+    if st["last_sync_errors"] and st.get("store_vanished"):
+        return (f"restore or remount the store {st['store']} (its fleet marker is gone: wiped, or another folder or "
+                "bucket), or run `ctxlake init` again to start a new lake there; then: ctxlake sync --once   "
+                "(the cache and lake figures above are from before)")
     if st["last_sync_errors"]:
         return "fix the last error above, then: ctxlake sync --once   (ctxlake doctor tests the store)"
     if not st["hooks"]:
@@ -244,6 +255,10 @@ def render(st: dict, cfg, out) -> None:
           + (f", built {_age(snap['built_at'])}" if snap.get("built_at") else "") + "\n")
     if st["briefing"]:
         w(f"           briefing {st['briefing']['chars']} chars, rendered {_age(st['briefing']['rendered_at'])}\n")
+    mr = st["memory_ranker"]
+    w(f"memory     ranked by {mr['ranker']}; this install embeds with {mr['embedder']}"
+      + (" (all-MiniLM-L6-v2, the default)\n" if mr["minilm"] else
+         f"\n           MiniLM NOT INSTALLED in {sys.prefix}: memory search ranks with a weaker embedder; {mr['howto']}\n"))
     b = st["spool_backlog"]
     w(f"lake       {_lake_line(st['lake'])}\n")
     if st["unreadable_segments"]:

@@ -64,6 +64,35 @@ def _carry_over(summary: dict, status_path: str) -> None:
         summary["snapshot_sha"] = previous["snapshot_sha"]
 
 
+def store_vanished(cfg, store, log, previous: dict) -> tuple[str | None, bool]:
+    """``(why, seen)``: whether the fleet marker ``ctxlake init`` wrote (``_meta/fleets/<f>.json``,
+    :func:`lib.keys.fleet_marker_key`) is gone from a store where an earlier pass saw it
+    (``previous``: the last pass's summary, ``fleet_marker_seen`` its store URL). Gone means the
+    store was wiped, or the URL now reaches another folder or bucket (an unmounted volume, a
+    recreated bucket): ``why`` says so and the pass ships nothing, as a sink whose bucket was
+    deleted refuses to write rather than create a new one (docs/operations.md "A store that
+    vanished"). A store never initialised (no marker ever seen) is not judged; a store outage
+    (any other error) is left to the steps that follow. One HEAD per pass."""
+    from lib import keys
+    from lib.store import NotFound, StoreError
+
+    seen = previous.get("fleet_marker_seen") == store.url
+    key = keys.fleet_marker_key(cfg.fleet_id)
+    try:
+        store.head(key)
+        return None, True
+    except NotFound:
+        if not seen:
+            return None, False
+    except StoreError:
+        return None, seen
+    why = (f"the store {store.url} no longer holds {key}, which an earlier pass saw there: it was wiped or deleted, "
+           "or the URL now reaches another folder or bucket (an unmounted volume?); nothing was shipped and the spool "
+           "is kept; restore or remount the store, or run `ctxlake init` again to start a new lake there")
+    log("store_vanished", level="error", store=store.url, key=key, detail=why)
+    return why, True
+
+
 def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     """One syncd pass; returns a summary dict with ``errors`` (0 when all went well) and
     ``disk_error``: the first error that was this host's disk refusing a write (full, over quota,
@@ -81,8 +110,6 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     """
     from lib import briefing, cache_view, mcp_ingest, ship, spool
     from lib.live import sync
-    from lib.clock import format_time
-
     from lib.failures import disk_refusal
 
     plane = plane or sync.LivePlane(cfg, log)
@@ -91,6 +118,15 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
         log("spool_disk_low", free_bytes=disk["free_bytes"], path=cfg.paths.spool_dir,
             detail="hooks cannot write events or hook-errors.log; free space on this filesystem")
     hook_lost = _hook_losses(cfg, log)
+    status_path = cfg.paths.sync_status(cfg.fleet_id)
+    previous = cache_view.read_raw(status_path) or {}
+    vanished, marker_seen = store_vanished(cfg, store, log, previous if previous.get("store") == store.url else {})
+    if vanished:
+        summary = {"shipped": 0, "segments": 0, "sealed": 0, "idle_sealed": 0, "backstop_filled": 0, "dropped_lines": 0,
+                   "quarantine_records": 0, "errors": 1, "error_detail": [("store", vanished)], "cache_refreshed": False,
+                   "spool_disk": disk, "hook_lost": hook_lost, "disk_error": None, "store_vanished": vanished,
+                   "fleet_marker_seen": store.url}
+        return _finish(summary, store, status_path, log)
     if not spool.wait_for_hooks(cfg.paths.state_dir, timeout=5):
         log("hook_captures_still_running", detail="shipping what is complete; the rest goes next pass")
     stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, should_stop=should_stop,
@@ -101,7 +137,8 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
                "last_quarantine_reason": stats.last_quarantine_reason,
                "quarantine_records": stats.quarantine_records,
                "errors": stats.errors, "error_detail": stats.session_errors[:5], "cache_refreshed": False,
-               "spool_disk": disk, "hook_lost": hook_lost, "disk_error": stats.disk_error}
+               "spool_disk": disk, "hook_lost": hook_lost, "disk_error": stats.disk_error,
+               "fleet_marker_seen": store.url if marker_seen else None}
 
     def failed(exc: BaseException) -> None:  # one more error; the first local disk refusal is kept
         summary["errors"] += 1
@@ -135,9 +172,17 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
             failed(exc)
             summary["cache_error"] = f"{type(exc).__name__}: {exc}"[:300]
             log("cache_refresh_failed", error=summary["cache_error"])
+    return _finish(summary, store, status_path, log)
+
+
+def _finish(summary: dict, store, status_path: str, log) -> dict:
+    """Date ``summary``, complete it (:func:`_carry_over`) and write it for ``ctxlake status``."""
+    from lib import cache_view
+    from lib.clock import format_time
+    from lib.failures import disk_refusal
+
     summary["last_run_at"] = format_time()
     summary["store"] = store.url
-    status_path = cfg.paths.sync_status(cfg.fleet_id)
     _carry_over(summary, status_path)
     try:
         cache_view.write(status_path, summary)

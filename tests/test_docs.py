@@ -53,7 +53,7 @@ def _commands(path: str) -> list[tuple[str, list[str], str]]:
     for frag in _code_fragments(_read(path)):
         for m in _CMD.finditer(frag):
             before = frag[:m.start()].rstrip()
-            if before.endswith(("-n", "--namespace", "-l")):
+            if before.endswith(("-n", "--namespace", "-l", "runpip")):  # `pipx runpip ctxlake`: the tool's venv
                 continue
             flags = re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", m.group(2))
             found.append((m.group(1), flags, frag.strip()))

@@ -140,11 +140,11 @@ HOME_FLAG = "--home="
 """The ``hook.py`` argument naming a ``CTXLAKE_HOME`` other than the default (:func:`install_home`)."""
 
 
-LAUNCHER = ("import os,sys;p=sys.argv[1]\n"
-            "if not os.path.isfile(p):print('{}');print('ctxlake: hook '+p+' is gone: run `ctxlake install` "
-            "again, or `ctxlake uninstall --all`',file=sys.stderr);sys.exit(0)\n"
-            "del sys.argv[0];__file__=p;exec(compile(open(p,'rb').read(),p,'exec'))")
-"""The ``-c`` program every installed hook command runs: it executes ``hook.py`` (its first
+LAUNCHER = ('import os,sys;p=sys.argv[1];os.path.isfile(p) or sys.exit(print("{}") or print("ctxlake: hook "+p+'
+            '" is gone: run `ctxlake install` again, or `ctxlake uninstall --all`",file=sys.stderr));'
+            'del sys.argv[0];__file__=p;exec(compile(open(p,"rb").read(),p,"exec"))')
+"""The ``-c`` program every installed hook command runs (one line, double quotes only, so the
+shell form quotes it plainly): it executes ``hook.py`` (its first
 argument) as ``__main__``, or, when that file is gone (the tool uninstalled or upgraded, the
 checkout moved), answers ``{}`` and exits 0. Without it the interpreter itself exits 2 on a
 missing script ("can't open file"), which Claude Code's PreToolUse and Cursor's gate events read

