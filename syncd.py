@@ -113,6 +113,10 @@ def _loop(cfg, store, log, args, out, stopping, metrics) -> int:
             if summary["errors"]:
                 from lib.failures import Failure
 
+                if summary.get("disk_error"):  # this host's disk, not the store: doctor would not help
+                    raise Failure("disk", f"the pass had {summary['errors']} error(s): the local disk refused a write: "
+                                          f"{summary['disk_error']}; free space on that filesystem (CTXLAKE_HOME "
+                                          f"{cfg.paths.home}) and run again; what was not shipped stays in the spool")
                 raise Failure("store", f"the pass had {summary['errors']} error(s), first: {summary['last_error']}; "
                                        "what was not shipped stays in the spool for the next pass (ctxlake doctor "
                                        "tests the store)")

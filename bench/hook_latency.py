@@ -107,13 +107,24 @@ def runtime_argv(hook: dict) -> list[str]:
     return [SH, "-c", hook["command"]]
 
 
-def cases(hooks, shell_hooks, payloads, py: str) -> list[dict]:
+def direct_hooks(hooks) -> list[tuple[str, str | None, dict]]:
+    """The synchronous installed hooks without the ``-c`` launcher (``<python> -I -S hook.py …``,
+    what install wrote before it, docs/runtimes.md "When the hook is gone"): the baseline of the
+    launcher's cost, spawned and measured in the same rotation."""
+    from lib import install
+
+    n = len(install.LAUNCH_ARGS)
+    return [(e, m, dict(h, args=["-I", "-S", *h["args"][n:]])) for e, m, h in hooks if not h.get("async")]
+
+
+def cases(hooks, shell_hooks, payloads, py: str, direct=()) -> list[dict]:
     """The rotation: one case per (installed hook, payload class it receives), each with the bare
-    interpreter spawned the same way."""
+    interpreter spawned the same way; ``direct`` (:func:`direct_hooks`) adds the form without the
+    launcher, as ``direct``."""
     bare_exec = [py, "-I", "-S", "-c", "pass"]
     bare_shell = [SH, "-c", f"{py} -I -S -c pass"]
     out = []
-    for form, items in (("exec", hooks), ("shell", shell_hooks)):
+    for form, items in (("exec", hooks), ("direct", direct), ("shell", shell_hooks)):
         for event, matcher, hook in items:
             if event == "PreToolUse":
                 keys = ["PreToolUse:write"] if matcher else ["PreToolUse:other", "PreToolUse:write"]
@@ -124,7 +135,7 @@ def cases(hooks, shell_hooks, payloads, py: str) -> list[dict]:
                     continue
                 run_async = hook.get("async") is True
                 label = f"{key} ({'async' if run_async else 'sync'}, {form})"
-                out.append({"label": label, "argv": runtime_argv(hook), "bare": bare_exec if form == "exec" else bare_shell,
+                out.append({"label": label, "argv": runtime_argv(hook), "bare": bare_shell if form == "shell" else bare_exec,
                             "payloads": payloads[key], "async": run_async, "form": form})
     return out
 
@@ -298,6 +309,8 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=240, help="hook runs over all cases (and as many bare runs)")
     p.add_argument("--pause", type=float, default=0.01, help="seconds to sleep between runs")
     p.add_argument("--no-shell", action="store_true", help="skip the pre-#22 shell-form install ('before')")
+    p.add_argument("--no-direct", action="store_true",
+                   help="skip the synchronous hooks without the -c launcher (the launcher's baseline)")
     p.add_argument("--flood", type=int, default=0, metavar="N",
                    help="instead: N events through the installed hooks, then count the processes left")
     p.add_argument("--parallel", type=int, default=4, help="with --flood: hook processes at a time")
@@ -312,7 +325,7 @@ def main(argv=None) -> int:
         hooks = installed_hooks(os.path.join(base, "home"), ident)
         shell = [] if args.no_shell else [(e, None, {"command": install.legacy_hook_command(ident, "claude_code", e)})
                                           for e in BEFORE_EVENTS]  # pre-#22: every event synchronous
-        rotation = cases(hooks, shell, payloads, py)
+        rotation = cases(hooks, shell, payloads, py, [] if args.no_direct else direct_hooks(hooks))
         if args.flood:
             r = flood(rotation, args.flood, args.parallel, env, base, fleet)
             print(f"flood: {r['events']} hook events through the installed exec-form hooks, {args.parallel} at a time, "

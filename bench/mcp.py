@@ -5,6 +5,7 @@
 Usage::
 
     python bench/mcp.py [--claims 100000] [--queries 300] [--starts 10] [--embedder ID] [--snapshot PATH]
+                        [--baseline ROOT]
 
 Builds a synthetic snapshot with :func:`lib.memory.snapshot.build` (claims of 6–20 words drawn from a
 6,000-word vocabulary with Zipf weights, see :func:`zipf`; 50 subjects, 95 % agent-visible, embedded
@@ -108,10 +109,10 @@ def build_snapshot(path: str, n_claims: int, vocab: list[str], rng: random.Rando
 class Server:
     """A running ``mcp_server.py`` with a blocking line-oriented client."""
 
-    def __init__(self, env):
+    def __init__(self, env, root: str = ROOT):
         self.t0 = time.perf_counter()
-        self.proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "mcp_server.py")], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+        self.proc = subprocess.Popen([sys.executable, os.path.join(root, "mcp_server.py")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root)
         self.next_id = 0
 
     def call(self, method: str, params: dict) -> tuple[dict, float]:
@@ -220,6 +221,27 @@ def first_searches(env: dict, snap: str, query: str, rounds: int) -> dict:
     return out
 
 
+def baseline_server(root: str, snap: str, env: dict) -> Server:
+    """A server of the checkout ``root`` over a copy of ``snap`` in its own ``CTXLAKE_HOME``, its
+    vector file cut by that checkout's own code (``lib.memory.vector_file``, or ``lib.vector_file``
+    in a checkout from before the package), warmed up by one search; ``cpu_start`` is its CPU then."""
+    home = tempfile.mkdtemp(prefix="ctxlake-bench-mcp-base-")
+    cache = os.path.join(home, "cache", FLEET)
+    os.makedirs(cache)
+    copy = os.path.join(cache, "snapshot.bin")
+    shutil.copyfile(snap, copy)
+    cut = ("import sys\ntry:\n    from lib.memory import vector_file\nexcept ImportError:\n    from lib import vector_file\n"
+           "from lib.paths import snapshot_vectors_path\n"
+           "vector_file.write(sys.argv[1], '0' * 64, snapshot_vectors_path(sys.argv[1]))")
+    subprocess.run([sys.executable, "-c", cut, copy], check=True, cwd=root, env=dict(env, PYTHONPATH=root))
+    base = Server(dict(env, CTXLAKE_HOME=home, CTXLAKE_CONFIG=os.path.join(home, "absent.toml"), PYTHONPATH=root), root)
+    base.call("initialize", {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "bench"}})
+    base.call("tools/call", {"name": "memory_search", "arguments": {"query": "warm up"}})
+    base.cpu_start = base.cpu_secs()
+    base.home = home
+    return base
+
+
 def pct(values: list[float], p: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
@@ -237,6 +259,9 @@ def main(argv=None) -> int:
                                                     f"vectors (default: {EMBED_SAMPLE} for MiniLM, every claim otherwise)")
     p.add_argument("--first-rounds", type=int, default=3,
                    help="rounds of fresh servers spawned by the official MCP client for the first-search rows (default 3; 0 skips)")
+    p.add_argument("--baseline", metavar="ROOT",
+                   help="another checkout (e.g. main exported by git archive): its server is spawned the same way over a "
+                        "copy of the snapshot with its own vector file cut, and the warm calls alternate between the two")
     args = p.parse_args(argv)
     from lib.memory import embed
 
@@ -296,6 +321,8 @@ def main(argv=None) -> int:
         resp, cold = server.call("tools/call", {"name": "memory_search", "arguments": {"query": " ".join(vocab[:2])}})
         if resp.get("result", {}).get("isError") or "error" in resp:
             raise RuntimeError(f"memory_search failed: {resp}")
+        base = baseline_server(args.baseline, snap, env) if args.baseline else None
+        base_cpu, base_warm = 0.0, []
         weights = zipf(len(vocab))
         warm, hits, empty = [], 0, 0
         cpu_start = server.cpu_secs()
@@ -304,12 +331,20 @@ def main(argv=None) -> int:
                 query = " ".join("zq" + rng.choice(vocab) for _ in range(rng.randint(1, 3)))  # words the corpus lacks
             else:
                 query = " ".join(rng.choices(vocab, weights, k=rng.randint(1, 4)))
+            if base is not None and i % 2:  # alternate which server answers first
+                base_warm.append(base.call("tools/call", {"name": "memory_search", "arguments": {"query": query}})[1])
             resp, elapsed = server.call("tools/call", {"name": "memory_search", "arguments": {"query": query}})
+            if base is not None and not i % 2:
+                base_warm.append(base.call("tools/call", {"name": "memory_search", "arguments": {"query": query}})[1])
             result = json.loads(resp["result"]["content"][0]["text"])
             hits += len(result["results"])
             empty += not result["results"]
             warm.append(elapsed)
         cpu_end = server.cpu_secs()
+        if base is not None:
+            base_cpu = (base.cpu_secs() - base.cpu_start) / len(base_warm)
+            base.close()
+            shutil.rmtree(base.home, ignore_errors=True)
         cpu_mean = (cpu_end - cpu_start) / len(warm) if cpu_start is not None and cpu_end is not None and warm else None
         peak, current = server.rss()
         server.close()
@@ -348,6 +383,12 @@ def main(argv=None) -> int:
          "", ""),
         ("queries with no hit (20 % are negative by construction)", f"{empty} of {len(warm)}", "", ""),
     ]
+    if base_warm:
+        rows += [(f"baseline {args.baseline}: server CPU per warm memory_search (mean, interleaved)",
+                  f"{base_cpu * 1000:.1f} ms (this checkout: {cpu_mean / base_cpu:.2f}×)" if cpu_mean else f"{base_cpu * 1000:.1f} ms",
+                  "", ""),
+                 ("baseline: memory_search p50 / p95 (interleaved)", f"{pct(base_warm, 50) * 1000:.1f} / {pct(base_warm, 95) * 1000:.1f} ms",
+                  "", "")]
     if peak is not None:
         rows.append(("server RSS peak (VmHWM) / now", f"{peak:.0f} / {current:.0f} MiB ({peak / BUDGET_RSS_MIB:.2f}× budget)",
                      f"≤ {BUDGET_RSS_MIB:.0f} MiB",

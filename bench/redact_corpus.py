@@ -243,49 +243,45 @@ def timing(runs: int) -> dict:
 
 
 def load_baseline(rev: str):
-    """The redactor as of git revision ``rev`` (``lib/redact.py`` before it became the package
-    ``lib/redact/``), imported beside the current one (for an interleaved before/after timing in
-    one run). A package revision is extracted under ``.cache/`` and imported as ``lib.redact``
-    with ``lib``'s path pointed at it first; the current modules are put back afterwards, and
-    the baseline's functions keep the globals they were imported with."""
+    """The redactor as of git revision ``rev`` (``lib/redact.py`` and ``lib/redact_cmdline.py``
+    before it became the package ``lib/redact/``), imported beside the current one (for an
+    interleaved before/after timing in one run): its files are extracted under ``.cache/`` and
+    imported as ``lib.redact`` with ``lib``'s path pointed at them first; the current modules are
+    put back afterwards, and the baseline's functions keep the globals they were imported with."""
     import importlib
-    import importlib.util
     import subprocess
+
+    import lib
 
     def show(path: str) -> bytes | None:
         r = subprocess.run(["git", "-C", ROOT, "show", f"{rev}:{path}"], capture_output=True)
         return r.stdout if r.returncode == 0 else None
 
-    src = show("lib/redact.py")
-    if src is not None:
-        path = os.path.join(ROOT, ".cache", f"redact_{rev}.py")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as fh:
-            fh.write(src)
-        spec = importlib.util.spec_from_file_location(f"redact_{rev}", path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = mod  # dataclasses look their module up
-        spec.loader.exec_module(mod)
-        return mod
-    import lib
-
     root = os.path.join(ROOT, ".cache", f"redact_{rev}", "lib")
-    os.makedirs(os.path.join(root, "redact"), exist_ok=True)
-    names = subprocess.run(["git", "-C", ROOT, "ls-tree", "--name-only", f"{rev}:lib/redact/"], check=True,
-                           capture_output=True, text=True).stdout.split()
-    for name in names:
-        if name.endswith(".py"):
-            with open(os.path.join(root, "redact", name), "wb") as fh:
-                fh.write(show(f"lib/redact/{name}"))
-    current = {n: m for n, m in sys.modules.items() if n == "lib.redact" or n.startswith("lib.redact.")}
+    tree = subprocess.run(["git", "-C", ROOT, "ls-tree", "--name-only", f"{rev}:lib/redact/"], capture_output=True,
+                          text=True)
+    if tree.returncode == 0:
+        files = {f"redact/{n}": show(f"lib/redact/{n}") for n in tree.stdout.split() if n.endswith(".py")}
+    else:
+        files = {n: show(f"lib/{n}") for n in ("redact.py", "redact_cmdline.py")}
+    for name, src in files.items():
+        if src is not None:
+            os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+            with open(os.path.join(root, name), "wb") as fh:
+                fh.write(src)
+
+    def ours(n: str) -> bool:
+        return n in ("lib.redact", "lib.redact_cmdline") or n.startswith("lib.redact.")
+
+    current = {n: m for n, m in sys.modules.items() if ours(n)}
     saved_path = list(lib.__path__)
     try:
         for n in current:
             del sys.modules[n]
         lib.__path__[:] = [root] + saved_path
         mod = importlib.import_module("lib.redact")
-        for n in [n for n in sys.modules if n == "lib.redact" or n.startswith("lib.redact.")]:
-            sys.modules[f"redact_{rev}{n[len('lib.redact'):]}"] = sys.modules.pop(n)
+        for n in [n for n in sys.modules if ours(n)]:
+            sys.modules[f"baseline_{rev}.{n}"] = sys.modules.pop(n)
     finally:
         lib.__path__[:] = saved_path
         sys.modules.update(current)

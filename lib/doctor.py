@@ -370,6 +370,26 @@ def render_table(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def host_report() -> dict:
+    """What this host's runtimes run, beside the store probe: ``{"entries": installed_entries,
+    "missing": [one line per hook or MCP entry whose interpreter or script is gone, with the fix]}``
+    (:func:`lib.install.installed_entries`; a runtime cannot start such an entry, docs/runtimes.md
+    "When the hook is gone")."""
+    from lib import install
+
+    entries = install.installed_entries()
+    return {"entries": entries, "missing": install.missing_lines(entries)}
+
+
+def render_host(host: dict) -> str:
+    """The ``this host`` lines of the text report for :func:`host_report`'s dict."""
+    if not host["entries"]:
+        return "this host: no runtime has ctxlake's hooks or MCP server installed (ctxlake install --all)\n"
+    if not host["missing"]:
+        return f"this host: {len(host['entries'])} installed hook/MCP entr(ies), every file they run exists\n"
+    return "".join(f"this host: MISSING {line}\n" for line in host["missing"])
+
+
 def run(url: str, caller: str) -> dict:
     """Open ``url`` with :func:`lib.store.open_store` and :func:`probe` it.
 
@@ -432,10 +452,12 @@ def _main(argv: list[str], stdout, stderr=None) -> int:
         raise Failure("usage", str(exc)) from None
     if not args.store and result["can_write_read"]:
         result["snapshot"] = snapshot_blob(url, cfg.fleet_id)
+    host = host_report()
     if args.json:
-        stdout.write(json.dumps(dict(result, live_plane=live), indent=2, sort_keys=True) + "\n")
+        stdout.write(json.dumps(dict(result, live_plane=live, host=host), indent=2, sort_keys=True) + "\n")
     else:
         stdout.write(render_table(result))
         stdout.write("\nlive plane (heartbeats, roster, leases): " + (
             "on the store above" if live is None else f"live_store {mask_url(live_url)}\n" + render_table(live)) + "\n")
+        stdout.write(render_host(host))
     return max(exit_code(result), exit_code(live) if live else 0)

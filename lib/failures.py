@@ -72,7 +72,7 @@ def classify(exc: BaseException) -> Failure:
         return Failure("refused", str(exc))
     if isinstance(exc, KeyboardInterrupt):
         return Failure("refused", "interrupted")
-    disk = _disk_refusal(exc)
+    disk = disk_refusal(exc)
     if disk and "(EROFS)" in disk:  # nothing to free: the filesystem takes no writes at all
         return Failure("disk", f"the local disk refused an operation: {disk}; that path is read-only: mount it "
                                "writable, or point CTXLAKE_HOME (or CTXLAKE_SPOOL_DIR / CTXLAKE_CACHE_DIR) at a "
@@ -88,7 +88,7 @@ _DISK_ERRNOS = ("ENOSPC", "EDQUOT", "EFBIG", "EROFS")
 _SQLITE_DISK = {10: "disk I/O error", 13: "database or disk is full"}  # SQLITE_IOERR, SQLITE_FULL (primary codes)
 
 
-def _disk_refusal(exc: BaseException) -> str | None:
+def disk_refusal(exc: BaseException) -> str | None:
     """Why the local disk refused a write, when ``exc`` (or an exception it was raised from) is
     an ``OSError`` with one of :data:`_DISK_ERRNOS` or a ``sqlite3`` error whose primary result
     code is SQLITE_IOERR or SQLITE_FULL (https://www.sqlite.org/rescode.html); else ``None``."""

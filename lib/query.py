@@ -37,8 +37,10 @@ def run_cli(args, cfg, out) -> int:
     if args.json:
         out.write(json.dumps([dict(zip(cols, r)) for r in rows], default=str) + "\n")
         return 0
-    widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) if rows else len(str(c)) for i, c in enumerate(cols)]
-    out.write("  ".join(str(c).ljust(w) for c, w in zip(cols, widths)) + "\n")
-    for r in rows:
-        out.write("  ".join(str(v).ljust(w) for v, w in zip(r, widths)) + "\n")
+    from lib.sanitize import for_terminal
+
+    cells = [[for_terminal(v, 1 << 20) for v in r] for r in [cols, *rows]]  # lake text: no control characters
+    widths = [max(len(r[i]) for r in cells) for i in range(len(cols))]
+    for r in cells:
+        out.write("  ".join(v.ljust(w) for v, w in zip(r, widths)) + "\n")
     return 0

@@ -112,6 +112,16 @@ def clean(text: str, max_chars: int = 4000, single_line: bool = False) -> str:
     return text
 
 
+def for_terminal(value, max_chars: int = 300) -> str:
+    """``value`` (any type; ``None`` stays ``"None"``) as one line a CLI may print to a terminal:
+    :func:`clean` with ``single_line``, so no control character (ESC, BEL, CSI, C1) of text another
+    fleet member wrote into the store reaches the operator's terminal (an agent id or lease
+    reason could otherwise retitle or clear it; docs/security.md "Terminal output"). Every CLI
+    render of store- or cache-sourced text goes through it; ``--json`` output is escaped by
+    JSON itself."""
+    return clean(value if isinstance(value, str) else str(value), max_chars, single_line=True)
+
+
 _INF = float("inf")
 
 

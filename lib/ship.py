@@ -39,13 +39,23 @@ class ShipStats:
     (envelopes the transcript backstop appended), idle_sealed (sessions sealed without an end
     event, :mod:`lib.idle_seal`), quarantine_records, errors; ``session_errors``
     lists ``(session_file, message)``; ``last_quarantine_reason`` the last quarantined line's
-    file, offset and reason."""
+    file, offset and reason; ``disk_error`` the first error that was the local disk refusing a
+    write (:func:`lib.failures.disk_refusal`), else ``None``."""
 
     def __init__(self):
         self.envelopes = self.segments = self.sealed = self.dropped_lines = self.backstop_filled = 0
         self.quarantine_records = self.errors = self.idle_sealed = 0
         self.session_errors: list = []
         self.last_quarantine_reason: str | None = None
+        self.disk_error: str | None = None
+
+    def failed(self, where: str, exc: BaseException) -> None:
+        """Count one error of ``where`` (a session file, ``quarantine``) and keep its cause."""
+        from lib.failures import disk_refusal
+
+        self.errors += 1
+        self.session_errors.append((where, f"{type(exc).__name__}: {exc}"))
+        self.disk_error = self.disk_error or disk_refusal(exc)
 
     def as_dict(self) -> dict:
         return {k: v for k, v in vars(self).items()}
@@ -554,13 +564,11 @@ def ship_all(store, paths, *, batch_rows: int = 20000, log=lambda *a, **k: None,
                 ship_session(store, paths, runtime, stem, group, batch_rows=batch_rows, log=log, stats=stats,
                              should_stop=should_stop, observe=observe, idle_secs=idle_secs)
             except Exception as exc:  # keep going: one session must not stop the pass
-                stats.errors += 1
-                stats.session_errors.append((f"{runtime}/{stem}", f"{type(exc).__name__}: {exc}"))
+                stats.failed(f"{runtime}/{stem}", exc)
                 log("ship_failed", session=f"{runtime}/{stem}", error=f"{type(exc).__name__}: {exc}"[:300])
     try:
         ship_quarantine(store, paths, log=log, stats=stats)
     except Exception as exc:
-        stats.errors += 1
-        stats.session_errors.append(("quarantine", f"{type(exc).__name__}: {exc}"))
+        stats.failed("quarantine", exc)
         log("quarantine_ship_failed", error=f"{type(exc).__name__}: {exc}"[:300])
     return stats

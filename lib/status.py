@@ -122,21 +122,24 @@ def gather(cfg) -> dict:
         except Exception as exc:  # corrupt cache file: say so, never crash
             snap = {"error": f"unreadable snapshot: {exc}"}
     brief = cache_view.read_raw(p.briefing(cfg.fleet_id))
-    hooks = [{"file": f, "fleet_id": fl, "agent_id": ag, "agrees": fl == cfg.fleet_id}
-             for f, (fl, ag) in sorted(install.installed_identities().items())]
-    st = {"fleet_id": cfg.fleet_id, "agent_id": cfg.agent_id, "store": cfg.store, "config": cfg.source,
+    entries = install.installed_entries()
+    hooks = [{"file": e["file"], "runtime": e["runtime"], "fleet_id": e["fleet_id"], "agent_id": e["agent_id"],
+              "agrees": e["fleet_id"] == cfg.fleet_id, "missing": e["missing"]} for e in entries if e["what"] == "hooks"]
+    mcp = [{"file": e["file"], "runtime": e["runtime"], "missing": e["missing"]} for e in entries if e["what"] == "mcp"]
+    st = {"fleet_id": cfg.fleet_id, "agent_id": cfg.agent_id, "home": p.home, "store": cfg.store, "config": cfg.source,
           "config_path": config.config_file_path(), "configured": cfg.configured,
           "summarize_mode": cfg.summarize_mode, "last_sync": sync.get("last_run_at"),
           "last_sync_errors": sync.get("errors"), "last_error": sync.get("last_error"),
           "last_ok_sync": sync.get("last_ok_at"), "snapshot_sha": sync.get("snapshot_sha"), "snapshot": snap,
           "quarantined_lines": sync.get("quarantined_lines_total") or 0, "last_quarantined": sync.get("last_quarantined"),
-          "hook_lost": lost_events.read(p.hook_lost),
+          "hook_lost": lost_events.read(p.hook_lost), "last_disk_error": sync.get("disk_error"),
+          "hook_lost_at_last_sync": sync.get("hook_lost") if isinstance(sync.get("hook_lost"), int) else 0,
           "synced_store": sync.get("store"),
           "briefing": {"chars": len(brief.get("text") or ""), "rendered_at": brief.get("rendered_at")}
           if isinstance(brief, dict) else None,
           "spool_backlog": backlog, "agents": _roster_agents(p.roster(cfg.fleet_id), cfg.sync.presence_ttl_secs),
           "leases": _held_leases(leases), "leases_refused": leases.get("refused") if isinstance(leases, dict) else None,
-          "hooks": hooks, "hook_log": _hook_log(p.hook_errors), "spool_disk": spool.disk_free(p.spool_dir),
+          "hooks": hooks, "mcp": mcp, "hook_log": _hook_log(p.hook_errors), "spool_disk": spool.disk_free(p.spool_dir),
           "other_spools": other_spools(p)}
     st["hook_errors"] = st["hook_log"]["errors"]
     from lib.memory import snapshot as snapmod
@@ -151,11 +154,22 @@ def next_step(st: dict) -> str:
     """The one command that moves this host forward, judged from :func:`gather`."""
     if not st["configured"]:
         return "ctxlake init --store file://~/.ctxlake/lake --fleet NAME   (or s3://bucket/prefix)"
+    dead = [e for e in st["hooks"] + st["mcp"] if e["missing"]]
+    if dead:
+        return (f"ctxlake install {dead[0]['runtime']}   ({dead[0]['file']} runs {dead[0]['missing'][0]}, which no "
+                "longer exists; install again writes this checkout's paths)")
     if st["other_spools"]:
         return (f"{ship_other_command(st)}   (ships what was spooled under {st['other_spools'][0]['home']}), "
                 "then ctxlake install --all   (so the hooks carry this home)")
     if st["synced_store"] not in (None, st["store"]):
         return "ctxlake sync --once   (the cache still holds what syncd pulled from the previous store)"
+    disk = st["spool_disk"]
+    new_losses = st["hook_lost"]["count"] > st["hook_lost_at_last_sync"]
+    if disk["low"] or new_losses or (st["last_sync_errors"] and st.get("last_disk_error")):
+        why = ("the spool's filesystem is almost full" if disk["low"] else
+               "hooks lost events since the last sync" if new_losses else str(st["last_disk_error"])[:160])
+        return (f"free space on the filesystem of {st['home']}   ({why}; hooks lose events and sync cannot "
+                "write), then: ctxlake sync --once")
     if st["last_sync_errors"]:
         return "fix the last error above, then: ctxlake sync --once   (ctxlake doctor tests the store)"
     if not st["hooks"]:
@@ -193,23 +207,30 @@ def _lake_line(lake: dict) -> str:
 
 
 def render(st: dict, cfg, out) -> None:
-    """Write the view :func:`gather` built as one screen for a human to ``out`` (text)."""
+    """Write the view :func:`gather` built as one screen for a human to ``out`` (text). Text from
+    the store or the cache (ids, repos, tasks, lease reasons, errors) goes through
+    :func:`lib.sanitize.for_terminal`: no control character reaches the terminal."""
+    from lib import install
+    from lib.sanitize import for_terminal as t
+
     w = out.write
     w(f"config     {st['config'] or 'none at ' + st['config_path'] + ' (every value is a default)'}\n"
-      f"fleet      {st['fleet_id']} (agent {st['agent_id']}, summarize {st['summarize_mode']})\n"
+      f"fleet      {t(st['fleet_id'])} (agent {t(st['agent_id'])}, summarize {st['summarize_mode']})\n"
       f"store      {st['store']}\n")
     if not st["hooks"]:
         w("hooks      none installed\n")
     for h in st["hooks"]:
-        w(f"hooks      {h['file']}: fleet {h['fleet_id']}, agent {h['agent_id']}"
-          + ("" if h["agrees"] else f"  MISMATCH: the config says fleet {st['fleet_id']}") + "\n")
+        w(f"hooks      {h['file']}: fleet {t(h['fleet_id'])}, agent {t(h['agent_id'])}"
+          + ("" if h["agrees"] else f"  MISMATCH: the config says fleet {t(st['fleet_id'])}") + "\n")
+    for line in install.missing_lines([dict(e, what=kind) for kind in ("hooks", "mcp") for e in st[kind]]):
+        w(f"MISSING    {line}\n")
     if st["synced_store"] not in (None, st["store"]):
         w(f"last sync  never against this store; the last pass ({_age(st['last_sync'])}) was against "
           f"{st['synced_store']}, and the cache below still holds what it pulled\n")
     elif not st["last_sync"]:
         w("last sync  never\n")
     elif st["last_sync_errors"]:
-        w(f"last sync  {_age(st['last_sync'])}, FAILED ({st['last_sync_errors']} error(s)): {st['last_error'] or '?'}\n"
+        w(f"last sync  {_age(st['last_sync'])}, FAILED ({st['last_sync_errors']} error(s)): {t(st['last_error'] or '?')}\n"
           f"           last good pass: {_age(st['last_ok_sync'])}\n")
     else:
         w(f"last sync  {_age(st['last_sync'])}, ok\n")
@@ -237,26 +258,26 @@ def render(st: dict, cfg, out) -> None:
     w(f"agents     {len(st['agents'])} live\n")
     for a in st["agents"]:
         age = "age ?" if a["age_secs"] is None else f"seen {_secs(a['age_secs'])} ago"
-        where = f" {a['repo']}" + (f"@{a['branch']}" if a.get("branch") else "") if a.get("repo") else ""
-        w(f"  - {a['agent_id']} ({a['runtime']}){where}, {age}" + (f': "{a["task"]}"' if a["task"] else "") + "\n")
+        where = f" {t(a['repo'])}" + (f"@{t(a['branch'])}" if a.get("branch") else "") if a.get("repo") else ""
+        w(f"  - {t(a['agent_id'])} ({t(a['runtime'])}){where}, {age}" + (f': "{t(a["task"])}"' if a["task"] else "") + "\n")
     w(f"leases     {len(st['leases'])}" + (f" (refused: the store does not honour conditional writes: "
                                           f"{st['leases_refused']}; run ctxlake doctor)" if st["leases_refused"] else "") + "\n")
     for lease in st["leases"]:
-        w(f"  - {lease.get('path') or lease.get('resource')} held by {lease.get('holder')} ({lease.get('reason')})\n")
+        w(f"  - {t(lease.get('path') or lease.get('resource'))} held by {t(lease.get('holder'))} ({t(lease.get('reason'))})\n")
     hl = st["hook_log"]
-    w(f"hook errors {hl['errors']}" + (f", last: {str(hl['last'])[:120]}" if hl["errors"] else "")
+    w(f"hook errors {hl['errors']}" + (f", last: {t(hl['last'], 120)}" if hl["errors"] else "")
       + (f" ({hl['uncaptured']} event(s) of kinds ctxlake does not capture)" if hl["uncaptured"] else "")
       + (f"; see {cfg.paths.hook_errors}" if hl["errors"] or hl["uncaptured"] else "") + "\n")
     lost = st["hook_lost"]
     if lost["count"]:
         last = lost["recent"][0] if lost["recent"] else {}
         w(f"hook LOST  {lost['count']} time(s) a hook could not write its event nor hook-errors.log (a full disk?); "
-          f"last {last.get('ts', '?')} {last.get('runtime', '?')} {last.get('event', '?')}: {str(last.get('error'))[:120]}"
+          f"last {last.get('ts', '?')} {t(last.get('runtime', '?'))} {t(last.get('event', '?'))}: {t(last.get('error'), 120)}"
           f"; free space on the filesystem of {os.path.dirname(cfg.paths.hook_lost)}\n")
     if st["quarantined_lines"]:
         lq = st["last_quarantined"] if isinstance(st["last_quarantined"], dict) else {}
         w(f"quarantine {st['quarantined_lines']} spool line(s) could not be events and were kept with their reason "
-          f"under quarantine/fleet={st['fleet_id']}/ in the store; last {_age(lq.get('at'))}: {str(lq.get('reason'))[:160]}\n")
+          f"under quarantine/fleet={st['fleet_id']}/ in the store; last {_age(lq.get('at'))}: {t(lq.get('reason'), 160)}\n")
     w(f"next       {st['next']}\n")
     disk = st["spool_disk"]
     if disk["low"]:
@@ -274,17 +295,17 @@ def render_sessions(rows: list[dict], out) -> None:
     if not rows:
         out.write("the snapshot holds no sessions yet\n")
         return
-    from lib.sanitize import clean
+    from lib.sanitize import for_terminal
 
     out.write(f"{'STARTED':<16}  {'DURATION':>8}  {'AGENT':<10} {'REPO':<24} {'OK':>4} {'FAIL':>4} {'FILES':>5} "
               f"{'COST':>7}  TITLE\n")
     for r in rows:
-        repo = clean(str(r.get("repo") or "-"), 24, single_line=True)
+        repo = for_terminal(r.get("repo") or "-", 24)
         cost = (r.get("usage") or {}).get("cost_usd") if isinstance(r.get("usage"), dict) else None
         cost_text = f"${cost:.2f}" if isinstance(cost, (int, float)) else "-"
-        title = clean(r.get("title") or r.get("summary") or "", 90, single_line=True)
+        title = for_terminal(r.get("title") or r.get("summary") or "", 90)
         out.write(f"{str(r.get('started_at') or '').replace('T', ' ')[:16]:<16}  {_fmt_duration(r['duration_ms']):>8}  "
-                  f"{clean(str(r['agent_id']), 10, single_line=True):<10} {repo[:24]:<24} {r['commands_ok']:>4} "
+                  f"{for_terminal(r['agent_id'], 10):<10} {repo[:24]:<24} {r['commands_ok']:>4} "
                   f"{r['commands_failed']:>4} {len(r.get('files_touched') or []):>5} {cost_text:>7}  {title}\n")
 
 

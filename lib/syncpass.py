@@ -65,7 +65,10 @@ def _carry_over(summary: dict, status_path: str) -> None:
 
 
 def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
-    """One syncd pass; returns a summary dict with ``errors`` (0 when all went well).
+    """One syncd pass; returns a summary dict with ``errors`` (0 when all went well) and
+    ``disk_error``: the first error that was this host's disk refusing a write (full, over quota,
+    read-only: :func:`lib.failures.disk_refusal`), else ``None``; ``sync --once`` then exits 6,
+    not 4 (docs/operations.md "Exit codes").
 
     ``should_stop()`` (optional; syncd's SIGTERM flag) ends shipping between batches and skips
     the live plane, claim ingestion and the cache refresh, so a stopping daemon exits soon with
@@ -79,6 +82,8 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
     from lib import briefing, cache_view, mcp_ingest, ship, spool
     from lib.live import sync
     from lib.clock import format_time
+
+    from lib.failures import disk_refusal
 
     plane = plane or sync.LivePlane(cfg, log)
     disk = spool.disk_free(cfg.paths.spool_dir)
@@ -96,32 +101,38 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
                "last_quarantine_reason": stats.last_quarantine_reason,
                "quarantine_records": stats.quarantine_records,
                "errors": stats.errors, "error_detail": stats.session_errors[:5], "cache_refreshed": False,
-               "spool_disk": disk, "hook_lost": hook_lost}
+               "spool_disk": disk, "hook_lost": hook_lost, "disk_error": stats.disk_error}
+
+    def failed(exc: BaseException) -> None:  # one more error; the first local disk refusal is kept
+        summary["errors"] += 1
+        summary["disk_error"] = summary["disk_error"] or disk_refusal(exc)
+
     if should_stop is not None and should_stop():
         summary["interrupted"] = True
     else:
         live_summary = plane.run(store)
         if live_summary.get("live_error"):
             summary["errors"] += 1
+            summary["disk_error"] = summary["disk_error"] or live_summary.get("disk_error")
         summary["live"] = live_summary
         for name, step, event in (("claims", mcp_ingest.ingest_proposals, "claim_ingest_failed"),
                                   ("handoffs", mcp_ingest.ingest_handoffs, "handoff_ingest_failed")):
             try:
                 summary[name] = step(cfg, store, log)
             except Exception as exc:  # store outage: the records stay unconsumed for the next pass
-                summary["errors"] += 1
+                failed(exc)
                 summary.setdefault("ingest_errors", []).append(f"{name}: {type(exc).__name__}: {exc}"[:300])
                 log(event, error=f"{type(exc).__name__}: {exc}"[:300])
         try:  # only files every consumer read to their end: a failed step above keeps its files
             summary["mcp_reclaimed"] = mcp_ingest.reclaim_mcp_spool(cfg, log)
         except OSError as exc:  # a full or read-only disk: the files stay, the next pass tries again
-            summary["errors"] += 1
+            failed(exc)
             log("mcp_spool_reclaim_failed", error=str(exc)[:300])
         try:
             summary.update(briefing.refresh(cfg, store, log))
             summary["cache_refreshed"] = True
         except Exception as exc:  # store outage: keep the last cache, say so
-            summary["errors"] += 1
+            failed(exc)
             summary["cache_error"] = f"{type(exc).__name__}: {exc}"[:300]
             log("cache_refresh_failed", error=summary["cache_error"])
     summary["last_run_at"] = format_time()
@@ -132,4 +143,5 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
         cache_view.write(status_path, summary)
     except OSError as exc:
         log("status_write_failed", error=str(exc))
+        summary["disk_error"] = summary["disk_error"] or disk_refusal(exc)
     return summary

@@ -95,6 +95,9 @@ def count_many(texts) -> int:
 _PUNCT = bytes(c for c in range(33, 127) if not chr(c).isalnum())
 _UPPER = bytes(range(65, 91))
 _DIGITS = bytes(range(48, 58))
+_WORD_SHAPE = bytes(32 if c in b" \t\n\r\x0b\x0c" else 120 for c in range(256))
+"""``bytes.translate`` table: ASCII whitespace (what ``bytes.split`` splits on) to a space,
+every other byte to ``x``."""
 _WEIGHTS = (0.2757, 0.3587, 0.0853, -0.5466, 0.7693, 0.1666)
 """Model weights for (words, punctuation, capitals, 4-space runs, digits, bytes)."""
 
@@ -105,7 +108,9 @@ def estimate_bytes(data: bytes) -> int:
     if not data:
         return 0
     n = len(data)
-    feats = (len(data.split()), n - len(data.translate(None, _PUNCT)), n - len(data.translate(None, _UPPER)),
+    shape = data.translate(_WORD_SHAPE)  # words = runs of non-blanks: len(data.split()) without the list
+    words = shape.count(b" x") + (shape[0] == 120)
+    feats = (words, n - len(data.translate(None, _PUNCT)), n - len(data.translate(None, _UPPER)),
              data.count(b"    "), n - len(data.translate(None, _DIGITS)), n)
     return max(1, round(sum(w * f for w, f in zip(_WEIGHTS, feats))))
 

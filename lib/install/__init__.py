@@ -6,9 +6,10 @@
   key, entry and (in YAML) comment outside the ``hooks:`` and ``mcp_servers:`` blocks survives;
 - **ours by exact shape, never by substring** (reference bug 12.2 #30): a hook entry is ours when
   it has exactly the shape this module writes for this checkout's ``hook.py`` (:func:`is_our_hook`):
-  Claude Code's exec form ``{"command": <python>, "args": ["-I", "-S", <hook.py>, "claude_code",
-  <event>, "--fleet=…", "--agent=…", ("--home=…"), ("--async")]}``; Cursor's and Hermes' command
-  string ``<python> -I -S <hook.py> <runtime> <event> --fleet=… --agent=… (--home=…)``; or the ``env
+  Claude Code's exec form ``{"command": <python>, "args": ["-I", "-S", "-c", <LAUNCHER>, <hook.py>,
+  "claude_code", <event>, "--fleet=…", "--agent=…", ("--home=…"), ("--async")]}``; Cursor's and
+  Hermes' command string ``<python> -I -S -c <LAUNCHER> <hook.py> <runtime> <event> --fleet=…
+  --agent=… (--home=…)``; the same without ``-c <LAUNCHER>`` (written before it); or the ``env
   CTXLAKE_FLEET_ID=… CTXLAKE_AGENT_ID=… <python> -I -S <hook.py> <runtime> <event>`` every
   runtime got before (replaced on install, removed on uninstall); an MCP server is ours when it is
   the ``ctxlake`` key of ``mcpServers`` (Hermes: ``mcp_servers``). A foreign command that merely mentions ctxlake is never
@@ -40,7 +41,10 @@ refused for them.
 Claude Code hooks are exec form (spawned without a shell) and ``"async": true`` except where the
 answer matters (:func:`claude_groups`). Hook commands run ``hook.py`` with the real interpreter (``os.path.realpath`` of
 ``sys.executable``; a pyenv ``/shims/`` path is refused) and ``-I -S``: the hook needs only the
-standard library. The MCP server runs with the environment's own interpreter path (a virtualenv
+standard library, through the ``-c`` :data:`~lib.install.commands.LAUNCHER`, which answers ``{}``
+and exits 0 when ``hook.py`` is gone (a bare ``python hook.py`` exits 2 then, and 2 blocks a
+Claude Code or Cursor tool call). An entry of our shape whose ``hook.py`` no longer exists is a dead
+install: ``install`` replaces it, ``uninstall`` removes it. The MCP server runs with the environment's own interpreter path (a virtualenv
 keeps its packages) and gets ``CTXLAKE_FLEET_ID``/``CTXLAKE_AGENT_ID`` in its ``env`` block. A
 ``CTXLAKE_HOME`` other than the default reaches every entry (:func:`install_home`): ``--home=<dir>``
 after ``--agent=`` in hook arguments, ``CTXLAKE_HOME`` in every MCP ``env`` block.
@@ -65,6 +69,8 @@ from lib.install.commands import (  # noqa: F401
     HERMES_PASS_ENV,
     HERMES_TIMEOUT_SECS,
     HOME_FLAG,
+    LAUNCHER,
+    LAUNCH_ARGS,
     Identity,
     InstallError,
     MCP_NAME,
@@ -79,6 +85,7 @@ from lib.install.commands import (  # noqa: F401
     hook_command,
     hook_entries,
     hook_identity,
+    hook_paths,
     install_home,
     is_our_command,
     is_our_hook,
@@ -115,13 +122,17 @@ from lib.install.hermes import (  # noqa: F401
 from lib.install.writer import (  # noqa: F401
     Change,
     apply,
+    installed_hooks,
     installed_identity,
+    installed_mcp,
     plan,
     plan_install,
     plan_uninstall,
 )
 from lib.install.cli import (  # noqa: F401
+    installed_entries,
     installed_identities,
+    missing_lines,
     project_note,
     run_cli,
 )

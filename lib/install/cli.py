@@ -7,7 +7,7 @@ import os
 
 from lib.install.commands import Identity, InstallError, RUNTIMES, install_home
 from lib.install.targets import detect, targets
-from lib.install.writer import apply, installed_identity, plan
+from lib.install.writer import apply, installed_hooks, installed_identity, installed_mcp, plan
 
 
 def installed_identities(home: str | None = None) -> dict:
@@ -24,6 +24,42 @@ def installed_identities(home: str | None = None) -> dict:
             if ident:
                 found[path] = ident
     return found
+
+
+def installed_entries(home: str | None = None) -> list[dict]:
+    """Every hook and MCP entry of ctxlake's in this user's runtime files (any checkout; the
+    current directory's ``.claude/settings.local.json`` and its ``~/.claude.json`` project entry
+    too): ``{"file", "runtime", "what": "hooks"|"mcp", "fleet_id", "agent_id", "missing"}`` per
+    file and kind (``fleet_id``/``agent_id`` ``None`` for MCP), ``missing`` naming the files the
+    entries run that no longer exist (fix: ``ctxlake install <runtime>`` again, docs/runtimes.md
+    "When the hook is gone"). Never raises on a malformed file (it is left out)."""
+    home = home or os.path.expanduser("~")
+    found = []
+    for rt in RUNTIMES:
+        tgts = targets(rt, home)
+        if rt == "claude_code":
+            tgts += [t for t in targets(rt, home, os.getcwd()) if not t.legacy]
+        for t in tgts:
+            if t.kind in ("claude_settings", "cursor_hooks", "hermes_config"):
+                hooks = installed_hooks(t.path, rt)
+                if hooks:
+                    found.append({"file": t.path, "runtime": rt, "what": "hooks", "fleet_id": hooks[0]["fleet_id"],
+                                  "agent_id": hooks[0]["agent_id"],
+                                  "missing": sorted({m for h in hooks for m in h["missing"]})})
+            if t.kind in ("claude_mcp", "cursor_mcp", "hermes_config"):
+                mcp = installed_mcp(t)
+                if mcp:
+                    found.append({"file": t.path + (f" (project {t.project})" if t.project else ""), "runtime": rt,
+                                  "what": "mcp", "fleet_id": None, "agent_id": None, "missing": mcp["missing"]})
+    return found
+
+
+def missing_lines(entries: list[dict]) -> list[str]:
+    """One line per entry of :func:`installed_entries` that runs a file which no longer exists,
+    with the fix; ``[]`` when every entry can start."""
+    return [f"{e['what']} in {e['file']} run {', '.join(e['missing'])}, which no longer exist(s): the runtime cannot "
+            f"start them; run `ctxlake install {e['runtime']}` again (or `ctxlake uninstall {e['runtime']}`)"
+            for e in entries if e["missing"]]
 
 
 def run_cli(action: str, args, cfg, out) -> int:

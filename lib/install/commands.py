@@ -98,8 +98,8 @@ def install_home(environ=None) -> str | None:
 
 
 def hook_command(ident: Identity, runtime: str, event: str) -> str:
-    """The shell-form hook command line for ``event`` (Cursor, Hermes): ``<python> -I -S <hook.py>
-    <runtime> <event> --fleet=<f> --agent=<a>`` (POSIX-quoted, the arguments of
+    """The shell-form hook command line for ``event`` (Cursor, Hermes): ``<python> -I -S -c
+    <LAUNCHER> <hook.py> <runtime> <event> --fleet=<f> --agent=<a>`` (POSIX-quoted, the arguments of
     :func:`hook_args`). Cursor runs it through a shell (its only form), Hermes splits it with
     ``shlex`` and spawns it without one; neither needs ``env`` any more. Claude Code gets
     :func:`claude_hook` (exec form). :raises InstallError: see :func:`hook_args`."""
@@ -127,7 +127,7 @@ def is_our_command(command, ident: Identity, runtime: str) -> bool:
         return False
     if t[:1] == ["env"]:
         return (len(t) == 9 and t[1].startswith("CTXLAKE_FLEET_ID=") and t[2].startswith("CTXLAKE_AGENT_ID=")
-                and os.path.isabs(t[3]) and t[4:6] == ["-I", "-S"] and t[6] == ident.hook_script
+                and os.path.isabs(t[3]) and t[4:6] == ["-I", "-S"] and our_script(t[6], ident)
                 and t[7] == runtime and bool(t[8]))
     return bool(t) and _is_our_argv(t[0], t[1:], ident, runtime, allow_async=False)
 
@@ -140,9 +140,27 @@ HOME_FLAG = "--home="
 """The ``hook.py`` argument naming a ``CTXLAKE_HOME`` other than the default (:func:`install_home`)."""
 
 
+LAUNCHER = ("import os,sys;p=sys.argv[1]\n"
+            "if not os.path.isfile(p):print('{}');print('ctxlake: hook '+p+' is gone: run `ctxlake install` "
+            "again, or `ctxlake uninstall --all`',file=sys.stderr);sys.exit(0)\n"
+            "del sys.argv[0];__file__=p;exec(compile(open(p,'rb').read(),p,'exec'))")
+"""The ``-c`` program every installed hook command runs: it executes ``hook.py`` (its first
+argument) as ``__main__``, or, when that file is gone (the tool uninstalled or upgraded, the
+checkout moved), answers ``{}`` and exits 0. Without it the interpreter itself exits 2 on a
+missing script ("can't open file"), which Claude Code's PreToolUse and Cursor's gate events read
+as "block this call" (docs/runtimes.md "When the hook is gone"). Standard library only; it adds
+one tiny ``compile`` to the start (bench/hook_latency.py)."""
+
+LAUNCH_ARGS = ("-I", "-S", "-c", LAUNCHER)
+"""What precedes ``hook.py`` in every command ``install`` writes."""
+_DIRECT_ARGS = ("-I", "-S")
+"""What preceded ``hook.py`` before the launcher (recognised, so an older install is replaced)."""
+
+
 def hook_args(ident: Identity, runtime: str, event: str, *, run_async: bool = False) -> list[str]:
-    """The exec-form arguments after the interpreter: ``-I -S <hook.py> <runtime> <event>
-    --fleet=<f> --agent=<a> [--home=<h>] [--async]`` (parsed by :func:`lib.hookproc.parse_argv`);
+    """The exec-form arguments after the interpreter: ``-I -S -c <LAUNCHER> <hook.py> <runtime>
+    <event> --fleet=<f> --agent=<a> [--home=<h>] [--async]`` (:data:`LAUNCHER` runs ``hook.py``,
+    which parses the rest with :func:`lib.hookproc.parse_argv`);
     ``--home`` only when ``ident.home`` is set.
 
     :raises InstallError: an id or home holding ``${`` (Claude Code substitutes ``${…}`` in
@@ -155,7 +173,7 @@ def hook_args(ident: Identity, runtime: str, event: str, *, run_async: bool = Fa
     if ident.home is not None and "${" in ident.home:
         raise InstallError(f"CTXLAKE_HOME {ident.home!r} cannot be passed as a hook argument (holds '${{'); "
                            "choose another directory")
-    return (["-I", "-S", ident.hook_script, runtime, event, f"--fleet={ident.fleet_id}", f"--agent={ident.agent_id}"]
+    return ([*LAUNCH_ARGS, ident.hook_script, runtime, event, f"--fleet={ident.fleet_id}", f"--agent={ident.agent_id}"]
             + ([HOME_FLAG + ident.home] if ident.home is not None else []) + ([ASYNC_FLAG] if run_async else []))
 
 
@@ -187,12 +205,40 @@ def is_our_hook(hook, ident: Identity, runtime: str) -> bool:
 
 
 def _is_our_argv(cmd, args: list, ident: Identity, runtime: str, *, allow_async: bool) -> bool:
-    """``cmd`` + ``args`` are exactly :func:`hook_args` after an absolute interpreter path."""
-    rest = args[8:] if len(args) > 7 and args[7].startswith(HOME_FLAG) else args[7:]
-    return (isinstance(cmd, str) and os.path.isabs(cmd) and len(args) >= 7 and args[:2] == ["-I", "-S"]
-            and args[2] == ident.hook_script and args[3] == runtime and bool(args[4])
-            and args[5].startswith("--fleet=") and args[6].startswith("--agent=")
+    """``cmd`` + ``args`` are exactly :func:`hook_args` (or the direct ``-I -S <hook.py>`` form
+    written before :data:`LAUNCHER`) after an absolute interpreter path."""
+    if not isinstance(cmd, str) or not os.path.isabs(cmd):
+        return False
+    lead = len(LAUNCH_ARGS) if tuple(args[:len(LAUNCH_ARGS)]) == LAUNCH_ARGS else len(_DIRECT_ARGS)
+    if tuple(args[:2]) != _DIRECT_ARGS:
+        return False
+    args = args[lead:]
+    rest = args[6:] if len(args) > 5 and args[5].startswith(HOME_FLAG) else args[5:]
+    return (len(args) >= 5 and our_script(args[0], ident) and args[1] == runtime and bool(args[2])
+            and args[3].startswith("--fleet=") and args[4].startswith("--agent=")
             and rest in ([], [ASYNC_FLAG] if allow_async else []))
+
+
+def our_script(path, ident: Identity) -> bool:
+    """True when ``path`` (the ``hook.py`` a command of our shape runs) is ours: this checkout's
+    ``ident.hook_script``; any absolute ``…/hook.py`` when ``ident.hook_script`` is empty (the
+    probe of :func:`lib.install.writer.installed_hooks`); or a ``…/hook.py`` that no longer exists
+    (a dead install: the tool was uninstalled or moved), so ``install`` replaces it and
+    ``uninstall`` removes it instead of leaving a command that cannot run."""
+    if not isinstance(path, str) or not os.path.isabs(path) or os.path.basename(path) != "hook.py":
+        return False
+    return path == ident.hook_script or not ident.hook_script or not os.path.exists(path)
+
+
+def hook_paths(hook: dict) -> tuple[str, str]:
+    """``(interpreter, hook.py)`` an entry of ours runs (any shape :func:`is_our_hook` accepts;
+    call it only on one that passed)."""
+    args = hook.get("args")
+    tokens = [hook["command"], *args] if isinstance(args, list) else shlex.split(hook["command"])
+    if tokens[:1] == ["env"]:
+        tokens = tokens[3:]
+    return tokens[0], tokens[1 + (len(LAUNCH_ARGS) if tuple(tokens[1:1 + len(LAUNCH_ARGS)]) == LAUNCH_ARGS
+                                  else len(_DIRECT_ARGS))]
 
 
 def claude_groups(ident: Identity, event: str) -> list[dict]:

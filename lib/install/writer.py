@@ -18,6 +18,7 @@ from lib.install.commands import (
     hermes_mcp_entry,
     hook_entries,
     hook_identity,
+    hook_paths,
     is_our_hook,
     mcp_entry,
 )
@@ -57,6 +58,49 @@ def installed_identity(path: str, runtime: str) -> tuple[str, str] | None:
         if is_our_hook(hook, probe, runtime):
             return hook_identity(hook)
     return None
+
+
+def installed_hooks(path: str, runtime: str) -> list[dict]:
+    """Every hook entry of our shape in ``path``, from any checkout: ``{"fleet_id", "agent_id",
+    "python", "script", "missing"}``, ``missing`` listing which of the interpreter and ``hook.py``
+    no longer exist (a runtime then spawns a command that cannot start). ``[]`` when the file is
+    absent, unreadable or holds none of ours."""
+    probe = Identity("", "", "", "", hook_script="")
+    try:
+        text = _read(path)
+        doc = load_yaml(path, text) if runtime == "hermes" else load_json(path, text)
+    except InstallError:
+        return []
+    out = []
+    for hook in hook_entries(doc, runtime):
+        if is_our_hook(hook, probe, runtime):
+            (fleet, agent), (python, script) = hook_identity(hook), hook_paths(hook)
+            out.append({"fleet_id": fleet, "agent_id": agent, "python": python, "script": script,
+                        "missing": [f for f in (python, script) if not os.path.exists(f)]})
+    return out
+
+
+def installed_mcp(target: Target) -> dict | None:
+    """The ``ctxlake`` MCP server entry in ``target`` (a ``claude_mcp``, ``cursor_mcp`` or
+    ``hermes_config`` file): ``{"command", "script", "missing"}`` (``missing``: which of the
+    interpreter and ``mcp_server.py`` no longer exist), or ``None`` when there is none."""
+    try:
+        text = _read(target.path)
+        doc = load_yaml(target.path, text) if target.kind == "hermes_config" else load_json(target.path, text)
+    except InstallError:
+        return None
+    holder = doc
+    if target.project is not None:
+        holder = (doc.get("projects") or {}).get(target.project) if isinstance(doc.get("projects"), dict) else None
+    servers = holder.get("mcp_servers" if target.kind == "hermes_config" else "mcpServers") \
+        if isinstance(holder, dict) else None
+    entry = servers.get(MCP_NAME) if isinstance(servers, dict) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return None
+    args = entry.get("args") if isinstance(entry.get("args"), list) else []
+    files = [entry["command"]] + [a for a in args[:1] if isinstance(a, str) and a.endswith(".py")]
+    return {"command": entry["command"], "script": files[1] if len(files) > 1 else None,
+            "missing": [f for f in files if os.path.isabs(f) and not os.path.exists(f)]}
 
 
 # -- plan and apply -------------------------------------------------------------------------

@@ -713,10 +713,13 @@ def run_cli(args, cfg, out) -> int:
         if args.json:
             out.write(json.dumps(held, sort_keys=True) + "\n")
             return 0
+        from lib.sanitize import for_terminal as t
+
         for r in sorted(held, key=lambda r: (str(r.get("repo")), str(r.get("path")))):
-            out.write(f"{r.get('repo') or '-'}  {r.get('path') or r.get('resource')}  held by {r.get('holder')} "
-                      f"({r.get('reason') or 'no reason'}), {max(0, int(float(r['expires_at']) - now))} s left, epoch {r.get('epoch')}\n")
-        out.write(f"{len(held)} lease(s) held in fleet {cfg.fleet_id}. {ADVISORY_NOTE}\n")
+            out.write(f"{t(r.get('repo') or '-')}  {t(r.get('path') or r.get('resource'))}  held by {t(r.get('holder'))} "
+                      f"({t(r.get('reason') or 'no reason')}), {max(0, int(float(r['expires_at']) - now))} s left, "
+                      f"epoch {t(r.get('epoch'))}\n")
+        out.write(f"{len(held)} lease(s) held in fleet {t(cfg.fleet_id)}. {ADVISORY_NOTE}\n")
         return 0
     resources = []
     for p in args.paths:

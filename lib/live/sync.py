@@ -129,7 +129,10 @@ class LivePlane:
             self._refuse(exc.reason, summary)
             activity.forget(self.activity, ended)
         except Exception as exc:  # store outage (or a bug): keep the last view, say how old it is
+            from lib.failures import disk_refusal
+
             summary["live_error"] = f"{type(exc).__name__}: {exc}"[:300]
+            summary["disk_error"] = disk_refusal(exc)
             self.log("live_pass_failed", error=summary["live_error"])
             self.state["stale_since"] = self.state.get("stale_since") or local
             self._write_stale(summary["live_error"])

@@ -406,11 +406,13 @@ def run_cli(args, cfg, out) -> int:
     if args.json:
         out.write(json.dumps(rows, sort_keys=True, default=str) + "\n")
         return 0
-    for c in sorted(rows, key=lambda c: (c.get("status") or "", -(c.get("confidence") or 0))):
-        out.write(f"{c['claim_id']}  {c.get('status'):<10} {c.get('claim_type'):<11} conf {c.get('confidence') or 0:.2f}  "
-                  f"{len(c.get('evidence') or [])} cite(s)  {str(c.get('claim'))[:80]}\n")
+    from lib.sanitize import for_terminal as t
+
+    for c in sorted(rows, key=lambda c: (str(c.get("status") or ""), -(c.get("confidence") or 0))):
+        out.write(f"{t(c['claim_id'])}  {t(c.get('status')):<10} {t(c.get('claim_type')):<11} "
+                  f"conf {c.get('confidence') or 0:.2f}  {len(c.get('evidence') or [])} cite(s)  {t(c.get('claim'), 80)}\n")
         if args.explain:
-            out.write(f"    why: {c.get('explain') or c.get('reason') or '-'}\n")
+            out.write(f"    why: {t(c.get('explain') or c.get('reason') or '-', 2000)}\n")
     if not rows:
         out.write("no claims" + (f" with status {args.status}" if args.status else "") + "\n")
     return 0

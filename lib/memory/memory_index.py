@@ -730,15 +730,22 @@ class SnapshotReader:
     def search(self, query: str, k: int, subject: str | None = None, claim_type: str | None = None) -> dict:
         """Rank agent-visible claims for ``query`` (see the module docstring).
 
-        Returns ``{"hits": [{"claim_id", "matched_by": ["fts5"?, "cosine"?], "cosine"?, "score"}],
-        "truncated": bool, "ranking": str, "relevance_floor": float, "notes": [str]}`` with at
-        most ``k`` hits, best first (ties by claim_id). ``truncated`` is true when more claims
-        qualified than were returned. ``score`` is what ranked the hit: with a semantic embedder
-        α · cosine + (1 − α) · bm25 / the query's best bm25 (0..1), else the reciprocal-rank sum.
+        Returns ``{"hits": [{"claim_id", "matched_by": ["fts5"?, "cosine"?, "observed_at"?],
+        "cosine"?, "score"}], "truncated": bool, "ranking": str, "relevance_floor": float,
+        "notes": [str], "wrong_person_margin": float | None}`` with at most ``k`` hits, best first
+        (ties by claim_id). ``truncated`` is true when more claims qualified than were returned.
+        ``score`` is what ranked the hit: with a semantic embedder α · cosine + (1 − α) · bm25 /
+        the query's best bm25 (0..1), plus :data:`DATE_BOOST` when the claim was observed inside
+        the dates the query names (:func:`dates_named`; ``matched_by`` then says
+        ``observed_at``), else the reciprocal-rank sum.
 
         A query that names an entity (:meth:`named_in`) is ranked by its other words: the name
         matches every claim about that person, so letting it into bm25 ranks their claims by how
-        often they say the name (on LoCoMo's tuning conversations, hit@5 0.756 → 0.773).
+        often they say the name (on LoCoMo's tuning conversations, hit@5 0.756 → 0.773). With a
+        semantic embedder, ``wrong_person_margin`` is how much better the best claim about someone
+        else (one that does not name them too) fits than the named people's best, by the fused
+        score without the date; above :data:`WRONG_PERSON_MARGIN` the hits are withheld with a
+        note (``None``: the query names nobody, or no one else's claim was a candidate).
 
         Lexical side: terms found in more than :data:`RANK_DF_BUDGET` claims are left out of the
         bm25 query when rarer terms exist (their IDF is low, so they barely move bm25, while

@@ -131,7 +131,7 @@ def write(snapshot_path: str, sha256: str, side_path: str) -> dict:
             table: dict[str, int] = {}
             codes[name] = np.fromiter((table.setdefault(v, len(table)) for v in values), dtype="<i4", count=n).tobytes()
             tables[name] = list(table)
-        lead = lead_dims(dim) if dim >= 32 else 0
+        lead = lead_dims(dim) if dim >= 32 else 0  # under 32 components: nothing worth splitting
         rotation = _principal_axes(conn, rowid, n, dim) if lead else None
         sizes = {"matrix": n * dim * 4, "ids": len(id_bytes), "subject_codes": 4 * n, "type_codes": 4 * n}
         sections = ["matrix", "ids", "subject_codes", "type_codes"]

@@ -53,8 +53,11 @@ the text to a character-class string (and lower-cases it: ``bytes.lower`` costs 
 in which runs of token characters are found by one sre search whose pattern is a literal prefix
 (``a`` * n: ``bytes.find`` of such a needle in text made of ``a`` and blanks is Horspool's worst
 case), digit groups and SSN shapes by ``bytes.find``; provider prefixes are looked up by the first
-two bytes of each token run of ≥ 14 characters (one dict lookup per run); markers whose alphabet
-leaves the token class are read only inside runs of their own alphabet; provider names before a
+two bytes of each token run of ≥ 14 characters (one dict lookup and one ``bytes.startswith`` of
+a tuple of anchors per run); anchors of markers whose alphabet leaves the token class are found
+by ``bytes.find`` over the whole field and count only inside a run of their own alphabet (no
+per-run work where no anchor occurs: a regex alternation per run cost ~20 % of a scrub); a
+keyword with no operator byte near it skips the assignment regexes; provider names before a
 value are one trie-shaped regex (one branch per byte, not one per name); keywords
 (``authorization``, ``bearer``, ``password`` ...) are found with ``bytes.find`` / literal-prefixed
 regexes over the lower-cased bytes, rare bytes (``~``, the lead bytes of lookalike letters) with

@@ -15,7 +15,7 @@ import re
 
 from lib.redact.outcome import _P
 from lib.redact.scan import _ALNUM, _bounded, _finds, _Lazy, _mixed, _run_rx, _Scan, _table
-from lib.redact.keyed import _KEYED_MIN_RUN, _OPERATOR_NEAR, _provider_keyed, _VALUE_OPENERS
+from lib.redact.keyed import _KEYED_MIN_RUN, _OPERATOR_NEAR, _PROVIDER_SEEN, _provider_keyed, _VALUE_OPENERS
 
 
 _TOKEN_CLS = _table({_ALNUM + "_-": ord("a")}, ord(" "))   # provider-token runs
@@ -240,6 +240,9 @@ def _by_first_two(markers, prefixed) -> dict:
 
 
 _START_BY_2 = _by_first_two(_START_MARKERS, _PREFIXED)
+_ANCHORS_BY_2 = {key: tuple(row[0] for row in rows) for key, rows in _START_BY_2.items()}
+"""First two bytes → the anchors starting with them, for one ``bytes.startswith`` per run before
+:func:`_marker_at` is called (most runs share two bytes with an anchor but not the anchor)."""
 _JWT = _Lazy(next(p for a, _, p, _ in _START_MARKERS if a == b"eyJ"))
 _SGR = re.compile(rb"[0-9]{1,3}m")
 _DOT_ROWS = [(a, rule, _Lazy(p), m) for a, rule, p, m in _DOT_MARKERS]
@@ -250,7 +253,14 @@ _TELEGRAM = _Lazy(rb"(?<![0-9])[0-9]{5,16}:A[A-Za-z0-9_-]{34}" + _END)
 _AZURE_AD_SECRET = _Lazy(rb"(?:(?<![A-Za-z0-9_~.-])|(?<=\\[ntr]))[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])")
 _GOOGLE_REFRESH = _Lazy(rb"1//0[A-Za-z0-9_-]{40,}")
 _MAILGUN_NEW = _Lazy(rb"[0-9a-h]{32}-[0-9a-h]{8}-[0-9a-h]{8}")
-_SLACK_HOOK = b"hooks.slack.com/services/"
+_SLACK_HOOK = b"hooks.slack.com/"
+_SLACK_HOOK_KINDS = (b"services/", b"workflows/", b"triggers/")
+"""Slack's incoming webhooks (``/services/``) and Workflow Builder webhooks (``/workflows/``,
+``/triggers/``): the URL is the credential (gitleaks ``slack-webhook-url``)."""
+_MAILCHIMP = _Lazy(rb"[0-9a-f]{32}-us[0-9]{1,2}")
+"""A Mailchimp API key: 32 lowercase hex digits, ``-us`` and the data-centre number (Mailchimp
+Marketing API docs, "API keys"; gitleaks ``mailchimp-api-key``): the suffix makes the shape its
+own, with or without the provider's name before it."""
 _DISCORD_HOOK = _Lazy(rb"discord(?:app)?\.com/api/webhooks/[0-9]{5,}/$")
 _PEM_PRIVATE = _Lazy(rb"-----BEGIN[A-Z0-9 _-]{0,100}PRIVATE KEY(?: BLOCK)?-----")
 
@@ -294,8 +304,11 @@ def _scan_tokens(sc: _Scan) -> None:
     ``ya29.``/``SG.``-style anchors and split JWTs, ``/`` for webhook URLs and Google refresh
     tokens, ``:`` for Telegram bot tokens)."""
     b = sc.b
+    low = sc.lower()
     by2 = _START_BY_2
+    anchors_by2 = _ANCHORS_BY_2
     op_near = _OPERATOR_NEAR
+    seen = _PROVIDER_SEEN
     for m in _run_rx(_KEYED_MIN_RUN).finditer(b.translate(_TOKEN_CLS)):
         k, j = m.span()
         s = k
@@ -311,16 +324,21 @@ def _scan_tokens(sc: _Scan) -> None:
                     if sgr:
                         s = sgr.end()
             if (b[s - 1] in _VALUE_OPENERS or (b[s - 1] == 116 and b[s - 2] == 92)) and op_near(b, max(0, s - 17), s):
-                _provider_keyed(sc, s)  # "HEROKU_API = <uuid>": a provider name before the value
+                hit = seen.get(low[s - 48 if s > 48 else 0:s])  # the verdict _provider_keyed cached, if any
+                if hit is None or hit >= 0:
+                    _provider_keyed(sc, s)  # "HEROKU_API = <uuid>": a provider name before the value
         if j - k >= 24:
             _inner_markers(sc, by2, k, j)  # "key-AKIA...", "prod_AKIA...", "token_ghp_..."
-        rows = by2.get(b[s:s + 2])
-        if rows is not None:
-            _marker_at(sc, s, rows)
+        key = b[s:s + 2]
+        anchors = anchors_by2.get(key)
+        if anchors is not None and b.startswith(anchors, s):
+            _marker_at(sc, s, by2[key])
         if j - k == 50 and _MAILGUN_NEW.fullmatch(b, k, j):
             sc.marks.add("mailgun_key")
         elif j - s == 40 and b.endswith(b"_mmk", s, j) and b[s + 6] == 95:
             sc.marks.add("maxmind_license_key")  # <6>_<29>_mmk
+        elif 36 <= j - s <= 37 and b[s + 32:s + 35] == b"-us" and _MAILCHIMP.fullmatch(b, s, j):
+            sc.marks.add("mailchimp_key")
         if k == 0:
             continue
         prev = b[k - 1]
@@ -338,7 +356,8 @@ def _scan_tokens(sc: _Scan) -> None:
                 if h >= 0 and _bounded(b, h) and _JWT.match(b, h):
                     sc.marks.add("jwt")
         elif prev == 47:  # "/"
-            if b.find(_SLACK_HOOK, max(0, k - 64), k) >= 0:
+            h = b.find(_SLACK_HOOK, max(0, k - 64), k)
+            if h >= 0 and b.startswith(_SLACK_HOOK_KINDS, h + 16):
                 sc.marks.add("slack_webhook")
             elif b.find(b"webhooks/", max(0, k - 40), k) >= 0 and _DISCORD_HOOK.search(b, max(0, k - 80), k):
                 sc.marks.add("discord_webhook")

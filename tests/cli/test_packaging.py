@@ -71,9 +71,9 @@ def test_the_wheel_installs_working_ctxlake_and_ctxctl_commands(tmp_path):
     settings = json.load(open(home / ".claude" / "settings.json"))
     ours = [h for groups in settings["hooks"].values() for g in groups for h in g["hooks"] if "args" in h]
     installed_hook = os.path.join(target, "hook.py")
-    assert ours and all(h["args"][2] == installed_hook for h in ours)
+    assert ours and all(h["args"][4] == installed_hook for h in ours)
     payload = json.load(open(os.path.join(FIXTURES, "claude-hooks", "attio-mcp-server__post_tool_use.json")))[0]
-    post = next(h for h in ours if h["args"][4] == "PostToolUse")
+    post = next(h for h in ours if h["args"][6] == "PostToolUse")
     r = subprocess.run([post["command"], *post["args"]], input=json.dumps(payload), capture_output=True, text=True,
                        timeout=120, **run)
     assert r.returncode == 0, r.stderr

@@ -136,3 +136,25 @@ def test_cli_estimates_with_a_tilde_and_mcp_counts_exactly(tmp_path):
     adapter = mcp.Adapter(str(tmp_path), config.Config(), 5)
     answer = adapter.call("ctxctl_read", {"file": "a.py", "lines": "1-2"})["content"][0]["text"]
     assert answer.splitlines()[-1] == exact.stdout.splitlines()[-1] and "(~" not in answer
+
+
+def test_the_estimates_word_count_is_bytes_split_on_any_bytes():
+    """estimate_bytes counts words with one translate (no list of every word): on any bytes, the
+    estimate is the model's formula over ``len(data.split())``."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    def reference(data: bytes) -> int:
+        n = len(data)
+        feats = (len(data.split()), n - len(data.translate(None, tokens._PUNCT)),
+                 n - len(data.translate(None, tokens._UPPER)), data.count(b"    "),
+                 n - len(data.translate(None, tokens._DIGITS)), n)
+        return max(1, round(sum(w * f for w, f in zip(tokens._WEIGHTS, feats))))
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.binary(min_size=1, max_size=200) | st.lists(st.sampled_from(
+        [b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c", b"ab", b"X", b"9", b"\xff", b"    "]), min_size=1).map(b"".join))
+    def check(data):
+        assert tokens.estimate_bytes(data) == reference(data)
+
+    check()

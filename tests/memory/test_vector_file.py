@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import struct
 import threading
 
 import pytest
@@ -59,10 +60,15 @@ def _cached(tmp_path, rows=None, sha="a" * 64):
     return path
 
 
-def test_the_mapped_file_ranks_exactly_as_the_snapshots_own_index(tmp_path, dense):
+@pytest.mark.parametrize("layout", ["rotated", "plain"])
+def test_the_mapped_file_ranks_exactly_as_the_snapshots_own_index(tmp_path, dense, monkeypatch, layout):
+    if layout == "plain":  # the layout of a file cut before the rotated one, still read as it is
+        monkeypatch.setattr(vector_file, "lead_dims", lambda dim: 0)
     path = _cached(tmp_path)
     st_ = os.stat(path)
-    mapped = DenseIndex.from_mapped(vector_file.load(snapshot_vectors_path(path), [st_.st_size, st_.st_mtime_ns, st_.st_ino], EID))
+    m = vector_file.load(snapshot_vectors_path(path), [st_.st_size, st_.st_mtime_ns, st_.st_ino], EID)
+    assert (m.matrix is None) == (layout == "rotated") and ("lead" in m.header) == (layout == "rotated")
+    mapped = DenseIndex.from_mapped(m)
     built = DenseIndex.build(snapshot.open_readonly(path), EID)
     assert [mapped.ids[i] for i in range(len(mapped))] == built.ids
     for q in ("docker fails", "pytest", "ci works"):
@@ -144,11 +150,14 @@ def _corrupt(side: str, how: str) -> None:
         header = vector_file.read_header(bytes(data))
         off, size = header["matrix"]
         data[off:off + size] = b"\x7f" * size
+    elif how == "rotation":  # a rotation that is no longer orthonormal: cosines would be wrong
+        off, size = vector_file.read_header(bytes(data))["rotation"]
+        data[off:off + 4 * 8] = struct.pack("<8f", *[3.0] * 8)
     with open(side, "wb") as fh:
         fh.write(bytes(data))
 
 
-@pytest.mark.parametrize("how", ["truncated", "empty", "magic", "header", "matrix"])
+@pytest.mark.parametrize("how", ["truncated", "empty", "magic", "header", "matrix", "rotation"])
 def test_a_corrupt_file_ranks_by_fts5_with_a_note(tmp_path, dense, how):
     path = _cached(tmp_path)
     _corrupt(snapshot_vectors_path(path), how)

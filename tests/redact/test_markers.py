@@ -74,6 +74,10 @@ def test_marker_fires_inside_json_escaped_tool_input(family):
     ("Authorization: Basic dXNlcjpwYXNzd29yZDEyMw==", "authorization_header"),
     ('"Authorization": "token 9f8e7d6c5b4a39281706"', "authorization_header"),
     ("https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX", "slack_webhook"),
+    ("https://hooks.slack.com/workflows/T01ABCDEF/A02BCDEFG/412345678901234567/" + "aB3d" * 6, "slack_webhook"),
+    ("https://hooks.slack.com/triggers/T01ABCDEF/5123456789012/" + "0a1b2c3d" * 4, "slack_webhook"),
+    ("0123456789abcdef0123456789abcdef-us6", "mailchimp_key"),
+    ("\\t23d4bdd3e32943ae6a74f13827c55992-us46\\r", "mailchimp_key"),
     ("https://discord.com/api/webhooks/123456789012345678/" + "aB3d_-" * 11, "discord_webhook"),
     ("123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1", "telegram_bot_token"),
     ("hvs." + "CAESIa1b2" * 10, "vault_token"),
@@ -107,6 +111,8 @@ def test_marker_rule_names(text, rule):
     "GOOGLE_APPLICATION_CREDENTIALS=/etc/gcp/service-account.json",
     "client_secret: <CLIENT_SECRET>",
     "primaryKey: 'user_id_and_tenant_id'",
+    "see https://api.slack.com/messaging/webhooks and hooks.slack.com/apps/ for the setup",
+    "md5 0123456789abcdef0123456789abcdef-usage.log",
 ])
 def test_marker_prefix_in_prose_stays_clean(text):
     assert redact.scrub(text, is_tool_output=True) == (text, redact.CLEAN)

@@ -42,7 +42,7 @@ def test_every_hook_is_exec_form_and_only_answering_events_wait(tmp_path):
             for h in group["hooks"]:
                 assert h["command"] == IDENT.hook_python and os.path.isabs(h["command"])
                 assert "env" not in h and not h["command"].startswith("env")
-                assert h["args"][:5] == ["-I", "-S", IDENT.hook_script, "claude_code", event]
+                assert h["args"][:7] == [*install.LAUNCH_ARGS, IDENT.hook_script, "claude_code", event]
                 assert "--fleet=team-a" in h["args"] and "--agent=laptop-1" in h["args"]
                 is_async = h.get("async") is True
                 assert is_async == ("--async" in h["args"])
@@ -73,13 +73,17 @@ def test_upgrade_replaces_old_shell_form_and_uninstall_removes_exactly_ours(tmp_
     assert left == {"model": "opus", "hooks": {"PreToolUse": [FOREIGN]}}
 
 
-def test_ownership_of_exec_form_is_by_exact_shape():
+def test_ownership_of_exec_form_is_by_exact_shape(tmp_path):
     ours = install.claude_hook(IDENT, "Stop", run_async=True)
+    other_checkout = tmp_path / "hook.py"  # another checkout's hook.py, which exists: not ours
+    other_checkout.write_text("")
     assert install.is_our_hook(ours, IDENT, "claude_code")
     assert not install.is_our_hook(ours, IDENT, "cursor")
     for bad in (dict(ours, args=ours["args"] + ["--extra"]), dict(ours, command="python3"),
-                dict(ours, args=["-I", "-S", "/elsewhere/hook.py"] + ours["args"][3:]),
-                dict(ours, args=ours["args"][:5]), {"type": "command", "command": "/bin/sh", "args": ["-c", "x"]},
+                dict(ours, args=[*install.LAUNCH_ARGS, str(other_checkout)] + ours["args"][5:]),
+                dict(ours, args=["-I", "-S", str(other_checkout)] + ours["args"][5:]),
+                dict(ours, args=["-I", "-S", "-c", "pass"] + ours["args"][4:]),
+                dict(ours, args=ours["args"][:7]), {"type": "command", "command": "/bin/sh", "args": ["-c", "x"]},
                 None, "x"):
         assert not install.is_our_hook(bad, IDENT, "claude_code"), bad
 
@@ -138,7 +142,7 @@ def test_a_write_tool_call_is_captured_once_by_its_two_pretooluse_hooks(tmp_path
                 continue  # Claude Code runs the write-tool group only for those tools
             h = g["hooks"][0]
             out = io.StringIO()
-            hookproc.run(h["args"][3:], io.BytesIO(json.dumps(payload).encode()), out, environ=env)
+            hookproc.run(h["args"][5:], io.BytesIO(json.dumps(payload).encode()), out, environ=env)
             assert isinstance(json.loads(out.getvalue()), dict)
     ids = [(e["session_id"], e["event_id"]) for e in _spooled(home)]
     assert len(ids) == len(set(ids)) == 2

@@ -5,16 +5,27 @@ from __future__ import annotations
 import io
 import json
 import os
+import tempfile
 
 import pytest
 
 from lib import install
 
+OTHER_CHECKOUT_HOOK = os.path.join(tempfile.gettempdir(), "ctxlake-other-checkout", "hook.py")
+"""Another checkout's hook.py, which exists (made by :func:`other_checkout`): its entries are not ours."""
 FOREIGN_CMDS = [
     "echo ctxlake hook.py claude_code Stop",  # mentions ctxlake and hook.py: not ours
     "ctxlake-hook Stop claude_code",  # the reference implementation's shape: not ours
-    "env CTXLAKE_FLEET_ID=x CTXLAKE_AGENT_ID=y /usr/bin/python3 -I -S /elsewhere/ctxlake/hook.py claude_code Stop",
+    f"env CTXLAKE_FLEET_ID=x CTXLAKE_AGENT_ID=y /usr/bin/python3 -I -S {OTHER_CHECKOUT_HOOK} claude_code Stop",
 ]
+DEAD_CMD = "env CTXLAKE_FLEET_ID=x CTXLAKE_AGENT_ID=y /usr/bin/python3 -I -S /gone/ctxlake/hook.py claude_code Stop"
+"""An older install's entry whose hook.py no longer exists (the tool was uninstalled): a dead install."""
+
+
+@pytest.fixture(autouse=True, scope="module")
+def other_checkout():
+    os.makedirs(os.path.dirname(OTHER_CHECKOUT_HOOK), exist_ok=True)
+    open(OTHER_CHECKOUT_HOOK, "a").close()
 
 
 @pytest.fixture
@@ -461,3 +472,22 @@ def test_round_trip_restores_odd_but_valid_files_byte_for_byte(user_home, ident,
     assert _read(path) != text
     _run("uninstall", [runtime], ident, user_home)
     assert _read(path) == text
+
+
+def test_an_entry_whose_hook_py_is_gone_is_replaced_by_install_and_removed_by_uninstall(user_home, ident):
+    """Finding 2 of session 4: a leftover entry whose hook.py was removed makes the runtime spawn a
+    command that exits 2 (a blocked tool call in Claude Code); ``install`` again must not leave it."""
+    path = os.path.join(user_home, ".claude", "settings.json")
+    dead = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": DEAD_CMD}]}],
+                      "PreToolUse": [{"hooks": [{"type": "command", "command": "/usr/bin/python3",
+                                                 "args": ["-I", "-S", "/gone/site-packages/hook.py", "claude_code",
+                                                          "PreToolUse", "--fleet=x", "--agent=y"]}]}]}}
+    _write(path, json.dumps(dead, indent=2) + "\n")
+    _run("install", ["claude_code"], ident, user_home)
+    text = _read(path)
+    assert "/gone/" not in text
+    doc = json.loads(text)
+    for event in install.adapter_events("claude_code"):
+        assert doc["hooks"][event] == install.claude_groups(ident, event)
+    _run("uninstall", ["claude_code"], ident, user_home)
+    assert not os.path.exists(path) or "/gone/" not in _read(path)

@@ -153,7 +153,7 @@ def test_an_entry_with_a_home_is_ours_and_parses():
     assert not install.is_our_hook(dict(hook, args=hook["args"] + ["--home=/y"]), ident, "claude_code")
     cmd = install.hook_command(ident, "cursor", "stop")
     assert install.is_our_command(cmd, ident, "cursor")
-    args = hookproc.parse_argv(shlex.split(cmd)[4:])
+    args = hookproc.parse_argv(shlex.split(cmd)[6:])  # after <python> -I -S -c <launcher> <hook.py>
     assert (args.runtime, args.fleet_id, args.agent_id, args.home) == ("cursor", "f", "a", "/srv/ctx lake")
     with pytest.raises(install.InstallError, match="CTXLAKE_HOME"):
         install.hook_args(install.Identity("f", "a", "/p", "/p", home="/x/${HOME}"), "cursor", "stop")
