@@ -24,6 +24,8 @@ from lib.code.record import Record
 
 DEFAULT_KEEP = ("error", "warning", "failed", "panic", "fatal")
 DEFAULT_IGNORE = ("node_modules", "target", "dist", ".git")
+DEFAULT_KEEP_LIMITS = (24, 64)
+"""``[exec] full_output_hours`` / ``full_output_mib`` defaults (lib/code/recovery.py)."""
 
 
 class ExecConfig(Record):
@@ -38,7 +40,7 @@ class ExecConfig(Record):
     (:mod:`lib.code.recovery`)."""
 
     FIELDS = (("keep", DEFAULT_KEEP), ("head_lines", 5), ("tail_lines", 5), ("collapse_threshold", 20),
-              ("full_output_hours", 24), ("full_output_mib", 64))
+              ("full_output_hours", DEFAULT_KEEP_LIMITS[0]), ("full_output_mib", DEFAULT_KEEP_LIMITS[1]))
 
 
 class OutlineConfig(Record):

@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass
 
 from lib.code import fold, recovery, render, tokens
+from lib.code.config import DEFAULT_KEEP_LIMITS
 from lib.code.errors import READ, ExitError
 from lib.code.render import Result
 
@@ -144,9 +145,10 @@ def kill_tree(pgid: int, token: bytes) -> int:
 
 def run_command(cmd: str, patterns: list, head: int, tail: int, threshold: int,
                 timeout: float = TIMEOUT_SECS, cwd: str | None = None, raw: bool = False,
-                keep_limits: tuple = (24, 64)) -> Outcome:
+                keep_limits: tuple | None = None) -> Outcome:
     """Spawn ``cmd`` and fold its output (``raw``: pass it through unfolded). ``keep_limits`` =
-    ``(hours, MiB)``: the bounds :func:`lib.code.recovery.prune` applies to kept full outputs.
+    ``(hours, MiB)``: the bounds :func:`lib.code.recovery.prune` applies to kept full outputs
+    (default: ``[exec] full_output_hours`` / ``full_output_mib``'s defaults).
 
     One loop reads stdout and stderr with a deadline, so the timeout bounds the whole call —
     reading, folding and descendants: at the deadline the process group and every tagged
@@ -252,7 +254,7 @@ def run_command(cmd: str, patterns: list, head: int, tail: int, threshold: int,
     elif raw_path:
         os.unlink(raw_path)
     if keep_dir:
-        recovery.prune(keep_dir, full, *keep_limits)
+        recovery.prune(keep_dir, full, *(keep_limits or DEFAULT_KEEP_LIMITS))
     code = proc.returncode
     if code < 0:
         code = 128 + (-code)

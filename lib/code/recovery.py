@@ -61,7 +61,11 @@ def prune(path: str, keep: str | None, max_age_hours: int, max_mib: int, now: fl
     Files that vanish meanwhile (a concurrent ``exec`` pruning too) are skipped."""
     now = time.time() if now is None else now
     entries = []
-    with os.scandir(path) as it:
+    try:
+        it = os.scandir(path)
+    except OSError:  # removed meanwhile: nothing to prune, and the command's answer stands
+        return []
+    with it:
         for e in it:
             try:
                 st = e.stat(follow_symlinks=False)

@@ -510,8 +510,11 @@ def previous_embeddings(store, fleet_id: str, embedder_id: str, log=lambda *a, *
 def open_readonly(path: str, check_same_thread: bool = True) -> sqlite3.Connection:
     """Open a snapshot read-only (``mode=ro``); ``check_same_thread=False`` for a connection one
     thread prepares and another then uses (the caller serializes them). :raises sqlite3.Error:
-    missing or corrupt."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=check_same_thread)
+    missing or corrupt. ``path`` is quoted into the URI: SQLite decodes ``%XX`` in it, and a fleet's
+    cache folder holds one for an id outside ``[A-Za-z0-9._-]`` (docs/design.md §4)."""
+    from urllib.parse import quote
+
+    conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, check_same_thread=check_same_thread)
     conn.row_factory = sqlite3.Row
     conn.execute("SELECT 1 FROM snapshot_meta LIMIT 1")
     return conn

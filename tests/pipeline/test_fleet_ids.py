@@ -32,6 +32,8 @@ def _loop(box: Box, store_url: str, fleet: str) -> None:
     assert [r["fleet_id"] for r in rows] == [fleet] and rows[0]["n"] > 0, rows
     again = box.run("sync", "--once", "--json")
     assert again.returncode == 0 and json.loads(again.stdout)["snapshot_sha"] == summary["snapshot"]["sha256"], again.stderr
+    status = box.run("status")  # reads the cached snapshot under cache/<encoded fleet>/
+    assert status.returncode == 0 and "1 sessions" in status.stdout and "unreadable" not in status.stdout, status.stdout
 
 
 @pytest.mark.parametrize("fleet", REPORTED, ids=["space", "umlaut", "slash", "percent", "esc"])
