@@ -138,8 +138,9 @@ def idle_end(files: list[str], proc_path: str, idle_secs: float, now: float | No
     ``files``: the session's spool files; ``proc_path``: its process record; ``idle_secs``:
     ``[sync] idle_seal_secs`` (0 or less: never). Returns ``{"event": "idle", "idle_secs",
     "process": "gone"|"unknown", "transcript_path"?, "mark"}`` when the newest spool file was
-    last written ``idle_secs`` ago or more and the process is not alive (module docstring);
-    ``mark`` (``idle:<newest mtime ns>``) names this idle end, so the backstop runs once for
+    last written ``idle_secs`` ago or more and the process is not alive (module docstring); the
+    returned ``idle_secs`` is that idle time rounded to whole seconds (float noise in an mtime
+    never shows as a second less); ``mark`` (``idle:<newest mtime ns>``) names this idle end, so the backstop runs once for
     it."""
     if not idle_secs or idle_secs <= 0:
         return None
@@ -160,7 +161,7 @@ def idle_end(files: list[str], proc_path: str, idle_secs: float, now: float | No
     state = process_state(rec)
     if state == ALIVE:
         return None
-    out = {"event": "idle", "idle_secs": int(idle), "process": state, "mark": f"idle:{newest}"}
+    out = {"event": "idle", "idle_secs": round(idle), "process": state, "mark": f"idle:{newest}"}
     if isinstance(rec.get("transcript_path"), str):
         out["transcript_path"] = rec["transcript_path"]
     return out
