@@ -328,7 +328,8 @@ def run_once(cfg, store, log, now=time.time) -> dict:
         from lib.memory import embed, gate
 
         emb = embed.default_embedder()
-        cached = snapshot.previous_embeddings(store, cfg.fleet_id, emb[0], log=log) if emb else {}
+        intact: set = set()  # snapshot blobs this pass read back and hashed (publish skips their GET)
+        cached = snapshot.previous_embeddings(store, cfg.fleet_id, emb[0], log=log, intact=intact) if emb else {}
         t_embed = time.monotonic()
         result = gate.run(store, cfg.fleet_id, digests, mode=cfg.summarize_mode, embedder=emb, cached=cached, log=log)
         claims = result["claims"]
@@ -350,7 +351,8 @@ def run_once(cfg, store, log, now=time.time) -> dict:
         renew.tick(force=True)  # still ours right before the swap; the pointer epoch fences the rest
         summary["snapshot"] = snapshot.publish(store, cfg.fleet_id, data, maint_epoch=lease["epoch"],
                                                built_at=format_time(now()), claim_count=len(claims),
-                                               session_count=len(digests), lake_stats=stats, log=log)
+                                               session_count=len(digests), lake_stats=stats, intact=intact,
+                                               log=log)
         summary["retention"]["snapshot_blobs"] = retention.snapshot_blobs(store, cfg.fleet_id, cfg.lake.snapshot_keep_hours,
                                                                           now(), log)
     except (leases.Lost, leases.Unsafe, snapshot.StaleEpoch, lake.Fenced) as exc:

@@ -250,7 +250,8 @@ def sha256(data: bytes) -> str:
 
 
 def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: str, claim_count: int,
-            session_count: int, lake_stats: dict | None = None, log=lambda *a, **k: None) -> dict:
+            session_count: int, lake_stats: dict | None = None, intact=frozenset(),
+            log=lambda *a, **k: None) -> dict:
     """Publish ``data``: blob first (create-only; already there is fine), then CAS the pointer.
 
     The pointer names the blob it replaces as ``previous`` (retention never deletes the current
@@ -258,8 +259,9 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
     (:func:`lib.retention.table_stats`), which syncd mirrors with the pointer so ``ctxlake
     status`` and ``/metrics`` show it without touching the store.
 
-    The blob already in the store under this name is read back and hashed (one GET, the same one
-    the embedding cache makes each pass): a truncated or altered blob, which every host's sync
+    The blob already in the store under this name is read back and hashed, unless its sha256 is
+    in ``intact`` (the blobs this pass already read back and hashed: :func:`previous_embeddings`
+    fills it, so an idle pass GETs the current blob once, not twice): a truncated or altered blob, which every host's sync
     would refuse, is overwritten with ``data`` (log ``snapshot_blob_repaired``, reason ``blob
     repaired``), since ``data`` is exactly what its name promises.
 
@@ -278,7 +280,7 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
     if (named.get("sha256") == sha and int(named.get("maint_epoch") or 0) <= maint_epoch
             and (not lake_stats or named.get("lake") == lake_stats)):
         # an idle pass: nothing to write unless the blob was damaged, so no create-only put "loses a race"
-        if _blob_intact(store, blob, sha):
+        if sha in intact or _blob_intact(store, blob, sha):
             return {"published": False, "sha256": sha, "reason": "already current"}
         _repair_blob(store, blob, data, log)
         return {"published": True, "sha256": sha, "reason": "blob repaired"}
@@ -286,7 +288,7 @@ def publish(store, fleet_id: str, data: bytes, *, maint_epoch: int, built_at: st
     try:
         store.put(blob, data, CREATE)
     except PreconditionFailed:
-        if not _blob_intact(store, blob, sha):
+        if sha not in intact and not _blob_intact(store, blob, sha):
             _repair_blob(store, blob, data, log)
             repaired = True
     fresh = {"sha256": sha, "built_at": built_at, "maint_epoch": maint_epoch, "claim_count": claim_count,
@@ -477,12 +479,14 @@ def _pointer(data: bytes, key: str) -> dict:
     return pointer
 
 
-def previous_embeddings(store, fleet_id: str, embedder_id: str, log=lambda *a, **k: None) -> dict[str, bytes]:
+def previous_embeddings(store, fleet_id: str, embedder_id: str, log=lambda *a, **k: None,
+                        intact: set | None = None) -> dict[str, bytes]:
     """``{claim_id: embedding blob}`` of every claim the currently published snapshot embedded
     with ``embedder_id``: the embedding cache across snapshots (claim ids hash the claim's
     content, so a claim's vector never changes under one embedder). ``{}`` when there is no
     snapshot yet, its blob is missing or does not match its sha256, or it is not readable SQLite
-    (logged as ``embedding_cache_unavailable``; the pass then embeds every claim)."""
+    (logged as ``embedding_cache_unavailable``; the pass then embeds every claim). The blob's
+    sha256 is added to ``intact`` once its bytes matched it (handed on to :func:`publish`)."""
     from lib import lake
     from lib.store import NotFound
 
@@ -494,6 +498,8 @@ def previous_embeddings(store, fleet_id: str, embedder_id: str, log=lambda *a, *
         data = store.get(lake.snapshot_blob_key(fleet_id, sha)).data
         if sha256(data) != sha:
             raise ValueError(f"snapshot blob {sha} does not match its name")
+        if intact is not None:
+            intact.add(sha)
         conn = sqlite3.connect(":memory:")
         try:
             conn.deserialize(data)

@@ -80,3 +80,55 @@ def test_a_truncated_blob_on_s3_is_reported_and_republished(tmp_path, seaweed):
         client.put_object(Bucket=seaweed.bucket, Key=full, Body=body[:5000])
 
     _wedged_then_healed(box, sha, truncate)
+
+
+class _CountingStore:
+    """A memory:// store that counts the GETs of each key (the I/O a maint pass repeats)."""
+
+    def __init__(self):
+        from lib.store.memory import MemoryStore
+
+        self.inner, self.gets = MemoryStore(), {}
+
+    def get(self, key, *a, **k):
+        self.gets[key] = self.gets.get(key, 0) + 1
+        return self.inner.get(key, *a, **k)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def _sqlite_bytes() -> bytes:
+    import sqlite3
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE claims (claim_id TEXT, embedder TEXT, embedding BLOB)")
+    conn.execute("INSERT INTO claims VALUES ('c1', 'e', x'00000000')")
+    conn.commit()
+    data = conn.serialize()
+    conn.close()
+    return data
+
+
+def test_an_idle_pass_reads_the_current_blob_once_and_a_damaged_one_is_still_repaired():
+    from lib import lake
+    from lib.memory import snapshot
+
+    store, data = _CountingStore(), _sqlite_bytes()
+    sha = snapshot.sha256(data)
+    blob = lake.snapshot_blob_key(FLEET, sha)
+    kw = dict(maint_epoch=1, built_at="t", claim_count=1, session_count=0)
+    assert snapshot.publish(store, FLEET, data, **kw)["reason"] == "published"
+    # maint's order: the embedding cache reads the current blob back, then the pass publishes
+    store.gets.clear()
+    intact: set = set()
+    assert snapshot.previous_embeddings(store, FLEET, "e", intact=intact) == {"c1": b"\0\0\0\0"}
+    assert intact == {sha}
+    assert snapshot.publish(store, FLEET, data, intact=intact, **kw)["reason"] == "already current"
+    assert store.gets[blob] == 1, "the blob the embedding cache hashed is not fetched again"
+    # damaged: the cache's hash check fails, so publish reads it back itself and repairs it
+    store.inner.put(blob, data[:5000])
+    intact = set()
+    assert snapshot.previous_embeddings(store, FLEET, "e", intact=intact) == {} and intact == set()
+    assert snapshot.publish(store, FLEET, data, intact=intact, **kw)["reason"] == "blob repaired"
+    assert store.inner.get(blob).data == data
