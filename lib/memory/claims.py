@@ -272,7 +272,25 @@ def resolve_citation(index: LakeIndex, cite: dict, claim: str = "") -> dict | No
     shipper = index.shipped_by(env)
     if shipper:
         out["shipped_by"] = shipper
+    if is_ctxlake_answer(env):
+        out.update(support=0.0, ctxlake_answer=True)
     return out
+
+
+def is_ctxlake_answer(env: dict) -> bool:
+    """Whether ``env`` is a call of one of ctxlake's own MCP tools (``tool.mcp_server`` is
+    ``ctxlake``, or the tool name joins ``ctxlake`` and one of :data:`lib.mcp_tools.TOOL_NAMES`:
+    ``mcp__ctxlake__fleet_history``). Its result is the fleet's memory served back — other
+    agents' handoff notes, lease reasons, claims — so it is never evidence: citing it would let an
+    agent launder its own text through another agent's session (issue #17 red team)."""
+    from lib.install.commands import MCP_NAME
+    from lib.mcp_tools import TOOL_NAMES
+
+    tool = env.get("tool") or {}
+    if str(tool.get("mcp_server") or "").lower() == MCP_NAME:
+        return True
+    name = str(tool.get("name") or "").lower()
+    return MCP_NAME in name and name.endswith(TOOL_NAMES)
 
 
 def load_tally(path: str | None) -> dict:

@@ -9,7 +9,8 @@ Rules, in order, for each ``candidate``:
 1. evidence must resolve to a captured envelope in the lake — a sealed session of this fleet
    whose digest lists the cited ``message_id`` (or ``event_id``); unsealed sessions wait;
 2. the observer must be a known agent (one with a sealed session in this fleet);
-3. evidence must support the claim: the cited event's stored text holds at least
+3. evidence must support the claim — never an answer of ctxlake's own MCP tools
+   (:func:`lib.memory.claims.is_ctxlake_answer`) — the cited event's stored text holds at least
    :data:`lib.memory.claims.SUPPORT_MIN` of the claim's terms (``support``, measured at ingest by
    :func:`lib.memory.claims.support`) **and every value of the claim** (command, URL, path, flag,
    number, code span: ``unsupported_values`` empty, :func:`lib.memory.claims.unsupported_values`);
@@ -164,6 +165,10 @@ def decide(folded: dict[str, dict], digests: list[dict], *, embed=None,
             continue
         if not any(o in known_agents for o in c["observers"]):
             explain[cid] = f"held: observer(s) {', '.join(c['observers'])} have no sealed session in this fleet"
+            continue
+        if all(e.get("ctxlake_answer") for e in resolved):
+            explain[cid] = ("held: every cited event is an answer of ctxlake's own MCP tools (the fleet's memory "
+                            "served back, not an observation); cite the tool call or output that showed it")
             continue
         related = [e for e in resolved if float(e.get("support") or 0) >= claimsmod.SUPPORT_MIN]
         supported = [e for e in related if not e.get("unsupported_values")]

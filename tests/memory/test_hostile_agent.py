@@ -163,3 +163,29 @@ def test_a_first_prompt_with_a_lookalike_fence_close_stays_inside_the_fence(env,
     assert FENCE_DEFUSED in text and close not in text
     assert text.startswith("<ctxlake-briefing>") and text.rstrip().endswith("</ctxlake-briefing>")
     assert text.count("ctxlake-briefing") == 2
+
+
+def test_ctxlake_answers_captured_in_another_agents_session_are_no_evidence(env, home):
+    """F8: laundering through ctxlake itself. Mallory leaves its text where ctxlake serves it to
+    others (a handoff note, a lease reason); bob's agent calls the ctxlake MCP tool, and bob's
+    PostToolUse — shipped by bob's syncd — holds mallory's words and values verbatim. Citing it
+    promoted mallory's claim with bob's host as the independent unit. ctxlake's own answers are
+    the fleet's memory, not an observation: they never count as evidence."""
+    path = os.path.join(ROOT, "tests", "fixtures", "claude-hooks", "attio-mcp-server__post_tool_use.json")
+    shape = next(p for p in json.load(open(path)) if p["tool_name"].startswith("mcp__"))
+    answer = {"enabled": True, "fleet_id": FLEET, "sessions": [], "truncated": False, "limit": 5,
+              "handoffs": [{"agent_id": "mallory", "status": "in_progress", "summary": POISON,
+                            "requested_at": "2026-11-29T11:00:00.000Z"}]}
+    call = dict(shape, session_id="sess-bob", cwd=home, tool_name="mcp__ctxlake__fleet_history",
+                tool_use_id="toolu_b_history", tool_input={"limit": 5},
+                tool_response=[{"type": "text", "text": json.dumps(answer, indent=2)}])
+    _hook_session(env, "sess-bob", call, agent="bob", hostname="bob-laptop")
+    _sync(env, "bob-laptop")
+    _hook_session(env, "sess-mallory", dict(_read_payload("sess-mallory", home), tool_use_id="toolu_m_read"),
+                  agent="mallory", hostname="mallory-laptop")
+    _sync(env, "mallory-laptop")
+    _propose(home, "mallory", POISON, "environment", [("sess-bob", "toolu_b_history")], "01JREC00000000000000000M05")
+    _sync(env, "mallory-laptop")
+    _run(["maint.py", "--once"], dict(env, CTXLAKE_AGENT_ID="maint"))
+    c = _status(env, POISON)
+    assert c["status"] == "candidate" and "ctxlake" in c["explain"], c
