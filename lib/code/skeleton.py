@@ -228,7 +228,7 @@ def _is_body(language: str, data: bytes, brace: int, floor: int, in_enum: bool =
 def _unbracketed(text: bytes) -> bytes:
     """``text`` without its ``[…]`` groups (nested ones included; an unclosed ``[`` runs to the
     end): C#'s attribute lists, whose arguments are no parameter list."""
-    if b"[" not in text:
+    if text.find(b"[") < 0:
         return text
     out, depth, pos, i = [], 0, 0, 0
     find = text.find
@@ -254,7 +254,7 @@ def _unbracketed(text: bytes) -> bytes:
 def _cut(text: bytes, marker: bytes, skip) -> bytes:
     """``text`` with each span that starts at a ``marker`` and that ``skip(text, at)`` ends
     (the index past it, or ``at + 1`` when the marker starts nothing) replaced by a space."""
-    if marker not in text:
+    if text.find(marker) < 0:  # not `in`: `bytes in bytes` tries the needle as an int first, and raises
         return text
     out, i, n = [], 0, len(text)
     while i < n:
