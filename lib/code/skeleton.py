@@ -14,7 +14,8 @@ The scan skips comments, string and character literals (per language: :data:`LEX
 A ``{`` opens a function body when its header — the text since the previous ``; { }``,
 comments removed — has a ``)`` (parameters) and no type word (``class``, ``struct``,
 ``impl``, ``record``, ``namespace``, ``new``…, :data:`TYPE_WORDS`; in C# only before the
-first ``(``, as ``where T : class`` constrains a method). A body is kept whole (parsed) when
+first ``(`` outside attribute lists, as ``where T : class`` constrains a method and
+``[A(x)] interface I`` declares a type). A body is kept whole (parsed) when
 its interior may hold a definition the backend lists there (:func:`_keeps`): Java's local and
 anonymous classes, Rust's nested items, C#'s local functions, TypeScript's and JavaScript's
 nested named functions, classes and object-literal methods. C, C++ and Go list nothing
