@@ -208,8 +208,13 @@ def _is_body(language: str, data: bytes, brace: int, floor: int, in_enum: bool =
         if tail and not (tail.startswith(b":") or tail.endswith(b"=>")):
             return False
     # C# puts `class`, `struct` and `new()` in a method's `where` constraints: only the words
-    # before its first `(` count; elsewhere the whole header does (Rust `#[derive(…)] struct`)
-    stop = head.find(b"(") if language == "csharp" else len(head)
+    # before its first `(` outside attribute lists count (`[Attr(x)] interface I {` declares a
+    # type); elsewhere the whole header does (Rust `#[derive(…)] struct`)
+    if language == "csharp":
+        head = _unbracketed(head)
+        stop = head.find(b"(")
+    else:
+        stop = len(head)
     for word in TYPE_WORDS[language]:
         if _has_word(head, word, 0, stop):
             return False
@@ -218,6 +223,32 @@ def _is_body(language: str, data: bytes, brace: int, floor: int, in_enum: bool =
         if not _unannotated(head[:at]).strip(b" \t\r\n,"):
             return False
     return True
+
+
+def _unbracketed(text: bytes) -> bytes:
+    """``text`` without its ``[…]`` groups (nested ones included; an unclosed ``[`` runs to the
+    end): C#'s attribute lists, whose arguments are no parameter list."""
+    if b"[" not in text:
+        return text
+    out, depth, pos, i = [], 0, 0, 0
+    find = text.find
+    while True:
+        o = find(b"[", i)
+        if depth == 0:
+            if o < 0:
+                out.append(text[pos:])
+                return b" ".join(out)
+            out.append(text[pos:o])
+            depth, i = 1, o + 1
+            continue
+        c = find(b"]", i)
+        if c < 0:
+            return b" ".join(out)
+        if 0 <= o < c:
+            depth, i = depth + 1, o + 1
+        else:
+            depth, i = depth - 1, c + 1
+            pos = i
 
 
 def _cut(text: bytes, marker: bytes, skip) -> bytes:
@@ -441,29 +472,32 @@ def _outermost(candidates: list, keeps) -> list:
 _LUA_TOKENS = (b"--", b"[[", b"[=", b'"', b"'", b"function", b"if", b"do", b"repeat", b"end", b"until")
 
 
-def _token_stream(data: bytes, tokens: tuple):
-    """Yield ``(position, index)`` of every occurrence of ``tokens`` in ``data``, in order;
-    ``send`` a position to resume there (past a literal or comment: occurrences before it are
-    not yielded). A heap of each token's next occurrence, refreshed by ``bytes.find``: C-level
-    work per occurrence, no Python loop over every token after each literal."""
-    from heapq import heapify, heappop, heapreplace
+_WORD_VIEW = bytes(c if c in _WORD else 32 for c in range(256))
+"""``bytes.translate`` table: word bytes (:data:`_WORD`) kept, every other byte a space."""
 
-    find = data.find
-    heap = [(v, k) for k, v in enumerate(find(t) for t in tokens) if v >= 0]
-    heapify(heap)
-    floor = 0
-    while heap:
-        i, k = heap[0]
-        v = find(tokens[k], floor if i < floor else i + len(tokens[k]))
-        if v >= 0:
-            heapreplace(heap, (v, k))
+
+def _tokens(data: bytes, tokens: tuple, words: int) -> list:
+    """``(position, index)`` of every occurrence of ``tokens`` in ``data``, sorted (an
+    occurrence inside a literal or comment included: the caller skips those by position).
+    ``tokens[words:]`` are keywords, found only as whole words (no byte of :data:`_WORD` on
+    either side): they are searched in a copy of the file whose other bytes are spaces, so a
+    keyword inside an identifier (``send``, ``modified``) costs no Python step. Each token's
+    occurrences come from ``bytes.find`` and one sort merges them: a few C calls per
+    occurrence, no heap or generator step."""
+    view = b" " + data.translate(_WORD_VIEW) + b" "  # view[i] is the byte before data[i]
+    out = []
+    append = out.append
+    for k, token in enumerate(tokens):
+        if k < words:
+            find, size = data.find, len(token)
         else:
-            heappop(heap)
-        if i < floor:
-            continue
-        resume = yield i, k
-        if resume is not None:
-            floor = resume
+            find, size, token = view.find, len(token), b" " + token + b" "
+        i = find(token)
+        while i >= 0:
+            append((i, k))
+            i = find(token, i + size)
+    out.sort()
+    return out
 
 
 def _lua_holes(data: bytes) -> list:
@@ -474,10 +508,10 @@ def _lua_holes(data: bytes) -> list:
     and long brackets are skipped. A file whose keywords do not balance has no holes."""
     n = len(data)
     find = data.find
-    stream, resume = _token_stream(data, _LUA_TOKENS), None
-    stack, candidates = [], []
-    for i, k in iter(lambda: stream.send(resume), None):
-        resume = None
+    stack, candidates, floor = [], [], 0
+    for i, k in _tokens(data, _LUA_TOKENS, 5):
+        if i < floor:
+            continue  # inside a comment or literal
         if k < 5:
             if k == 0:  # -- a comment, long when a bracket follows
                 pos = _long_bracket_end(data, i + 2, n) if data[i + 2:i + 3] == b"[" else i + 2
@@ -488,7 +522,7 @@ def _lua_holes(data: bytes) -> list:
                 pos = _long_bracket_end(data, i, n)
             else:
                 pos = _skip_string(data, i, data[i], n)
-            resume = pos
+            floor = pos
             continue
         j = i + len(_LUA_TOKENS[k])
         if (i and (data[i - 1] in _WORD or data[i - 1] == 46)) or (j < n and data[j] in _WORD):
@@ -799,12 +833,16 @@ def _ruby_holes(data: bytes) -> list:
     n = len(data)
     find = data.find
     tokens = _RUBY_TOKENS
-    stream, resume = _token_stream(data, tokens), None
-    stack, candidates, loop_line_end, pending = [], [], -1, []
-    for i, k in iter(lambda: stream.send(resume), None):
-        resume = None
-        if pending and i >= pending[0][0]:  # a heredoc's body: resume past it
-            resume = pending.pop(0)[1]
+    stack, candidates, loop_line_end, pending, floor = [], [], -1, [], 0
+    for i, k in _tokens(data, tokens, _RUBY_KEYWORDS):
+        if i < floor:
+            continue  # inside a comment, literal or heredoc body
+        while pending and i >= pending[0][0]:  # a heredoc's body: resume past it
+            stop = pending.pop(0)[1]
+            if i < stop:
+                floor = stop
+                break
+        if i < floor:
             continue
         token = tokens[k]
         if k < _RUBY_KEYWORDS:
@@ -813,7 +851,7 @@ def _ruby_holes(data: bytes) -> list:
                 pending.append((find(b"\n", i) + 1, -pos))
                 pending.sort()
                 pos = i + 2
-            resume = pos
+            floor = pos
             continue
         j = i + len(token)
         if i and (data[i - 1] in _WORD or data[i - 1] in b".:@$"):

@@ -370,7 +370,8 @@ def definition_nodes(parsed: Parsed, backend) -> list:
 def walk_specs(parsed: Parsed, use_query: bool | None = None):
     """Yield every :class:`~lib.code.backends.Spec` of the tree in source pre-order.
 
-    The candidates come from :func:`definition_nodes`; one under a ``backend.stops`` node is
+    The candidates come from the backend's ``candidates`` finder when it has one, else from
+    :func:`definition_nodes`; one under a ``backend.stops`` node is
     skipped, exactly as a walk that does not descend there would skip it. Deep nesting costs
     nothing in Python: only the candidates' ancestors are looked at. ``use_query`` ``None``
     chooses by ``Backend.query_min_bytes``; ``True``/``False`` force one walk."""
@@ -382,7 +383,11 @@ def walk_specs(parsed: Parsed, use_query: bool | None = None):
         yield from walk_specs_python(parsed)  # a small file: the walk costs less than compiling the query
         return
     visit, data, stops = backend.visit, parsed.data, backend.stops
-    for node in definition_nodes(parsed, backend):
+    if backend.candidates is not None:
+        nodes = backend.candidates(parsed.tree.root_node, data)
+    else:
+        nodes = definition_nodes(parsed, backend)
+    for node in nodes:
         parent = node.parent
         if stops:
             up = parent
