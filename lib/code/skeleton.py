@@ -211,8 +211,13 @@ def _is_body(language: str, data: bytes, brace: int, floor: int, in_enum: bool =
         if tail and not (tail.startswith(b":") or tail.endswith(b"=>")):
             return False
     # C# puts `class`, `struct` and `new()` in a method's `where` constraints: only the words
-    # before its first `(` count; elsewhere the whole header does (Rust `#[derive(…)] struct`)
-    stop = head.find(b"(") if language == "csharp" else len(head)
+    # before its first `(` outside attribute lists count (`[Attr(x)] interface I {` declares a
+    # type); elsewhere the whole header does (Rust `#[derive(…)] struct`)
+    if language == "csharp":
+        head = _unbracketed(head)
+        stop = head.find(b"(")
+    else:
+        stop = len(head)
     for word in TYPE_WORDS[language]:
         if _has_word(head, word, 0, stop):
             return False
@@ -221,6 +226,32 @@ def _is_body(language: str, data: bytes, brace: int, floor: int, in_enum: bool =
         if not _unannotated(head[:at]).strip(b" \t\r\n,"):
             return False
     return True
+
+
+def _unbracketed(text: bytes) -> bytes:
+    """``text`` without its ``[…]`` groups (nested ones included; an unclosed ``[`` runs to the
+    end): C#'s attribute lists, whose arguments are no parameter list."""
+    if b"[" not in text:
+        return text
+    out, depth, pos, i = [], 0, 0, 0
+    find = text.find
+    while True:
+        o = find(b"[", i)
+        if depth == 0:
+            if o < 0:
+                out.append(text[pos:])
+                return b" ".join(out)
+            out.append(text[pos:o])
+            depth, i = 1, o + 1
+            continue
+        c = find(b"]", i)
+        if c < 0:
+            return b" ".join(out)
+        if 0 <= o < c:
+            depth, i = depth + 1, o + 1
+        else:
+            depth, i = depth - 1, c + 1
+            pos = i
 
 
 def _cut(text: bytes, marker: bytes, skip) -> bytes:

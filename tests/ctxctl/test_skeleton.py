@@ -96,6 +96,8 @@ def names_both_ways(path: str, data: bytes) -> tuple:
                "class Local { void h() {} } } }\n", ["P", "f", "Q", "g", "run", "Local", "h"]),
     ("a.cs", "class C { void M() { int Local(int a) { return a; } int Twice(int b) => b * 2; "
              "var x = new D(1) { Y = 2 }; } }\n", ["C", "M", "Local", "Twice"]),
+    ("b.cs", "[EditorBrowsable(EditorBrowsableState.Never)]\npublic interface I\n{\n    void M(int a);\n}\n"
+             "[Attr(new[] { 1 })] sealed class K { [Obsolete(\"x\")] void N() { } }\n", ["I", "M", "K", "N"]),
     ("a.rs", "fn outer() { fn inner(x: u8) -> u8 { x } const K: u8 = 1; let s = '}'; }\n"
              "impl<'a> S<'a> { fn m(&self) -> &'a str { \"{\" } }\n", ["outer", "inner", "K", "m"]),
     ("a.ts", "const re = /[\"'{]/g;\nfunction f(a: string): { b: number } { function g() {} "
