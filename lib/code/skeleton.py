@@ -493,7 +493,7 @@ def _with_hollow_strings(data: bytes, holes: list, strings: list) -> list:
     (their interpolations are nodes), an interior under :data:`HOLLOW_MIN` bytes, an unclosed
     string, a closing quote after a backslash, and a string inside a hole. A misread span is
     caught after the parse (:func:`hollows_hold`)."""
-    out, n, pos, h, count = [], len(data), 0, 0, len(holes)
+    out, n, h, count = [], len(data), 0, len(holes)
     for a, b in strings:
         while h < count and holes[h][1] <= a:
             out.append(holes[h])

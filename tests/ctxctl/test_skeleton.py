@@ -284,8 +284,8 @@ def test_a_triple_quote_the_string_pairing_misreads_costs_the_holes_not_symbols(
     spans code; the check after the parse (skeleton.hollows_hold) sees the mismatch and the
     whole file is parsed. Written, and the real case of tiktoken's encodings module."""
     body = "".join(f'def f{i}(a):\n    """Doc {i}, long enough to be left out of the parse: ' + "x" * 60 +
-                   f'."""\n    b = a\n    c = b  # a comment long enough for the span between strings\n'
-                   f'    return c\n\n' for i in range(30))
+                   '."""\n    b = a\n    c = b  # a comment long enough for the span between strings\n'
+                   '    return c\n\n' for i in range(30))
     text = ("# a stray \"\"\" in a comment\nX = 1\n" + body + "Y = 2\n").encode()
     assert any(text[a - 1] == 34 and b"def " in text[a:b] for a, b in skeleton.holes("python", text))
     assert languages._parse_skeleton("python", "python", text) is None
