@@ -129,13 +129,13 @@ _DECORATOR_CHILDREN = frozenset({"decorator", "attribute_item", "attribute_list"
 
 
 def _strip_trailing(sig: str) -> str:
-    changed = True
-    while changed and sig:
-        changed = False
+    """``sig`` without its trailing :data:`_TRAILING`, repeatedly (at most one of them ends a
+    string at a time: only ``=>`` and ``->`` share a last character)."""
+    while sig.endswith(_TRAILING):
         for suffix in _TRAILING:
             if sig.endswith(suffix):
                 sig = sig[: -len(suffix)].rstrip()
-                changed = True
+                break
     return sig
 
 
