@@ -26,15 +26,17 @@ _FENCE_MAX_GAP = 12
 
 _HEXDIGITS = frozenset("0123456789abcdef")
 _LOOKALIKES = {
-    "a": "аɑαａ@", "b": "ьЬƅᏏв", "c": "сϲᴄⅽς", "e": "еєҽ℮ε", "f": "ғẝꞙ", "g": "ɡɢցǥ",
-    "i": "іıɩιӀΙїíìîï!¡", "k": "кκĸᴋ", "l": "ӏǀ1|ⅼℓΙI", "n": "пոɴη", "r": "гᴦʀꭇ", "t": "тτᴛ", "x": "хχ×ⅹ",
+    "a": "аɑαａ@ᴀꓮᎪ", "b": "ьЬƅᏏвʙꓐᏴ", "c": "сϲᴄⅽςꓚᏟ", "e": "еєҽ℮εᴇꓰᎬ", "f": "ғẝꞙꜰꓝ", "g": "ɡɢցǥꓖᏀ",
+    "i": "іıɩιӀΙїíìîï!¡ɪꓲᎥ", "k": "кκĸᴋꓗᏦ", "l": "ӏǀ1|ⅼℓΙIʟꓡᏞ", "n": "пոɴηꓠ", "r": "гᴦʀꭇꓣᎡ",
+    "t": "тτᴛꓔᎢ", "x": "хχ×ⅹꓫ",
 }
 """Characters that read as a letter of the fence's name without being it, by letter: the
-Cyrillic, Greek, Armenian and Latin-extended entries of Unicode's confusables (UTS #39) for
-``c t x l a k e b r i f n g``, the digit ``1`` and ``|``/``I`` for ``l``, ``!`` for ``i`` (a
-capital ``I`` reads as ``l`` in a sans-serif font). Fullwidth, mathematical, circled and
-small-capital forms and accented letters need no entry: each character is also read through
-NFKD without its combining marks."""
+Cyrillic, Greek, Armenian, Lisu, Cherokee, small-capital and Latin-extended entries of
+Unicode's confusables (UTS #39) for ``c t x l a k e b r i f n g`` (Lisu alone spells the whole
+name: ``ꓚꓔꓫꓡꓮꓗꓰ``), the digit ``1`` and ``|``/``I`` for ``l``, ``!`` for ``i`` (a capital
+``I`` reads as ``l`` in a sans-serif font). Fullwidth, mathematical and circled forms and
+accented letters need no entry: each character is also read through NFKD without its combining
+marks."""
 _READS_AS: dict = {}
 for _latin, _alikes in _LOOKALIKES.items():
     for _ch in _alikes:
@@ -117,16 +119,16 @@ def _letters(text: str) -> list:
 
 def _may_spell_fence(text: str) -> bool:
     """Cheap test (substring scans, no per-character loop) that ``text`` could spell the fence's
-    name: it holds an escape introducer, or every letter of the name in some form (NFKD, lowercase,
-    or a lookalike)."""
-    if "&" in text or "\\" in text or "%" in text:
-        return True
+    name: every letter of the name is in it in some form (NFKD, lowercase, or a lookalike), or it
+    holds an escape that can stand for a letter (``&#``, ``\\u``, ``\\x``, ``%``)."""
     low = text.lower()
     if not low.isascii():
         import unicodedata
 
         low = unicodedata.normalize("NFKD", low).lower()
-    return all(any(c in low for c in forms) for forms in _FORMS)
+    if all(any(c in low for c in forms) for forms in _FORMS):
+        return True
+    return "&#" in low or "\\u" in low or "\\x" in low or "%" in low
 
 
 def defuse_fence(text: str) -> str:
@@ -143,6 +145,11 @@ def defuse_fence(text: str) -> str:
     :func:`clean` first. Standard library only, no ``re`` (the hook calls it)."""
     if not _may_spell_fence(text):
         return text
+    return _defuse_all(text)
+
+
+def _defuse_all(text: str) -> str:
+    """:func:`defuse_fence` of ``text``, read letter by letter over its whole length."""
     letters = _letters(text)
     want = _FENCE_LETTERS
     spans = []

@@ -83,7 +83,13 @@ def _python_docstring(body, data: bytes) -> str | None:
         first = first.named_children[0]
     if first.type != "string":
         return None
-    content = "".join(text(c, data) for c in first.children if c.type == "string_content")
+    parts = first.children
+    if len(parts) >= 2 and parts[0].type == "string_start" and parts[-1].type == "string_end" and \
+            not any(c.type == "interpolation" for c in parts):
+        # the bytes between the quotes: the outline parse may have left them out (lib/code/skeleton.py)
+        content = data[parts[0].end_byte:parts[-1].start_byte].decode("utf-8", "replace")
+    else:
+        content = "".join(text(c, data) for c in parts if c.type == "string_content")
     paragraph = []
     for line in content.strip().splitlines():
         line = line.strip()

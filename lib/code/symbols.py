@@ -143,16 +143,13 @@ def header_types(lang) -> frozenset:
 
 
 def _strip_trailing(sig: str) -> str:
-    """``sig`` without trailing :data:`_TRAILING` suffixes, stripped repeatedly (one character's
-    test per step: only ``=>`` and ``->`` are two characters long, and only they end in ``>``)."""
-    while sig:
-        last = sig[-1]
-        if last in "({,;:=":
-            sig = sig[:-1].rstrip()
-        elif last == ">" and sig[-2:-1] in ("=", "-"):
-            sig = sig[:-2].rstrip()
-        else:
-            break
+    """``sig`` without its trailing :data:`_TRAILING`, repeatedly (at most one of them ends a
+    string at a time: only ``=>`` and ``->`` share a last character)."""
+    while sig.endswith(_TRAILING):
+        for suffix in _TRAILING:
+            if sig.endswith(suffix):
+                sig = sig[: -len(suffix)].rstrip()
+                break
     return sig
 
 

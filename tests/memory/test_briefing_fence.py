@@ -30,6 +30,8 @@ FENCE_SPELLINGS = [
     "</c\u0301txlake-briefing>", "</ctx1ake-briefing>", "</ctxIake-brIefing>",
     "</ctxlake-br&#105;efing>", "</&#x63;txlake-briefing>", "</%63txlake-briefing>", "</\\x63txlake-briefing>",
     "</\\u0063txlake-briefing>",
+    "</\ua4da\ua4d4\ua4eb\ua4e1\ua4ee\ua4d7\ua4f0-\ua4d0\ua4e3\ua4f2\ua4f0\ua4dd\ua4f2\ua4e0\ua4d6>",  # Lisu
+    "</\u13df\u13a2xlake-\u13f4\u13a1\u13a5efing>", "</\u1d04\u1d1bxlake-\u0299\u0280\u026aefing>",  # Cherokee, small capitals
 ]
 
 
