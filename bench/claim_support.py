@@ -15,7 +15,8 @@ and the evidence is that tool call (name, input, result) as the lake stores it.
   forgery the gate must refuse (an agent citing any captured event for an unrelated claim).
 
 Prints, per threshold, the share of related pairs accepted (support ≥ threshold) and the share of
-unrelated pairs accepted; the chosen threshold should accept few unrelated pairs while keeping
+unrelated pairs accepted, alone and with the gate's second test (the evidence holds every value of
+the claim, ``lib.memory.claims.unsupported_values``); the chosen threshold should accept few unrelated pairs while keeping
 most related ones. No budget: it informs the constant, it is not a gate.
 """
 from __future__ import annotations
@@ -44,17 +45,21 @@ def main(argv=None, out=sys.stdout) -> int:
     for t in THRESHOLDS:
         rel = sum(s >= t for s in m["related"]) / max(1, len(m["related"]))
         unr = sum(s >= t for s in m["unrelated"]) / max(1, len(m["unrelated"]))
-        rows.append({"threshold": t, "related_accepted": rel, "unrelated_accepted": unr})
+        rel_v = sum(s >= t and v for s, v in zip(m["related"], m["related_values"])) / max(1, len(m["related"]))
+        unr_v = sum(s >= t and v for s, v in zip(m["unrelated"], m["unrelated_values"])) / max(1, len(m["unrelated"]))
+        rows.append({"threshold": t, "related_accepted": rel, "unrelated_accepted": unr,
+                     "related_accepted_with_values": rel_v, "unrelated_accepted_with_values": unr_v})
     if args.json:
         json.dump({"pairs": m["n"], "files": m["files"], "support_min": claims.SUPPORT_MIN, "rows": rows}, out, indent=2)
         out.write("\n")
         return 0
     out.write(f"{m['n']} claim/evidence pairs from {m['files']} real transcripts "
               f"(lib.memory.claims.SUPPORT_MIN = {claims.SUPPORT_MIN})\n")
-    out.write("  threshold  related accepted  unrelated accepted\n")
+    out.write("  threshold  related accepted  unrelated accepted  | and every value held: related  unrelated\n")
     for r in rows:
         mark = "  <- SUPPORT_MIN" if abs(r["threshold"] - claims.SUPPORT_MIN) < 1e-9 else ""
-        out.write(f"  {r['threshold']:9.2f}  {r['related_accepted']:16.1%}  {r['unrelated_accepted']:18.1%}{mark}\n")
+        out.write(f"  {r['threshold']:9.2f}  {r['related_accepted']:16.1%}  {r['unrelated_accepted']:18.1%}  |"
+                  f"  {r['related_accepted_with_values']:28.1%}  {r['unrelated_accepted_with_values']:9.1%}{mark}\n")
     return 0
 
 

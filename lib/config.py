@@ -327,6 +327,22 @@ def render_toml(store: str, fleet_id: str, agent_id: str | None = None) -> str:
     return header + body
 
 
+def invisible_characters(value: str) -> list:
+    """The code points of ``value`` in Unicode's "Other" categories (``Cc`` controls such as ESC
+    and BEL, ``Cf`` formats such as zero-width spaces and bidi overrides, ``Co``/``Cs``/``Cn``),
+    spelled ``U+001B``, without repeats, in order of first use. ``init`` refuses a fleet or agent
+    id holding one: the id is printed on other hosts' terminals and rendered into briefings
+    (docs/security.md, "Terminal output"); ``[]`` when there is none."""
+    import unicodedata
+
+    seen = []
+    for ch in value:
+        code = f"U+{ord(ch):04X}"
+        if unicodedata.category(ch).startswith("C") and code not in seen:
+            seen.append(code)
+    return seen
+
+
 def init(args, cfg, out) -> int:
     """``ctxlake init --store URL --fleet F [--agent-id A] [--force]``: write the config file
     (:func:`render_toml`, no secrets) after proving the store with a real write and read back of
@@ -348,6 +364,11 @@ def init(args, cfg, out) -> int:
         raise Failure("usage", f"init: {exc}") from None
     if not args.fleet.strip():
         raise Failure("usage", "init: --fleet is empty; name the fleet every host of the team shares")
+    for flag, value in (("--fleet", args.fleet), ("--agent-id", args.agent_id)):
+        bad = invisible_characters(value or "")
+        if bad:
+            raise Failure("usage", f"init: {flag} holds {', '.join(bad)}, a control or invisible character that "
+                                   "would reach other hosts' terminals and briefings; choose a name without it")
     try:
         store = open_store(url)
     except ValueError as exc:

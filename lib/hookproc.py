@@ -48,6 +48,7 @@ def _log_error(paths, runtime: str, event: str, step: str, error) -> None:
 
     ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)
+    event, text = _scrubbed(event), _scrubbed(text)
     line = jsonfast.dumps({"ts": ts, "runtime": runtime, "event": event, "step": step, "error": text})
     try:
         if paths is None:
@@ -122,7 +123,22 @@ def _partial_payload(raw: bytes, why: str, tail: bytes = b"") -> dict:
     return out
 
 
+def _scrubbed(text) -> str:
+    """``text`` through the tool rules of :func:`lib.redact.scrub`: what the hook writes outside an
+    envelope (``hook-errors.log``, the unmapped-event marker's file name) comes from the payload
+    too — an event name or an error quoting it is a field that reaches disk (issue #17). Never
+    raises: on a redaction failure the text is replaced by its length."""
+    text = text if isinstance(text, str) else str(text)
+    try:
+        from lib import redact
+
+        return redact.scrub(text, is_tool_output=True)[0]
+    except Exception:
+        return f"[ctxlake: {len(text)} characters not shown: redaction failed]"
+
+
 def _log_unmapped_once(paths, runtime: str, event: str) -> None:
+    event = _scrubbed(event)
     marker = paths.unmapped_marker(runtime, event)
     try:
         os.makedirs(os.path.dirname(marker), exist_ok=True)

@@ -249,11 +249,22 @@ def table_from_lines(lines: list[bytes]):
     return pa.Table.from_arrays([cols[f.name] for f in sch], schema=sch)
 
 
-def encode(envs_or_table, raw: list[str] | None = None) -> bytes:
-    """Parquet bytes (Zstd, one row group) for a batch of envelopes or a table; deterministic."""
+SHIPPED_BY = b"ctxlake.shipped_by"
+"""Parquet key-value metadata of a bronze segment: the ``host_id`` of the syncd that wrote it
+(:func:`lib.envelope.host_id` of the daemon, not of the hook). An envelope's own ``host_id`` is
+whatever the process that ran the hook said (its ``HOSTNAME``), so an agent can choose it; the
+segment's shipper is the one host fact an agent without store credentials cannot forge, and the
+promotion gate counts independence by it (docs/security.md "Trust model")."""
+
+
+def encode(envs_or_table, raw: list[str] | None = None, shipped_by: str | None = None) -> bytes:
+    """Parquet bytes (Zstd, one row group) for a batch of envelopes or a table; deterministic.
+    ``shipped_by``: the writing syncd's host id, stored as :data:`SHIPPED_BY` metadata."""
     import pyarrow.parquet as pq
 
     table = envs_or_table if not isinstance(envs_or_table, list) else to_table(envs_or_table, raw)
+    if shipped_by:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), SHIPPED_BY: shipped_by.encode()})
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd", row_group_size=max(1, table.num_rows))
     return buf.getvalue()
@@ -261,10 +272,18 @@ def encode(envs_or_table, raw: list[str] | None = None) -> bytes:
 
 def decode(data: bytes) -> list[dict]:
     """Envelopes from Parquet bytes (through ``envelope_json``, exact round-trip)."""
+    return decode_shipped(data)[0]
+
+
+def decode_shipped(data: bytes) -> tuple[list[dict], str | None]:
+    """``(envelopes, shipped_by)`` of a bronze segment: :func:`decode` and the host id of the
+    syncd that wrote it (:data:`SHIPPED_BY`; ``None`` for a segment written before it was kept)."""
     import pyarrow.parquet as pq
 
     table = pq.read_table(io.BytesIO(data), columns=["envelope_json"])
-    return [json.loads(s) for s in table.column("envelope_json").to_pylist()]
+    shipper = (table.schema.metadata or {}).get(SHIPPED_BY)
+    return ([json.loads(s) for s in table.column("envelope_json").to_pylist()],
+            shipper.decode("utf-8", "replace") if shipper else None)
 
 
 def read_table(data: bytes, columns=None):

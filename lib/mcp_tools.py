@@ -212,6 +212,32 @@ def parse_since(text: str | None, now: float) -> str | None:
     return clock.format_time(ts)
 
 
+RESCRUB_KEEP = frozenset({"claim_id", "session_id", "record_id", "message_id", "event_id", "fleet_id",
+                          "excerpt_hash", "status", "kind", "claim_type", "runtime", "ranking"})
+"""Keys of a read tool's answer whose values are ids or enumerations the answer itself makes
+(never captured text), so :func:`rescrub` leaves them as they are."""
+
+
+def rescrub(value, key: str | None = None):
+    """``value`` (a read tool's answer) with every string scrubbed again with the tool rules of
+    :func:`lib.redact.scrub`, at any depth, except under :data:`RESCRUB_KEEP` keys: session
+    summaries, files, commands, claims, handoff notes, agent ids and repositories come from the
+    snapshot, which holds what capture missed and what an older ctxlake stored, and an MCP answer
+    reaches another agent's context just as the briefing does (docs/security.md "Sanitization of
+    lake content"; issue #17 red team)."""
+    if isinstance(value, str):
+        if key in RESCRUB_KEEP:
+            return value
+        from lib import redact
+
+        return redact.scrub(value, is_tool_output=True)[0]
+    if isinstance(value, list):
+        return [rescrub(v, key) for v in value]
+    if isinstance(value, dict):
+        return {k: rescrub(v, k) for k, v in value.items()}
+    return value
+
+
 def render_claim(row: dict) -> str:
     """``[observer, date, N independent session(s), conf 0.81(, CONTESTED)]`` + the claim on one line."""
     from lib.briefing import attribution
@@ -382,8 +408,9 @@ class Tools:
                 for name in TOOL_NAMES]
 
     def _sanitized(self, fn):
-        """Every result leaves through :func:`clean_deep` (no cache string escapes uncleaned),
-        and no unexpected exception reaches the agent as ``isError`` (invariant 12):
+        """Every result leaves through :func:`clean_deep` (no cache string escapes uncleaned), a
+        read tool's through :func:`rescrub` first, and no unexpected exception reaches the agent
+        as ``isError`` (invariant 12):
 
         - a read tool answers ``enabled: false``, its lists empty, with a note naming the error;
         - a write tool whose record was already queued answers ``queued`` (the write happened;
@@ -398,11 +425,12 @@ class Tools:
             from lib.sanitize import clean_deep
 
             self._queued = None
+            read = fn.__name__ in READ_TOOLS
             try:
                 if fn.__name__ in SNAPSHOT_TOOLS:
                     with self._snapshot_lock:  # waits for a warm-up under way (start_warm_up)
-                        return clean_deep(fn(args))
-                return clean_deep(fn(args))
+                        return clean_deep(rescrub(fn(args)))
+                return clean_deep(rescrub(fn(args)) if read else fn(args))
             except (ToolError, RpcError):
                 raise
             except Exception as exc:

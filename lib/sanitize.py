@@ -25,37 +25,110 @@ _FENCE_MAX_GAP = 12
 
 
 _HEXDIGITS = frozenset("0123456789abcdef")
+_LOOKALIKES = {
+    "a": "аɑαａ@ᴀꓮᎪ", "b": "ьЬƅᏏвʙꓐᏴ", "c": "сϲᴄⅽςꓚᏟ", "e": "еєҽ℮εᴇꓰᎬ", "f": "ғẝꞙꜰꓝ", "g": "ɡɢցǥꓖᏀ",
+    "i": "іıɩιӀΙїíìîï!¡ɪꓲᎥ", "k": "кκĸᴋꓗᏦ", "l": "ӏǀ1|ⅼℓΙIʟꓡᏞ", "n": "пոɴηꓠ", "r": "гᴦʀꭇꓣᎡ",
+    "t": "тτᴛꓔᎢ", "x": "хχ×ⅹꓫ",
+}
+"""Characters that read as a letter of the fence's name without being it, by letter: the
+Cyrillic, Greek, Armenian, Lisu, Cherokee, small-capital and Latin-extended entries of
+Unicode's confusables (UTS #39) for ``c t x l a k e b r i f n g`` (Lisu alone spells the whole
+name: ``ꓚꓔꓫꓡꓮꓗꓰ``), the digit ``1`` and ``|``/``I`` for ``l``, ``!`` for ``i`` (a capital
+``I`` reads as ``l`` in a sans-serif font). Fullwidth, mathematical and circled forms and
+accented letters need no entry: each character is also read through NFKD without its combining
+marks."""
+_READS_AS: dict = {}
+for _latin, _alikes in _LOOKALIKES.items():
+    for _ch in _alikes:
+        _READS_AS[_ch] = _READS_AS.get(_ch, "") + _latin
+_FOLD_CACHE: dict = {}
+_FORMS = [letter + _LOOKALIKES.get(letter, "").lower() for letter in sorted(set(_FENCE_LETTERS))]
+"""Per letter of the fence's name, every lowercase form that reads as it (:func:`_may_spell_fence`)."""
 
 
-def _escape_len(low: str, i: int) -> int:
-    """Length of the escape sequence starting at ``low[i]`` (``&#x2d;``, ``&lt;``, ``\\u002d``,
-    ``\\x2d``, ``%2d``), or 0: its letters are not letters of the text."""
-    c = low[i]
+def _reads_as(ch: str) -> tuple:
+    """The lowercase ASCII letters ``ch`` reads as, one string of alternatives per letter (``()``
+    when none): itself (``I`` → ``("il",)``), its NFKD base letters (``ｃ`` ``ⓒ`` ``𝐜`` ``ç`` →
+    ``("c",)``; ``ﬁ`` → ``("f", "i")``), its lookalikes (:data:`_LOOKALIKES`: ``с`` → ``("c",)``)."""
+    got = _FOLD_CACHE.get(ch)
+    if got is None:
+        import unicodedata
+
+        base = [c for c in unicodedata.normalize("NFKD", ch).lower() if "a" <= c <= "z"]
+        alike = _READS_AS.get(ch, "") + _READS_AS.get(ch.lower(), "")
+        if len(base) > 1:
+            got = tuple(base)
+        elif base or alike:
+            got = ("".join(dict.fromkeys(base + list(alike))),)
+        else:
+            got = ()
+        _FOLD_CACHE[ch] = got
+    return got
+
+
+def _decoded(text: str, i: int) -> tuple[str, int]:
+    """``(character, length)`` of the escape sequence at ``text[i]`` (``&#99;``, ``&#x63;``,
+    ``\\u0063``, ``\\x63``, ``%63``), or ``("", length)`` for a named HTML entity (``&lt;``),
+    or ``("", 0)`` when none starts there. An escaped letter is a letter of the text (issue #17:
+    ``br&#105;efing`` spells the fence too)."""
+    c = text[i]
     if c == "&":
-        j = low.find(";", i + 1, i + 12)
-        return j - i + 1 if j > i + 1 and low[i + 1:j].lstrip("#").isalnum() else 0
-    if c == "\\" and low[i + 1:i + 2] in ("u", "x"):
-        n = 4 if low[i + 1] == "u" else 2
-        return n + 2 if len(low) >= i + 2 + n and all(h in _HEXDIGITS for h in low[i + 2:i + 2 + n]) else 0
-    if c == "%":
-        return 3 if len(low) >= i + 3 and all(h in _HEXDIGITS for h in low[i + 1:i + 3]) else 0
-    return 0
+        j = text.find(";", i + 1, i + 12)
+        body = text[i + 1:j].lower() if j > i + 1 else ""
+        if not body.lstrip("#").isalnum():
+            return "", 0
+        try:
+            if body.startswith("#x"):
+                return chr(int(body[2:], 16)), j - i + 1
+            if body.startswith("#"):
+                return chr(int(body[1:])), j - i + 1
+        except (ValueError, OverflowError):
+            return "", 0
+        return "", j - i + 1
+    n = {"\\u": 4, "\\x": 2}.get(text[i:i + 2]) if c == "\\" else (2 if c == "%" else 0)
+    if not n:
+        return "", 0
+    at = i + (1 if c == "%" else 2)
+    digits = text[at:at + n]
+    if len(digits) != n or not all(h in _HEXDIGITS for h in digits.lower()):
+        return "", 0
+    return chr(int(digits, 16)), at + n - i
 
 
-def _letters(low: str) -> list:
-    """``[(index, letter)]`` of the ASCII letters of ``low`` outside escape sequences."""
-    out, i, n = [], 0, len(low)
+def _letters(text: str) -> list:
+    """``[(start, end, letters)]``, one per letter that a character or escape sequence of ``text``
+    reads as (:func:`_reads_as`, :func:`_decoded`; ``letters`` holds the alternatives); other
+    characters are gaps."""
+    out, i, n = [], 0, len(text)
     while i < n:
-        c = low[i]
+        c = text[i]
+        k = 0
         if c in "&\\%":
-            k = _escape_len(low, i)
+            dec, k = _decoded(text, i)
             if k:
+                out += [(i, i + k, alt) for alt in (_reads_as(dec) if dec else ())]
                 i += k
                 continue
-        if "a" <= c <= "z":
-            out.append((i, c))
+        if "a" <= c <= "z" or "A" <= c <= "H" or "J" <= c <= "Z":
+            out.append((i, i + 1, c.lower()))
+        elif c not in " -_/<>.:,;'\"()[]{}=":
+            out += [(i, i + 1, alt) for alt in _reads_as(c)]
         i += 1
     return out
+
+
+def _may_spell_fence(text: str) -> bool:
+    """Cheap test (substring scans, no per-character loop) that ``text`` could spell the fence's
+    name: every letter of the name is in it in some form (NFKD, lowercase, or a lookalike), or it
+    holds an escape that can stand for a letter (``&#``, ``\\u``, ``\\x``, ``%``)."""
+    low = text.lower()
+    if not low.isascii():
+        import unicodedata
+
+        low = unicodedata.normalize("NFKD", low).lower()
+    if all(any(c in low for c in forms) for forms in _FORMS):
+        return True
+    return "&#" in low or "\\u" in low or "\\x" in low or "%" in low
 
 
 def defuse_fence(text: str) -> str:
@@ -63,33 +136,42 @@ def defuse_fence(text: str) -> str:
     :data:`FENCE_DEFUSED`, so captured text shown to another agent can neither open nor close
     the fence (issue #17).
 
-    A spelling is the letters ``ctxlakebriefing`` in order, case-insensitive after NFKC
-    (fullwidth ``＜／ｃｔｘ…``), with at most 12 other characters between two letters: dashes,
-    spaces, HTML entities (``&#45;``), ``\\u002d`` escapes and URL encoding all count; words
-    between (``ctxlake fleet briefing``) do not. Invisible characters are removed by
+    A spelling is a run of characters that read as the letters ``ctxlakebriefing`` in order,
+    with at most 12 other characters between two of them: any case, fullwidth, mathematical,
+    circled or accented forms (NFKD), Cyrillic/Greek lookalikes (``сtxlаke``), ``1``/``|``/``I``
+    for ``l``, HTML entities and ``\\u``/``\\x``/``%`` escapes of the letters themselves
+    (``br&#105;efing``) or of what stands between them (``&#45;``, ``\\u002d``, ``%2D``); words
+    between (``ctxlake fleet briefing``) do not count. Invisible characters are removed by
     :func:`clean` first. Standard library only, no ``re`` (the hook calls it)."""
-    low = text.lower()
-    if "ctx" not in low and "ｃ" not in low and "&#" not in low and "\\u" not in low:
+    if not _may_spell_fence(text):
         return text
-    import unicodedata
+    return _defuse_all(text)
 
-    norm = unicodedata.normalize("NFKC", text)
-    letters = _letters(norm.lower())
-    folded = "".join(c for _, c in letters)
-    spans, pos = [], folded.find(_FENCE_LETTERS)
-    while pos >= 0:
-        idx = [letters[k][0] for k in range(pos, pos + len(_FENCE_LETTERS))]
-        if all(b - a - 1 <= _FENCE_MAX_GAP for a, b in zip(idx, idx[1:])):
-            spans.append((idx[0], idx[-1] + 1))
-        pos = folded.find(_FENCE_LETTERS, pos + 1)
+
+def _defuse_all(text: str) -> str:
+    """:func:`defuse_fence` of ``text``, read letter by letter over its whole length."""
+    letters = _letters(text)
+    want = _FENCE_LETTERS
+    spans = []
+    k, n, w = 0, len(letters), len(want)
+    while k + w <= n:
+        j = 0
+        while j < w and want[j] in letters[k + j][2] and (
+                j == 0 or letters[k + j][0] - letters[k + j - 1][1] <= _FENCE_MAX_GAP):
+            j += 1
+        if j == w:
+            spans.append((letters[k][0], letters[k + w - 1][1]))
+            k += w
+        else:
+            k += 1
     if not spans:
         return text
     out, last = [], 0
     for a, b in spans:
-        out.append(norm[last:a])
+        out.append(text[last:a])
         out.append(FENCE_DEFUSED)
         last = b
-    out.append(norm[last:])
+    out.append(text[last:])
     return "".join(out)
 
 

@@ -27,7 +27,7 @@ import os
 import time
 
 from lib import backstop, lake, spool
-from lib.envelope import sha256_hex
+from lib.envelope import host_id, sha256_hex
 from lib.store import CREATE, PreconditionFailed, retrying
 
 SHIP_RUNTIMES = ("claude_code", "cursor", "hermes", "import")
@@ -113,7 +113,7 @@ def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, dict | None, i
         table = lake.table_from_lines(lines)
         first = {k: table.column(k)[0].as_py() for k in keys if k != "emitted_at"}
         first["emitted_at"] = json.loads(lines[0])["emitted_at"]
-        return lake.encode(table), first, table.num_rows, []
+        return lake.encode(table, shipped_by=host_id()), first, table.num_rows, []
     except ValueError as exc:
         log("segment_slow_path", reason=str(exc)[:200])
     rejects: list = []
@@ -140,7 +140,7 @@ def _encode_batch(lines: list[bytes], log) -> tuple[bytes | None, dict | None, i
         table = lake.table_from_lines(raw)
     except ValueError:
         table = lake.to_table(good, [r.decode() for r in raw])
-    return lake.encode(table), {k: good[0][k] for k in keys}, len(good), rejects
+    return lake.encode(table, shipped_by=host_id()), {k: good[0][k] for k in keys}, len(good), rejects
 
 
 _EMITTED = b'"emitted_at":"'

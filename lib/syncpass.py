@@ -32,12 +32,13 @@ def _hook_losses(cfg, log) -> int:
     return ledger["count"]
 
 
-def _carry_over(summary: dict, status_path: str) -> None:
+def _carry_over(summary: dict, status_path: str, snapshot_path: str | None = None) -> None:
     """Complete a pass ``summary`` for ``ctxlake status``: ``last_error`` (the first cause of this
     pass's errors in the order the pass ran its steps — ship, live plane, MCP ingest, cache
     refresh — one line, or ``None``), ``last_ok_at`` (the last pass without errors) and,
     when this pass did not refresh the cache, the ``snapshot_sha`` the cache still holds (a
-    failed pass leaves the cached snapshot and briefing intact, docs/design.md §9),
+    failed pass leaves the cached snapshot and briefing intact, docs/design.md §9; none when
+    ``snapshot_path``, the cached snapshot file, is gone: the cache holds no snapshot then),
     ``quarantined_lines_total`` (spool lines quarantined in every pass so far) and
     ``last_quarantined`` (``{at, reason}`` of the last pass that quarantined one); nothing is
     carried over from a pass against another store (``ctxlake init --force`` moved the fleet)."""
@@ -60,7 +61,8 @@ def _carry_over(summary: dict, status_path: str) -> None:
         summary["last_quarantined"] = {"at": summary["last_run_at"], "reason": summary.get("last_quarantine_reason")}
     elif isinstance(previous.get("last_quarantined"), dict):
         summary["last_quarantined"] = previous["last_quarantined"]
-    if not summary.get("snapshot_sha") and previous.get("snapshot_sha"):
+    cached = snapshot_path is None or os.path.exists(snapshot_path)
+    if not summary.get("snapshot_sha") and previous.get("snapshot_sha") and cached:
         summary["snapshot_sha"] = previous["snapshot_sha"]
 
 
@@ -126,7 +128,7 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
                    "quarantine_records": 0, "errors": 1, "error_detail": [("store", vanished)], "cache_refreshed": False,
                    "spool_disk": disk, "hook_lost": hook_lost, "disk_error": None, "store_vanished": vanished,
                    "fleet_marker_seen": store.url}
-        return _finish(summary, store, status_path, log)
+        return _finish(summary, store, status_path, log, cfg.paths.snapshot(cfg.fleet_id))
     if not spool.wait_for_hooks(cfg.paths.state_dir, timeout=5):
         log("hook_captures_still_running", detail="shipping what is complete; the rest goes next pass")
     stats = ship.ship_all(store, cfg.paths, batch_rows=cfg.sync.batch_rows, log=log, should_stop=should_stop,
@@ -172,18 +174,19 @@ def run_pass(cfg, store, log, should_stop=None, plane=None) -> dict:
             failed(exc)
             summary["cache_error"] = f"{type(exc).__name__}: {exc}"[:300]
             log("cache_refresh_failed", error=summary["cache_error"])
-    return _finish(summary, store, status_path, log)
+    return _finish(summary, store, status_path, log, cfg.paths.snapshot(cfg.fleet_id))
 
 
-def _finish(summary: dict, store, status_path: str, log) -> dict:
-    """Date ``summary``, complete it (:func:`_carry_over`) and write it for ``ctxlake status``."""
+def _finish(summary: dict, store, status_path: str, log, snapshot_path: str | None = None) -> dict:
+    """Date ``summary``, complete it (:func:`_carry_over`; ``snapshot_path`` is the cached
+    snapshot file) and write it for ``ctxlake status``."""
     from lib import cache_view
     from lib.clock import format_time
     from lib.failures import disk_refusal
 
     summary["last_run_at"] = format_time()
     summary["store"] = store.url
-    _carry_over(summary, status_path)
+    _carry_over(summary, status_path, snapshot_path)
     try:
         cache_view.write(status_path, summary)
     except OSError as exc:

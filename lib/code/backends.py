@@ -36,7 +36,8 @@ class Backend(Record):
     """A language backend: see the module docstring."""
 
     FIELDS = (("name", ""), ("visit", None), ("comments", frozenset()), ("comment_prefix", "//"), ("imports", None),
-              ("doc_above", True), ("docstring", None), ("definitions", frozenset()), ("stops", frozenset()), ("query_min_bytes", 0))
+              ("doc_above", True), ("docstring", None), ("definitions", frozenset()), ("stops", frozenset()), ("query_min_bytes", 0),
+              ("candidates", None))
     # ``docstring``: ``(body, data) -> str | None``, a doc string the language keeps in the
     # body (Python), tried before the comment above; ``definitions``: every node type ``visit`` can return a Spec for — a tree-sitter query
     # finds them in C (lib.code.symbols.walk_specs) instead of a Python walk over every node;
@@ -48,6 +49,9 @@ class Backend(Record):
     # CSS, JavaScript past ~8 KB and TypeScript past ~32 KB; the walk wins for Python (it only
     # enters statement containers), Go and C/C++/C# (they stop at function bodies) and Ruby
     # (its query compiles in ~10 ms). A long-lived process uses a query once it is compiled.
+    # ``candidates``: ``(root, data) -> [node]``, the nodes ``visit`` may list, in source
+    # pre-order, found from the bytes instead of a query (HTML: a query over every element
+    # costs more than the parse, and a few of them name anything).
 
 
 def text(node, data: bytes) -> str:
@@ -79,7 +83,13 @@ def _python_docstring(body, data: bytes) -> str | None:
         first = first.named_children[0]
     if first.type != "string":
         return None
-    content = "".join(text(c, data) for c in first.children if c.type == "string_content")
+    parts = first.children
+    if len(parts) >= 2 and parts[0].type == "string_start" and parts[-1].type == "string_end" and \
+            not any(c.type == "interpolation" for c in parts):
+        # the bytes between the quotes: the outline parse may have left them out (lib/code/skeleton.py)
+        content = data[parts[0].end_byte:parts[-1].start_byte].decode("utf-8", "replace")
+    else:
+        content = "".join(text(c, data) for c in parts if c.type == "string_content")
     paragraph = []
     for line in content.strip().splitlines():
         line = line.strip()
@@ -713,10 +723,87 @@ def _html(node, data, parent):
     return [], True
 
 
+_HTML_ELEMENTS = frozenset({"element", "script_element", "style_element"})
+_HTML_TAGS = frozenset({"start_tag", "self_closing_tag"})
+
+
+def _html_candidates(root, data: bytes) -> list:
+    """The elements :func:`_html` can list, in source pre-order: those whose start tag has an
+    ``id`` attribute or names a heading. Every such attribute name or tag name is two bytes
+    that, lower-cased, read ``id`` or ``h1``…``h6``: each occurrence of those in the file is
+    looked up in the tree (in C) and kept when its leaf is such a name in an element's start
+    tag. (A query over every element cost more than the parse.)"""
+    lower = data.lower()
+    found = {}
+    for word, leaf in ((b"id", "attribute_name"),) + tuple((b"h%d" % k, "tag_name") for k in range(1, 7)):
+        i = lower.find(word)
+        while i >= 0:
+            node = root.descendant_for_byte_range(i, i + 2)
+            if node is not None and node.type == leaf and node.start_byte == i and node.end_byte == i + 2:
+                tag = node.parent
+                if leaf == "attribute_name":
+                    tag = tag.parent if tag is not None and tag.type == "attribute" else None
+                if tag is not None and tag.type in _HTML_TAGS:
+                    element = tag.parent
+                    if element is not None and element.type in _HTML_ELEMENTS:
+                        found[element.start_byte] = element
+            i = lower.find(word, i + 2)
+    return [found[k] for k in sorted(found)]
+
+
+def _html_plain_text(content: bytes) -> str | None:
+    """:func:`_html_text` of an element whose content is ``content``, read from the bytes, or
+    ``None`` unless the content is plain: ASCII, no ``&`` (entities), every ``<`` opening a
+    start or end tag (``<a…>``, ``</a>``) whose quotes pair up and that is not a ``script`` or
+    ``style`` (raw text). The grammar's text is then every run between tags, trimmed of
+    whitespace (its text is any byte but ``< > &``, starting and ending with a non-blank)."""
+    if not content.isascii() or b"&" in content:
+        return None
+    out, last, pos, n = [], None, 0, len(content)
+    while True:
+        lt = content.find(b"<", pos)
+        piece = content[pos:n if lt < 0 else lt]
+        if b">" in piece:
+            return None
+        words = piece.strip()
+        if words:
+            at = pos + len(piece) - len(piece.lstrip())
+            if last is not None:
+                gap = content[last:at]
+                if gap != b"".join(gap.split()):
+                    out.append(b" ")
+            out.append(words)
+            last = at + len(words)
+        if lt < 0:
+            return b"".join(out).decode("ascii")
+        name_at = lt + 2 if content[lt + 1:lt + 2] == b"/" else lt + 1
+        gt = content.find(b">", lt)
+        if gt < 0 or not content[name_at:name_at + 1].isalpha():
+            return None
+        tag = content[lt:gt]
+        if tag.count(b'"') % 2 or tag.count(b"'") % 2:
+            return None
+        name = tag[name_at - lt:].split(None, 1)[0].rstrip(b"/").lower() if len(tag) > name_at - lt else b""
+        if name in (b"script", b"style"):
+            return None
+        pos = gt + 1
+
+
 def _html_text(node, data) -> str:
     """The text content of an element: its ``text`` and entity descendants in order, joined by a
     space where whitespace separates them in the source (``<code>a</code>, <code>b</code>`` is
-    ``a, b``; ``x</a>: y`` is ``x: y``)."""
+    ``a, b``; ``x</a>: y`` is ``x: y``). Plain content (:func:`_html_plain_text`) is read from
+    the bytes; anything else by a walk of the element's nodes."""
+    tag, end = node.child(0), node.child(node.child_count - 1)
+    if tag is not None and end is not None and end.type == "end_tag":
+        plain = _html_plain_text(data[tag.end_byte:end.start_byte])
+        if plain is not None:
+            return plain
+    return html_text_walk(node, data)
+
+
+def html_text_walk(node, data) -> str:
+    """:func:`_html_text` by a walk of the element's ``text`` and ``entity`` descendants."""
     out, stack, last = [], [node], None
     while stack:
         n = stack.pop()
@@ -791,7 +878,7 @@ BACKENDS = {
     "lua": Backend("lua", _lua, frozenset({"comment"}), "--", _lua_imports,
                    definitions=frozenset({"function_declaration", "variable_declaration"})),
     "html": Backend("html", _html, frozenset({"comment"}), "<!--", None, doc_above=False,
-                    definitions=frozenset({"element", "script_element", "style_element"})),
+                    definitions=_HTML_ELEMENTS, candidates=_html_candidates),
     "css": Backend("css", _css, frozenset({"comment"}), "/*", None, doc_above=False,
                    definitions=frozenset({"rule_set"})),
     "markdown": Backend("markdown", _markdown, frozenset(), "", None, doc_above=False,

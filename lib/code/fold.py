@@ -131,11 +131,13 @@ stack trace) are kept up to an empty or unindented line."""
 PARAGRAPH_START = (
     r"^thread '.*'.* panicked|^panic:|^goroutine \d+ \[|^---- \S+ stdout ----|^failures:$|^FAIL: |^ERROR: "
     r"|^(?:Failure|Error) (?:→|->) \S+ @ \d+|^\s+\d+\) (?:Failure|Error):$"
+    r"|^\s+(?:[A-Z]\w*::)+[A-Z]\w*:$|^\s+[A-Z]\w*(?:Error|Exception):$"
 )
 """Block openers whose block runs to the next empty line, unindented lines included (a Rust
 panic's message and ``left``/``right``, a Go goroutine's stack, cargo's failure list,
 unittest's failure report, busted's and minitest's failure reports: the test's name, its
-location and the expected and actual values)."""
+location and the expected and actual values; RSpec's exception class alone on an indented line,
+``Octokit::Forbidden:``, then its message and backtrace)."""
 BLOCK_MAX = 60
 """Most continuation lines one block keeps (a runaway stack trace stays bounded)."""
 
@@ -156,7 +158,9 @@ class Diagnostics:
         self._paragraph = False
 
     def keep(self, text: str) -> bool:
-        """Whether ``text`` (one line, no terminator) is a diagnostic or inside a block."""
+        """Whether ``text`` (one line, no terminator) is a diagnostic or inside a block. A line
+        of a GitHub Actions log is judged without its timestamp (:func:`without_timestamp`)."""
+        text = without_timestamp(text)
         if self._block:
             inside = text.strip() != "" if self._paragraph else (
                 text[:1] in (" ", "\t", "|") or self._frame.match(text) is not None)
@@ -171,6 +175,17 @@ class Diagnostics:
             self._block, self._paragraph = BLOCK_MAX, False
             return True
         return self._line.search(text) is not None
+
+
+def without_timestamp(text: str) -> str:
+    """``text`` without a leading ISO 8601 UTC timestamp and its space
+    (``2022-07-26T16:33:03.5643571Z Failures:`` → ``Failures:``), the prefix of every line of a
+    downloaded GitHub Actions log; other lines unchanged."""
+    if len(text) > 20 and text[10] == "T" and text[4] == "-" and text[7] == "-" and text[:4].isdigit():
+        z = text.find("Z ", 19, 40)
+        if z > 0 and text[11:13].isdigit() and text[17:19].isdigit():
+            return text[z + 2:]
+    return text
 
 
 def normalise(line: bytes) -> bytes:

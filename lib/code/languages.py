@@ -403,6 +403,8 @@ def _parse_skeleton(name: str, grammar: str, data: bytes):
             tree = p.parse(mask_annotations(data, spans), tree)
     if tree.root_node.has_error and not (name in ("c", "cpp") and _only_statement_macros(tree, data)):
         return None
+    if name == "python" and not skeleton.hollows_hold(tree, data, cuts):
+        return None
     _remember(tree)
     return tree
 

@@ -32,6 +32,9 @@ symbol list it would call incomplete is complete (docs/ctxctl.md, "Outline parse
 """
 from __future__ import annotations
 
+from itertools import repeat as _repeat
+from operator import add as _add
+
 LEXERS = {
     "c": {"chars": True}, "cpp": {"chars": True}, "csharp": {"chars": True, "verbatim": True},
     "java": {"chars": True}, "go": {"chars": True, "backtick": True}, "rust": {"chars": True},
@@ -208,8 +211,13 @@ def _is_body(language: str, data: bytes, brace: int, floor: int, in_enum: bool =
         if tail and not (tail.startswith(b":") or tail.endswith(b"=>")):
             return False
     # C# puts `class`, `struct` and `new()` in a method's `where` constraints: only the words
-    # before its first `(` count; elsewhere the whole header does (Rust `#[derive(…)] struct`)
-    stop = head.find(b"(") if language == "csharp" else len(head)
+    # before its first `(` outside attribute lists count (`[Attr(x)] interface I {` declares a
+    # type); elsewhere the whole header does (Rust `#[derive(…)] struct`)
+    if language == "csharp":
+        head = _unbracketed(head)
+        stop = head.find(b"(")
+    else:
+        stop = len(head)
     for word in TYPE_WORDS[language]:
         if _has_word(head, word, 0, stop):
             return False
@@ -218,6 +226,32 @@ def _is_body(language: str, data: bytes, brace: int, floor: int, in_enum: bool =
         if not _unannotated(head[:at]).strip(b" \t\r\n,"):
             return False
     return True
+
+
+def _unbracketed(text: bytes) -> bytes:
+    """``text`` without its ``[…]`` groups (nested ones included; an unclosed ``[`` runs to the
+    end): C#'s attribute lists, whose arguments are no parameter list."""
+    if b"[" not in text:
+        return text
+    out, depth, pos, i = [], 0, 0, 0
+    find = text.find
+    while True:
+        o = find(b"[", i)
+        if depth == 0:
+            if o < 0:
+                out.append(text[pos:])
+                return b" ".join(out)
+            out.append(text[pos:o])
+            depth, i = 1, o + 1
+            continue
+        c = find(b"]", i)
+        if c < 0:
+            return b" ".join(out)
+        if 0 <= o < c:
+            depth, i = depth + 1, o + 1
+        else:
+            depth, i = depth - 1, c + 1
+            pos = i
 
 
 def _cut(text: bytes, marker: bytes, skip) -> bytes:
@@ -350,69 +384,151 @@ def _python_holes(data: bytes) -> list:
     indentation, not an ``except``/``else``/``elif``/``finally`` clause nor the ``def`` or
     ``class`` a decorator starts, with every bracket opened before it closed. The blank and
     comment lines just above the last statement are kept with it (a nested def's doc comment).
-    A body indented with tabs is kept."""
+    A body indented with tabs (or by 254 columns or more) is kept.
+
+    Per line, one list comprehension reads its indentation (:data:`_NOT_CODE` for a blank,
+    comment or in-string line) into a byte string; a body's end and the lines at its
+    statements' indentation are then found by ``bytes.find`` on it, so only those lines cost
+    a Python step."""
     from bisect import bisect_right
-    from itertools import accumulate
+    from itertools import accumulate, count as counter
 
     lines = data.split(b"\n")
-    starts = [0]
-    starts += accumulate(len(line) + 1 for line in lines)
-    stripped = [line.lstrip(b" ") for line in lines]
-    indent = [len(a) - len(b) for a, b in zip(lines, stripped)]
-    code = [b != b"" and b[0] != 35 for b in stripped]  # not blank, not a comment
-    in_string = bytearray(len(lines))
-    for a, b in _triple_strings(data):  # lines that start inside a string are no code lines
-        first, last = bisect_right(starts, a), bisect_right(starts, b - 1) - 1
-        for k in range(first, min(last, len(lines) - 1) + 1):
-            code[k] = False
-            in_string[k] = 1
-    out, floor, n, count = [], 0, len(lines), data.count
-    i = data.find(b"def ")
+    n = len(lines)
+    starts = list(map(_add, accumulate(map(len, lines), initial=0), counter()))
+    lstrip = bytes.lstrip
+    level = bytearray([(d if (d := len(line) - len(s)) < _NOT_CODE else _NOT_CODE - 1) if s and s[0] != 35
+                       else _NOT_CODE for line, s in zip(lines, map(lstrip, lines, _repeat(b" ")))])
+    in_string = bytearray(n)
+    strings = _triple_strings(data)
+    for a, b in strings:  # lines that start inside a string are no code lines
+        first, last = bisect_right(starts, a), min(bisect_right(starts, b - 1) - 1, n - 1)
+        if last >= first:
+            level[first:last + 1] = bytes([_NOT_CODE]) * (last - first + 1)
+            in_string[first:last + 1] = b"\x01" * (last - first + 1)
+    ends = {}  # depth -> `level` with every code line no deeper than it as 0
+    out, floor, count = [], 0, data.count
+    find, lfind = data.find, level.find
+    i = find(b"def ")
     while i >= 0:
         row = bisect_right(starts, i) - 1
-        head = stripped[row]
-        if row < floor or not (head.startswith(b"def ") or head.startswith(b"async def ")) or b"\t" in lines[row][:8]:
-            i = data.find(b"def ", i + 4)
+        line = lines[row]
+        head = line.lstrip(b" ")
+        if row < floor or not (head.startswith(b"def ") or head.startswith(b"async def ")) or b"\t" in line[:8]:
+            i = find(b"def ", i + 4)
             continue
         colon = _python_header_end(data, i, len(data))
         if colon < 0:
             break
         crow = bisect_right(starts, colon) - 1
         rest = data[colon + 1:starts[crow] + len(lines[crow])].strip()
-        if rest and rest[0] != 35:  # a one-line body: `def f(): pass`
-            i = data.find(b"def ", i + 4)
+        depth = len(line) - len(head)
+        if (rest and rest[0] != 35) or depth >= _NOT_CODE - 1:  # a one-line body: `def f(): pass`
+            i = find(b"def ", i + 4)
             continue
-        depth, body_indent, stmts, mark, j = indent[row], None, [], None, crow + 1
-        decorating = False  # the last statement is a decorator: its def or class continues it
-        while j < n:
-            if code[j]:
-                if indent[j] <= depth:
-                    break  # a code line no deeper than the def: the body has ended
-                if body_indent is None:
-                    body_indent, mark = indent[j], starts[j]
-                    stmts.append(j)
-                    decorating = stripped[j][:1] == b"@"
-                elif indent[j] == body_indent and not stripped[j].startswith(_CLAUSES):
-                    if decorating and stripped[j].startswith(_DECORATED):
-                        decorating = stripped[j][:1] == b"@"
+        view = ends.get(depth)
+        if view is None:
+            view = ends[depth] = level.translate(_shallow_table(depth))
+        end = view.find(0, crow + 1)
+        end = n if end < 0 else end  # the first code line no deeper than the def
+        j = crow + 1
+        while j < end and level[j] == _NOT_CODE:
+            j += 1
+        stmts = []
+        body_indent = level[j] if j < end else _NOT_CODE
+        if body_indent < _NOT_CODE - 1:
+            stmts.append(j)
+            mark = starts[j]
+            decorating = lines[j][body_indent:body_indent + 1] == b"@"  # the last statement is a decorator
+            key = bytes([body_indent])
+            j = lfind(key, j + 1, end)
+            while j >= 0:
+                stmt = lines[j][body_indent:]
+                if not stmt.startswith(_CLAUSES):
+                    if decorating and stmt.startswith(_DECORATED):  # its def or class continues it
+                        decorating = stmt[:1] == b"@"
                     else:
                         seg = (mark, starts[j])
                         if (count(b"(", *seg) + count(b"[", *seg) + count(b"{", *seg)
                                 == count(b")", *seg) + count(b"]", *seg) + count(b"}", *seg)):
                             stmts.append(j)
                             mark = starts[j]
-                            decorating = stripped[j][:1] == b"@"
-            j += 1
+                            decorating = stmt[:1] == b"@"
+                j = lfind(key, j + 1, end)
         if len(stmts) >= 3:
             last = stmts[-1]  # the comments just above the last statement stay: its doc comment
-            while last - 1 > stmts[1] and not code[last - 1] and not in_string[last - 1]:
+            while last - 1 > stmts[1] and level[last - 1] == _NOT_CODE and not in_string[last - 1]:
                 last -= 1
             a, b = starts[stmts[1]], starts[last]
             if not (_declares(data, b"def", a, b) or _declares(data, b"class", a, b)):
                 out.append((a, b))
                 floor = stmts[-1]
-        i = data.find(b"def ", i + 4)
+        i = find(b"def ", i + 4)
+    return _with_hollow_strings(data, out, strings)
+
+
+_NOT_CODE = 255
+""":func:`_python_holes`' level of a blank, comment or in-string line (254: indented that deep
+or deeper)."""
+_SHALLOW = {}
+
+
+def _shallow_table(depth: int) -> bytes:
+    """``bytes.translate`` table: a level no deeper than ``depth`` to 0, any other to 1."""
+    table = _SHALLOW.get(depth)
+    if table is None:
+        table = _SHALLOW[depth] = bytes(0 if v <= depth else 1 for v in range(256))
+    return table
+
+
+HOLLOW_MIN = 64
+"""Shortest triple-quoted string interior worth leaving out of the parse, in bytes."""
+
+
+def _with_hollow_strings(data: bytes, holes: list, strings: list) -> list:
+    """``holes`` with the interiors of the triple-quoted strings ``strings`` (approximate
+    spans, :func:`_triple_strings`) added, sorted: docstrings are most of many a module's
+    bytes. The quotes stay, so the parse still sees a string with the same extent (the
+    docstring reader reads its text from the bytes, lib.code.backends). Left whole: f-strings
+    (their interpolations are nodes), an interior under :data:`HOLLOW_MIN` bytes, an unclosed
+    string, a closing quote after a backslash, and a string inside a hole. A misread span is
+    caught after the parse (:func:`hollows_hold`)."""
+    out, n, h, count = [], len(data), 0, len(holes)
+    for a, b in strings:
+        while h < count and holes[h][1] <= a:
+            out.append(holes[h])
+            h += 1
+        if h < count and holes[h][0] < b:
+            continue  # inside (or across) a hole
+        if b - a - 6 < HOLLOW_MIN or b > n or data[b - 3:b] != data[a:a + 3] or data[b - 4] == 92:
+            continue
+        k = a
+        while k > 0 and data[k - 1] in b"rRbBuUfF":
+            k -= 1
+        if b"f" in data[k:a].lower():
+            continue
+        out.append((a + 3, b - 3))
+    out.extend(holes[h:])
     return out
+
+
+def hollows_hold(tree, data: bytes, cuts: list) -> bool:
+    """Every string interior among ``cuts`` (one whose first byte follows a quote) is, in
+    ``tree`` (the outline parse), the whole inside of one string: its opening quotes are a
+    ``string_start`` ending where the cut starts and a ``string_end`` follows at its end. A
+    cut the triple-quote pairing misread (a quote in a comment) fails this, and the whole
+    file is parsed instead."""
+    root = tree.root_node
+    for a, b in cuts:
+        if data[a - 1] not in (34, 39):
+            continue
+        node = root.descendant_for_byte_range(a - 1, a)
+        if node is None or node.type != "string_start" or node.end_byte != a:
+            return False
+        after = node.next_sibling
+        if after is None or after.type != "string_end" or after.start_byte != b:
+            return False
+    return True
 
 
 def _long_bracket_end(data: bytes, i: int, n: int) -> int:
@@ -441,29 +557,32 @@ def _outermost(candidates: list, keeps) -> list:
 _LUA_TOKENS = (b"--", b"[[", b"[=", b'"', b"'", b"function", b"if", b"do", b"repeat", b"end", b"until")
 
 
-def _token_stream(data: bytes, tokens: tuple):
-    """Yield ``(position, index)`` of every occurrence of ``tokens`` in ``data``, in order;
-    ``send`` a position to resume there (past a literal or comment: occurrences before it are
-    not yielded). A heap of each token's next occurrence, refreshed by ``bytes.find``: C-level
-    work per occurrence, no Python loop over every token after each literal."""
-    from heapq import heapify, heappop, heapreplace
+_WORD_VIEW = bytes(c if c in _WORD else 32 for c in range(256))
+"""``bytes.translate`` table: word bytes (:data:`_WORD`) kept, every other byte a space."""
 
-    find = data.find
-    heap = [(v, k) for k, v in enumerate(find(t) for t in tokens) if v >= 0]
-    heapify(heap)
-    floor = 0
-    while heap:
-        i, k = heap[0]
-        v = find(tokens[k], floor if i < floor else i + len(tokens[k]))
-        if v >= 0:
-            heapreplace(heap, (v, k))
+
+def _tokens(data: bytes, tokens: tuple, words: int) -> list:
+    """``(position, index)`` of every occurrence of ``tokens`` in ``data``, sorted (an
+    occurrence inside a literal or comment included: the caller skips those by position).
+    ``tokens[words:]`` are keywords, found only as whole words (no byte of :data:`_WORD` on
+    either side): they are searched in a copy of the file whose other bytes are spaces, so a
+    keyword inside an identifier (``send``, ``modified``) costs no Python step. Each token's
+    occurrences come from ``bytes.find`` and one sort merges them: a few C calls per
+    occurrence, no heap or generator step."""
+    view = b" " + data.translate(_WORD_VIEW) + b" "  # view[i] is the byte before data[i]
+    out = []
+    append = out.append
+    for k, token in enumerate(tokens):
+        if k < words:
+            find, size = data.find, len(token)
         else:
-            heappop(heap)
-        if i < floor:
-            continue
-        resume = yield i, k
-        if resume is not None:
-            floor = resume
+            find, size, token = view.find, len(token), b" " + token + b" "
+        i = find(token)
+        while i >= 0:
+            append((i, k))
+            i = find(token, i + size)
+    out.sort()
+    return out
 
 
 def _lua_holes(data: bytes) -> list:
@@ -474,10 +593,10 @@ def _lua_holes(data: bytes) -> list:
     and long brackets are skipped. A file whose keywords do not balance has no holes."""
     n = len(data)
     find = data.find
-    stream, resume = _token_stream(data, _LUA_TOKENS), None
-    stack, candidates = [], []
-    for i, k in iter(lambda: stream.send(resume), None):
-        resume = None
+    stack, candidates, floor = [], [], 0
+    for i, k in _tokens(data, _LUA_TOKENS, 5):
+        if i < floor:
+            continue  # inside a comment or literal
         if k < 5:
             if k == 0:  # -- a comment, long when a bracket follows
                 pos = _long_bracket_end(data, i + 2, n) if data[i + 2:i + 3] == b"[" else i + 2
@@ -488,7 +607,7 @@ def _lua_holes(data: bytes) -> list:
                 pos = _long_bracket_end(data, i, n)
             else:
                 pos = _skip_string(data, i, data[i], n)
-            resume = pos
+            floor = pos
             continue
         j = i + len(_LUA_TOKENS[k])
         if (i and (data[i - 1] in _WORD or data[i - 1] == 46)) or (j < n and data[j] in _WORD):
@@ -799,12 +918,16 @@ def _ruby_holes(data: bytes) -> list:
     n = len(data)
     find = data.find
     tokens = _RUBY_TOKENS
-    stream, resume = _token_stream(data, tokens), None
-    stack, candidates, loop_line_end, pending = [], [], -1, []
-    for i, k in iter(lambda: stream.send(resume), None):
-        resume = None
-        if pending and i >= pending[0][0]:  # a heredoc's body: resume past it
-            resume = pending.pop(0)[1]
+    stack, candidates, loop_line_end, pending, floor = [], [], -1, [], 0
+    for i, k in _tokens(data, tokens, _RUBY_KEYWORDS):
+        if i < floor:
+            continue  # inside a comment, literal or heredoc body
+        while pending and i >= pending[0][0]:  # a heredoc's body: resume past it
+            stop = pending.pop(0)[1]
+            if i < stop:
+                floor = stop
+                break
+        if i < floor:
             continue
         token = tokens[k]
         if k < _RUBY_KEYWORDS:
@@ -813,7 +936,7 @@ def _ruby_holes(data: bytes) -> list:
                 pending.append((find(b"\n", i) + 1, -pos))
                 pending.sort()
                 pos = i + 2
-            resume = pos
+            floor = pos
             continue
         j = i + len(token)
         if i and (data[i - 1] in _WORD or data[i - 1] in b".:@$"):

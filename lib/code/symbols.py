@@ -126,16 +126,30 @@ _PREFIX_SIBLINGS = frozenset({"decorator", "attribute_item"})
 """Siblings just before a definition that belong to its signature (TypeScript method
 decorators, Rust ``#[…]`` attributes)."""
 _DECORATOR_CHILDREN = frozenset({"decorator", "attribute_item", "attribute_list", "annotation", "marker_annotation"})
+_ALL_HEADER_TYPES = _STOP_CHILDREN | _PREFIX_SIBLINGS | _DECORATOR_CHILDREN
+_header_types = {}
+
+
+def header_types(lang) -> frozenset:
+    """The node types of :data:`_STOP_CHILDREN`, :data:`_PREFIX_SIBLINGS` and
+    :data:`_DECORATOR_CHILDREN` that the tree-sitter ``Language`` ``lang`` has (a ``Language``
+    hashes and compares by its grammar):
+    :func:`header_signature` does not look for a group its grammar cannot produce (C and Go
+    have none of them)."""
+    got = _header_types.get(lang)
+    if got is None:
+        got = _header_types[lang] = frozenset(k for k in _ALL_HEADER_TYPES if lang.id_for_node_kind(k, True))
+    return got
 
 
 def _strip_trailing(sig: str) -> str:
-    changed = True
-    while changed and sig:
-        changed = False
+    """``sig`` without its trailing :data:`_TRAILING`, repeatedly (at most one of them ends a
+    string at a time: only ``=>`` and ``->`` share a last character)."""
+    while sig.endswith(_TRAILING):
         for suffix in _TRAILING:
             if sig.endswith(suffix):
                 sig = sig[: -len(suffix)].rstrip()
-                changed = True
+                break
     return sig
 
 
@@ -186,12 +200,15 @@ def tidy_header(text: str) -> str:
     return _strip_trailing(sig)
 
 
-def _header_end(spec, start: int) -> int | None:
-    """End byte of the header of ``spec``'s node, or ``None`` when it has none (no body)."""
+def _header_end(spec, start: int, types: frozenset = _ALL_HEADER_TYPES) -> int | None:
+    """End byte of the header of ``spec``'s node, or ``None`` when it has none (no body);
+    ``types``: the grammar's :func:`header_types`."""
     node, body = spec.node, spec.body
     end = None
     if body is not None and body.start_byte > start and data_starts_block(body):
         end = body.start_byte
+    if types.isdisjoint(_STOP_CHILDREN):
+        return end
     for child in node.children:
         if child.type in _STOP_CHILDREN and child.start_byte > start:
             end = child.start_byte if end is None else min(end, child.start_byte)
@@ -220,18 +237,19 @@ def _comment_ranges(top, start: int, end: int, comment_types) -> list:
     return out
 
 
-def header_signature(spec, data: bytes, backend) -> str | None:
+def header_signature(spec, data: bytes, backend, types: frozenset = _ALL_HEADER_TYPES) -> str | None:
     """The whole header of a definition as one line: decorators/attributes/annotations (each
     capped at :data:`DECORATOR_CAP` characters), modifiers, name, parameters with defaults and
     types, return type — everything from the definition's start to its body, comments removed,
     whitespace tidied (:func:`tidy_header`), capped at :data:`SIGNATURE_CAP`. ``None`` when
-    the definition has no header of that shape (a variable, a bodiless non-function)."""
+    the definition has no header of that shape (a variable, a bodiless non-function).
+    ``types``: the node types the grammar has (:func:`header_types`), every one by default."""
     top = spec.sig_node if spec.sig_node is not None else spec.node
     start = top.start_byte
     if spec.sig_end is not None:
         end = spec.sig_end.start_byte
     elif spec.kind in HEADER_KINDS:
-        end = _header_end(spec, start)
+        end = _header_end(spec, start, types)
     else:
         return None
     if end is None:
@@ -239,7 +257,7 @@ def header_signature(spec, data: bytes, backend) -> str | None:
             return None
         end = spec.node.end_byte
     prefix = []
-    prev = top.prev_named_sibling
+    prev = None if types.isdisjoint(_PREFIX_SIBLINGS) else top.prev_named_sibling
     while prev is not None and prev.type in _PREFIX_SIBLINGS:
         prefix.append(prev)
         prev = prev.prev_named_sibling
@@ -247,7 +265,7 @@ def header_signature(spec, data: bytes, backend) -> str | None:
     pos = start
     # decorators inside the definition (Python's decorated_definition, annotations in Java/C#
     # modifiers) are capped one by one; the rest of the header is kept whole
-    for child in _decorator_children(top, spec.node):
+    for child in () if types.isdisjoint(_DECORATOR_CHILDREN) else _decorator_children(top, spec.node):
         if child.start_byte < pos or child.end_byte > end:
             continue
         if child.start_byte > pos:
@@ -370,7 +388,8 @@ def definition_nodes(parsed: Parsed, backend) -> list:
 def walk_specs(parsed: Parsed, use_query: bool | None = None):
     """Yield every :class:`~lib.code.backends.Spec` of the tree in source pre-order.
 
-    The candidates come from :func:`definition_nodes`; one under a ``backend.stops`` node is
+    The candidates come from the backend's ``candidates`` finder when it has one, else from
+    :func:`definition_nodes`; one under a ``backend.stops`` node is
     skipped, exactly as a walk that does not descend there would skip it. Deep nesting costs
     nothing in Python: only the candidates' ancestors are looked at. ``use_query`` ``None``
     chooses by ``Backend.query_min_bytes``; ``True``/``False`` force one walk."""
@@ -382,7 +401,11 @@ def walk_specs(parsed: Parsed, use_query: bool | None = None):
         yield from walk_specs_python(parsed)  # a small file: the walk costs less than compiling the query
         return
     visit, data, stops = backend.visit, parsed.data, backend.stops
-    for node in definition_nodes(parsed, backend):
+    if backend.candidates is not None:
+        nodes = backend.candidates(parsed.tree.root_node, data)
+    else:
+        nodes = definition_nodes(parsed, backend)
+    for node in nodes:
         parent = node.parent
         if stops:
             up = parent
@@ -524,6 +547,7 @@ def extract(parsed: Parsed, want=None, name: str | None = None) -> list:
     data = parsed.data
     source = (data, backend)
     out = []
+    types = header_types(parsed.tree.language)
     specs = specs_named(parsed, name) if want is not None and name else None
     if not specs or not any(want(spec) for spec in specs):
         specs = walk_specs(parsed)
@@ -532,7 +556,7 @@ def extract(parsed: Parsed, want=None, name: str | None = None) -> list:
             continue
         outer = spec.outer if spec.outer is not None else spec.node
         start, end = outer.start_byte, outer.end_byte
-        sig = header_signature(spec, data, backend)
+        sig = header_signature(spec, data, backend, types)
         if sig is None:
             sig_node = spec.sig_node if spec.sig_node is not None else spec.node
             sig = signature_at(data, sig_node.start_byte, sig_node.end_byte, backend.comment_prefix)

@@ -57,7 +57,7 @@ def fold(events: list[dict]) -> dict[str, dict]:
     """Fold ClaimEvents (any order; sorted by ``event_id`` here) into claim states.
 
     Returns ``{claim_id: {claim_id, claim, claim_type, subject, status, observers[],
-    observed_by, observed_at, evidence[{session_id, message_id, excerpt_hash, observed_at,
+    proposer_hosts[] (the hosts whose syncd ingested a proposal), observed_by, observed_at, evidence[{session_id, message_id, excerpt_hash, observed_at,
     observed_by}], proposals[], independent_sessions, confidence, approved, reason, history[]}}``.
     Status starts ``candidate``; ``promoted``/``contested``/``retired`` follow gate and human
     events; a claim whose every proposal was rejected is ``rejected``.
@@ -72,7 +72,7 @@ def fold(events: list[dict]) -> dict[str, dict]:
         if kind in ("proposed", "rejected") and c is None:
             c = claims[cid] = {"claim_id": cid, "claim": ev.get("claim", ""), "claim_type": ev.get("claim_type"),
                                "subject": ev.get("subject", ""), "status": "candidate" if kind == "proposed" else "rejected",
-                               "observers": [], "observed_by": ev.get("observed_by"), "observed_at": ev.get("observed_at"),
+                               "observers": [], "proposer_hosts": [], "observed_by": ev.get("observed_by"), "observed_at": ev.get("observed_at"),
                                "evidence": [], "proposals": [], "independent_sessions": 0, "confidence": 0.0,
                                "approved": False, "reason": ev.get("reason"), "history": []}
         if c is None:
@@ -85,6 +85,8 @@ def fold(events: list[dict]) -> dict[str, dict]:
             c["proposals"].append(ev.get("event_id"))
             if ev.get("observed_by") and ev["observed_by"] not in c["observers"]:
                 c["observers"].append(ev["observed_by"])
+            if ev.get("proposer_host") and ev["proposer_host"] not in c["proposer_hosts"]:
+                c["proposer_hosts"].append(ev["proposer_host"])
             seen = {(e["session_id"], e["message_id"]) for e in c["evidence"]}
             for e in ev.get("evidence") or []:
                 if (e.get("session_id"), e.get("message_id")) not in seen:
@@ -151,6 +153,7 @@ class LakeIndex:
         self.store, self.fleet = store, fleet
         self._prefixes: dict[str, list[str]] | None = None
         self._sessions: dict[str, dict] = {}
+        self._shippers: dict[int, str | None] = {}
 
     def _scan(self):
         from lib import lake
@@ -171,7 +174,9 @@ class LakeIndex:
             self._scan()
         found: dict = {}
         for key in sorted(self._prefixes.get(session_id, [])):
-            for env in lake.decode(self.store.get(key).data):
+            envs, shipper = lake.decode_shipped(self.store.get(key).data)
+            for env in envs:
+                self._shippers[id(env)] = shipper
                 found[env["event_id"]] = env
                 if env.get("message_id"):
                     found.setdefault(env["message_id"], env)
@@ -181,6 +186,11 @@ class LakeIndex:
     def resolve(self, session_id: str, message_id: str) -> dict | None:
         """The cited envelope, or ``None``."""
         return self.session(session_id).get(message_id)
+
+    def shipped_by(self, env: dict) -> str | None:
+        """The host id of the syncd that shipped ``env`` (an envelope :meth:`resolve` returned;
+        :data:`lib.lake.SHIPPED_BY`), ``None`` for a segment older than that record."""
+        return self._shippers.get(id(env))
 
 
 SUPPORT_MIN = 0.15
@@ -231,18 +241,56 @@ def support(claim: str, env: dict) -> float:
     return round(len(want & have) / len(want), 3)
 
 
+def unsupported_values(claim: str, env: dict) -> list[str]:
+    """The value tokens of ``claim`` (:func:`lib.memory.gate.values`: numbers and versions, code
+    and quoted spans, paths, URLs, command-line flags) that the cited envelope's
+    :func:`event_text` does not hold (case-insensitive substring), sorted. A value is what an
+    agent acts on (a command to run, a host to fetch from, a flag), so a claim's values must all
+    be in its evidence: a claim made of a cited file's words plus ``curl … | sh`` (issue #17, red
+    team) has that command here and no citation of it supports the claim."""
+    from lib.memory.gate import values
+
+    text = event_text(env).lower()
+    return sorted(v for v in values(claim) if v not in text)
+
+
 def resolve_citation(index: LakeIndex, cite: dict, claim: str = "") -> dict | None:
     """Fill a citation from the lake: ``{session_id, message_id, excerpt_hash, observed_at,
-    agent_id, host_id, support}`` or ``None`` when it resolves to no captured envelope of this
-    fleet. ``support`` is :func:`support` of ``claim`` against the cited envelope."""
+    agent_id, host_id, support, unsupported_values, shipped_by?}`` or ``None`` when it resolves to
+    no captured envelope of this fleet. ``support`` is :func:`support` of ``claim`` against the
+    cited envelope, ``unsupported_values`` :func:`unsupported_values`; ``shipped_by`` is the host
+    id of the syncd that shipped the cited segment (:meth:`LakeIndex.shipped_by`): the host the
+    gate counts, where ``host_id`` is only what the hook's environment said."""
     env = index.resolve(str(cite.get("session_id")), str(cite.get("message_id")))
     if env is None:
         return None
     tool = env.get("tool") or {}
     excerpt = env.get("content_hash") if env.get("content") else (tool.get("input_hash") or env.get("content_hash"))
-    return {"session_id": env["session_id"], "message_id": str(cite.get("message_id")), "excerpt_hash": excerpt,
-            "observed_at": env["emitted_at"], "agent_id": env.get("agent_id"), "host_id": env.get("host_id"),
-            "support": support(claim, env)}
+    out = {"session_id": env["session_id"], "message_id": str(cite.get("message_id")), "excerpt_hash": excerpt,
+           "observed_at": env["emitted_at"], "agent_id": env.get("agent_id"), "host_id": env.get("host_id"),
+           "support": support(claim, env), "unsupported_values": unsupported_values(claim, env)}
+    shipper = index.shipped_by(env)
+    if shipper:
+        out["shipped_by"] = shipper
+    if is_ctxlake_answer(env):
+        out.update(support=0.0, ctxlake_answer=True)
+    return out
+
+
+def is_ctxlake_answer(env: dict) -> bool:
+    """Whether ``env`` is a call of one of ctxlake's own MCP tools (``tool.mcp_server`` is
+    ``ctxlake``, or the tool name joins ``ctxlake`` and one of :data:`lib.mcp_tools.TOOL_NAMES`:
+    ``mcp__ctxlake__fleet_history``). Its result is the fleet's memory served back — other
+    agents' handoff notes, lease reasons, claims — so it is never evidence: citing it would let an
+    agent launder its own text through another agent's session (issue #17 red team)."""
+    from lib.install.commands import MCP_NAME
+    from lib.mcp_tools import TOOL_NAMES
+
+    tool = env.get("tool") or {}
+    if str(tool.get("mcp_server") or "").lower() == MCP_NAME:
+        return True
+    name = str(tool.get("name") or "").lower()
+    return MCP_NAME in name and name.endswith(TOOL_NAMES)
 
 
 def load_tally(path: str | None) -> dict:
@@ -281,7 +329,7 @@ def save_tally(path: str | None, counts: dict, today: str) -> None:
 
 
 def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, counts: dict | None = None,
-           tally_path: str | None = None) -> dict:
+           tally_path: str | None = None, proposer_host: str | None = None) -> dict:
     """Turn spooled ``proposed`` records into ClaimEvents (docs/memory.md).
 
     Each citation is resolved against the lake (:class:`LakeIndex`); if none resolves the
@@ -293,7 +341,13 @@ def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, 
     ``{"proposed": n, "rejected": n}``. A record whose ``(session_id, record_id)`` came before
     in ``records`` is the same request spooled twice and is skipped; one re-delivered in a later
     batch writes nothing new (its event id derives from the record id, create-only).
+    ``proposer_host`` (default: this process's :func:`lib.envelope.host_id`, i.e. the syncd that
+    read the MCP spool) is stamped on every event as ``proposer_host``: the host the proposal came
+    from, which the gate counts as the proposer's own (the record's ``agent_id`` is the agent's word).
     """
+    from lib.envelope import host_id
+
+    proposer_host = proposer_host or host_id()
     index = LakeIndex(store, fleet)
     persist = counts is None and tally_path is not None
     counts = counts if counts is not None else load_tally(tally_path)
@@ -311,7 +365,8 @@ def ingest(store, records: list[dict], fleet: str, *, log=lambda *a, **k: None, 
         ctype = rec.get("claim_type")
         base = {"claim": text[:MAX_CLAIM_CHARS], "claim_type": ctype, "subject": str(rec.get("subject") or "")[:200],
                 "scope": "agent", "observed_by": agent, "observed_at": rec.get("observed_at") or rec.get("requested_at"),
-                "proposal_record_id": rec.get("record_id"), "agent_claim_id": rec.get("claim_id")}
+                "proposal_record_id": rec.get("record_id"), "agent_claim_id": rec.get("claim_id"),
+                "proposer_host": proposer_host}
         cid = claim_id(str(ctype), text)
         day = str(rec.get("requested_at") or time.strftime("%Y-%m-%d"))[:10]
         counts[(agent, day)] = counts.get((agent, day), 0) + 1

@@ -9,14 +9,18 @@ Rules, in order, for each ``candidate``:
 1. evidence must resolve to a captured envelope in the lake — a sealed session of this fleet
    whose digest lists the cited ``message_id`` (or ``event_id``); unsealed sessions wait;
 2. the observer must be a known agent (one with a sealed session in this fleet);
-3. evidence must support the claim: the cited event's stored text holds at least
+3. evidence must support the claim — never an answer of ctxlake's own MCP tools
+   (:func:`lib.memory.claims.is_ctxlake_answer`) — the cited event's stored text holds at least
    :data:`lib.memory.claims.SUPPORT_MIN` of the claim's terms (``support``, measured at ingest by
-   :func:`lib.memory.claims.support`);
-4. independence = distinct **agents, or hosts where the session's host is known**, whose
+   :func:`lib.memory.claims.support`) **and every value of the claim** (command, URL, path, flag,
+   number, code span: ``unsupported_values`` empty, :func:`lib.memory.claims.unsupported_values`);
+4. independence = distinct **hosts whose syncd shipped the supporting events** (``shipped_by``;
+   the session's host, else its agent, for evidence resolved before that was kept), whose
    supporting sessions were **not** shown this claim (``injected_claims`` of the session's
    digest, recorded by the hook from the briefing); and a claim is never won alone: its evidence
    must come from two such units, or from one that is not a proposer's (not an observer's
-   agent, nor a host an observer's sessions ran on) — docs/security.md "Trust model";
+   agent, nor a host an observer's sessions ran on, nor a host whose syncd ingested a proposal
+   of it) — docs/security.md "Trust model";
 5. per-type threshold on that count: environment 1, outcome 1, convention 2, preference = human
    approval, hypothesis never;
 6. a claim that passes, resembles a promoted claim on the same subject (cosine ≥ 0.85 or word
@@ -59,11 +63,21 @@ def _unit(d: dict) -> tuple:
     return ("host", h) if h and h != _UNKNOWN_HOST else ("agent", d.get("agent_id"))
 
 
-def _owner_units(observers: list, digests: list[dict]) -> set:
-    """Units that belong to a claim's proposers: their agents, and every host their sessions
-    ran on."""
-    owners = set(observers)
-    return {("agent", o) for o in owners} | {_unit(d) for d in digests if d.get("agent_id") in owners}
+def _cite_unit(e: dict, d: dict) -> tuple:
+    """The independence unit of one resolved citation ``e`` in the session of digest ``d``: the
+    host whose syncd shipped the cited event (``shipped_by``, :data:`lib.lake.SHIPPED_BY`) —
+    the host fact an agent cannot choose — else, for evidence resolved before that was kept,
+    the session's own unit (:func:`_unit`)."""
+    return ("host", e["shipped_by"]) if e.get("shipped_by") else _unit(d)
+
+
+def _owner_units(claim: dict, digests: list[dict]) -> set:
+    """Units that belong to a claim's proposers: their agents, every host their sessions ran on,
+    and every host whose syncd ingested one of their proposals (``proposer_hosts``: the MCP spool
+    the proposal came from is on that host, whatever agent id or ``HOSTNAME`` it gave)."""
+    owners = set(claim["observers"])
+    return ({("agent", o) for o in owners} | {_unit(d) for d in digests if d.get("agent_id") in owners}
+            | {("host", h) for h in claim.get("proposer_hosts") or []})
 
 
 NEGATIONS = frozenset("not no never cannot cant can't don't dont doesn't doesnt isn't isnt won't wont without "
@@ -75,7 +89,7 @@ OPPOSITES = (("enabled", "disabled"), ("true", "false"), ("pass", "fail"), ("pas
 """Word pairs where one side of a claim pair holding one and the other side the other is a contradiction."""
 
 
-def _values(text: str) -> set:
+def values(text: str) -> set:
     """The value tokens of ``text``: numbers and versions, `code` and quoted spans, paths,
     command-line flags."""
     import re
@@ -92,14 +106,14 @@ def difference(a: str, b: str) -> str | None:
     """Why claims ``a`` and ``b`` (already similar) contradict each other, or ``None`` when nothing
     in them denies the other: ``"negation"`` (one side negates, the other does not),
     ``"opposite words"`` (:data:`OPPOSITES`), ``"different values"`` (each side has a value token,
-    :func:`_values`, that the other lacks). Precision measured by ``bench/memory_eval.py``."""
+    :func:`values`, that the other lacks). Precision measured by ``bench/memory_eval.py``."""
     wa, wb = _words(a), _words(b)
     if bool(wa & NEGATIONS) != bool(wb & NEGATIONS):
         return "negation"
     for x, y in OPPOSITES:
         if (x in wa and y in wb and y not in wa and x not in wb) or (y in wa and x in wb and x not in wa and y not in wb):
             return "opposite words"
-    va, vb = _values(a), _values(b)
+    va, vb = values(a), values(b)
     if va - vb and vb - va:
         return "different values"
     return None
@@ -152,15 +166,25 @@ def decide(folded: dict[str, dict], digests: list[dict], *, embed=None,
         if not any(o in known_agents for o in c["observers"]):
             explain[cid] = f"held: observer(s) {', '.join(c['observers'])} have no sealed session in this fleet"
             continue
-        supported = [e for e in resolved if float(e.get("support") or 0) >= claimsmod.SUPPORT_MIN]
+        if all(e.get("ctxlake_answer") for e in resolved):
+            explain[cid] = ("held: every cited event is an answer of ctxlake's own MCP tools (the fleet's memory "
+                            "served back, not an observation); cite the tool call or output that showed it")
+            continue
+        related = [e for e in resolved if float(e.get("support") or 0) >= claimsmod.SUPPORT_MIN]
+        supported = [e for e in related if not e.get("unsupported_values")]
         if not supported:
+            if related:
+                missing = sorted({v for e in related for v in e["unsupported_values"]})
+                explain[cid] = ("held: no cited event holds the claim's values ("
+                                + ", ".join(repr(v[:60]) for v in missing[:3]) + " found in none of them)")
+                continue
             best = max(float(e.get("support") or 0) for e in resolved)
             explain[cid] = (f"held: no cited event relates to the claim (best support {best:.2f} < "
                             f"{claimsmod.SUPPORT_MIN}: share of the claim's terms found in the cited event)")
             continue
         fresh = [e for e in supported if cid not in set(by_session[e["session_id"]].get("injected_claims") or [])]
         independent = sorted({e["session_id"] for e in fresh})
-        units = {_unit(by_session[s]) for s in independent}
+        units = {_cite_unit(e, by_session[e["session_id"]]) for e in fresh}
         n = len(units)
         ctype = c["claim_type"]
         if ctype == "hypothesis":
@@ -176,7 +200,7 @@ def decide(folded: dict[str, dict], digests: list[dict], *, embed=None,
                             + (f" ({shown} citing session(s) had been shown this claim)" if shown else ""))
             continue
         approved = ctype == "preference" and c.get("approved")  # a human promotes, not an agent
-        if units and len(units) < 2 and units <= _owner_units(c["observers"], digests) and not approved:
+        if units and len(units) < 2 and units <= _owner_units(c, digests) and not approved:
             explain[cid] = ("held: the only evidence is the proposer's own (" + ", ".join(sorted(f"{k} {v}" for k, v in units))
                             + "); a session of another agent on another host must support it")
             continue

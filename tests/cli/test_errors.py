@@ -323,3 +323,15 @@ def test_a_refused_local_write_is_the_disk_kind_with_its_cause():
     except RuntimeError as exc:
         assert failures.classify(exc).kind == "disk"
     assert failures.classify(OSError(errno.ENOENT, "gone")).kind == "internal"
+
+
+@pytest.mark.parametrize("flag,value,code", [("--agent-id", "mal\x1b]0;PWNED\x07", "U+001B, U+0007"),
+                                             ("--fleet", "team\u200b", "U+200B"),
+                                             ("--agent-id", "a\u202eb", "U+202E")])
+def test_init_refuses_ids_with_control_or_invisible_characters(tmp_path, flag, value, code):
+    box = Box(tmp_path)
+    argv = ["init", "--store", f"file://{tmp_path}/lake", "--fleet", "team", "--agent-id", "a1"]
+    argv[argv.index(flag) + 1] = value
+    line = assert_one_line_failure(box.run(*argv), "usage", flag, code)
+    assert "\x1b" not in line and not os.path.exists(box.config)
+    assert box.run("init", "--store", f"file://{tmp_path}/lake", "--fleet", "team", "--agent-id", "ünï-a1").returncode == 0

@@ -2,6 +2,7 @@
 line on stderr, the documented exit code (docs/operations.md "Exit codes"), never a traceback."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -143,6 +144,29 @@ def test_a_truncated_cached_snapshot_is_named_and_the_next_sync_replaces_it(init
     assert inited.run("sync", "--once").returncode == 0
     r = inited.run("sessions", "--json")
     assert r.returncode == 0 and "8463c716" in r.stdout, r.stderr
+
+
+def test_a_failed_refresh_with_no_cached_snapshot_names_no_snapshot(inited):
+    """The store's blob truncated and ``cache/<fleet>/snapshot.bin`` removed: the refresh fails,
+    and neither sync's summary line nor its status record names the hash the cache no longer
+    holds (``ctxlake status`` says "no snapshot yet" at the same time)."""
+    import glob
+
+    from tests.conftest import FIXTURES
+
+    t = os.path.join(FIXTURES, "claude-transcripts", "spotter__8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl")
+    for argv in (("import", "claude-code", "--path", t), ("sync", "--once"), ("maint", "--once"), ("sync", "--once")):
+        assert inited.run(*argv).returncode == 0, argv
+    blobs = glob.glob(os.path.join(inited.tmp, "**", "snapshot", "team-a", "*.sqlite"), recursive=True)
+    assert len(blobs) == 1, blobs
+    os.truncate(blobs[0], 5000)
+    os.remove(os.path.join(inited.env["CTXLAKE_HOME"], "cache", "team-a", "snapshot.bin"))
+    r = inited.run("sync", "--once")
+    assert r.returncode != 0 and "snapshot" in r.stderr, (r.stdout, r.stderr)
+    summary = [ln for ln in r.stdout.splitlines() if ln.startswith("sync: shipped")]
+    assert len(summary) == 1 and "snapshot" not in summary[0], r.stdout  # the error line names the blob
+    st = inited.run("status", "--json")
+    assert st.returncode == 0 and json.loads(st.stdout)["snapshot_sha"] is None, st.stdout
 
 
 def _leftovers(tmp) -> list[str]:

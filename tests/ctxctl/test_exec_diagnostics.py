@@ -197,6 +197,23 @@ EXEC_FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "exec")
     # busted's utfTerminal output of one failing spec (ANSI colours as the terminal got them)
     ("busted_utfTerminal_failure.txt", 100,
      [r"successes / .*failure", r"Failure .* @ ", r"should be easy to use$", r"spec/test_spec\.lua:3:", r"'Yup\.'"]),
+    # a GitHub Actions log of octokit.rb's `bundle exec rspec`: one failing example, two errors in it
+    ("rspec_octokit_actions.log", 0,
+     [r"  1\) Octokit::Client::Repositories\.edit_repository", r"Got 0 failures and 2 other errors:$",
+      r"1\.1\) Failure/Error: raise error$", r"1\.2\) Failure/Error: @client\.delete_repository",
+      r"Octokit::Forbidden:$", r"403 - Resource not accessible", r"NoMethodError:$", r"undefined method `full_name'",
+      r"# \./spec/octokit/client/repositories_spec\.rb:67:in", r"# \./spec/octokit/client/repositories_spec\.rb:71:in",
+      r"854 examples, 1 failure$", r"Z Failed examples:$", r"rspec \./spec/octokit/client/repositories_spec\.rb:75 # ",
+      r"exit code 1\.$"]),
+    # a GitHub Actions log of a minitest run through rake: three failures and rake's abort
+    ("minitest_actions.log", 0,
+     [r"  \d\) Failure:$", r"GithubDiffParserTest#test_boom1 \[\S+_test\.rb:7\]:$",
+      r"GithubDiffParserTest#test_boom3 \[\S+_test\.rb:15\]:$", r"GithubDiffParserTest#test_boom2 \[\S+_test\.rb:11\]:$",
+      r"Expected true to not be truthy\.$", r"Epic Fail!$", r"Expected false to be truthy\.$",
+      r"31 runs, 903 assertions, 3 failures, 0 errors, 0 skips$", r"rake aborted!$", r"Command failed with status \(1\)$"]),
+    # tsc's own output of a failing `tsc --explainFiles --listEmittedFiles` (TypeScript's test baseline)
+    ("tsc_dts_errors.txt", 100,
+     [r"^src/index\.ts:2:14 - error TS4023: Exported variable 'api'", r"^Found 1 error in src/index\.ts:2$"]),
 ])
 def test_recorded_runs_of_toolchains_not_installed_here_keep_their_diagnostics(tmp_path, name, noise, must):
     """Real output of tools this machine lacks (sources in tests/fixtures/NOTICE.md), replayed
@@ -326,3 +343,14 @@ def test_catastrophic_pattern_from_a_cloned_repositorys_config(ctxctl, write):
     assert time.monotonic() - start < 60  # not a budget: `re` would backtrack 2**3000 ways per line
     doc = json.loads(r.out)
     assert r.code == 0 and doc["exit_code"] == 0 and "... [90 lines omitted]" in doc["compressed"]
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("2022-07-26T16:33:03.5643571Z Failures:", "Failures:"),
+    ("2025-07-19T08:32:12Z   1) Failure:", "  1) Failure:"),
+    ("2022-07-26 16:33:03 Failures:", "2022-07-26 16:33:03 Failures:"),
+    ("order.go:12:5: undefined: NewRepo", "order.go:12:5: undefined: NewRepo"),
+    ("2022-07-26T16:33:03.5643571Z", "2022-07-26T16:33:03.5643571Z"),
+])
+def test_a_github_actions_timestamp_is_not_part_of_the_line_judged(line, expected):
+    assert fold.without_timestamp(line) == expected

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from lib.code import languages, symbols
+from lib.code import backends, languages, symbols
 from tests.ctxctl.conftest import FIXTURES
 
 REAL = os.path.join(FIXTURES, "real")
@@ -253,3 +253,24 @@ def test_symbol_extracts_only_its_match_and_equals_the_outline_entry(name):
             assert (got.name, got.kind, got.signature, got.start, got.end, got.start_line, got.end_line, got.doc) == (
                 expected.name, expected.kind, expected.signature, expected.start, expected.end, expected.start_line,
                 expected.end_line, expected.doc)
+
+
+@pytest.mark.parametrize("name", ["real/normalize_test.html", "sample.html"])
+def test_an_html_heading_read_from_the_bytes_is_the_walks_text(name):
+    """Plain element content is read from the bytes (lib.code.backends._html_plain_text): for
+    every element of real HTML, the text equals the walk over its text and entity nodes, and
+    most elements take the byte path."""
+    path = os.path.join(REAL, "..", name)
+    with open(path, "rb") as fh:
+        data = fh.read()
+    stack, plain, total = [languages.parse(path, data).tree.root_node], 0, 0
+    while stack:
+        node = stack.pop()
+        if node.type == "element" and node.child_count >= 2:
+            total += 1
+            tag, end = node.child(0), node.child(node.child_count - 1)
+            if end.type == "end_tag" and backends._html_plain_text(data[tag.end_byte:end.start_byte]) is not None:
+                plain += 1
+            assert backends._html_text(node, data) == backends.html_text_walk(node, data)
+        stack.extend(node.children)
+    assert total and plain * 2 > total

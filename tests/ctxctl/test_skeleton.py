@@ -96,6 +96,8 @@ def names_both_ways(path: str, data: bytes) -> tuple:
                "class Local { void h() {} } } }\n", ["P", "f", "Q", "g", "run", "Local", "h"]),
     ("a.cs", "class C { void M() { int Local(int a) { return a; } int Twice(int b) => b * 2; "
              "var x = new D(1) { Y = 2 }; } }\n", ["C", "M", "Local", "Twice"]),
+    ("b.cs", "[EditorBrowsable(EditorBrowsableState.Never)]\npublic interface I\n{\n    void M(int a);\n}\n"
+             "[Attr(new[] { 1 })] sealed class K { [Obsolete(\"x\")] void N() { } }\n", ["I", "M", "K", "N"]),
     ("a.rs", "fn outer() { fn inner(x: u8) -> u8 { x } const K: u8 = 1; let s = '}'; }\n"
              "impl<'a> S<'a> { fn m(&self) -> &'a str { \"{\" } }\n", ["outer", "inner", "K", "m"]),
     ("a.ts", "const re = /[\"'{]/g;\nfunction f(a: string): { b: number } { function g() {} "
@@ -261,3 +263,38 @@ def test_a_decorated_def_that_ends_a_body_keeps_its_decorator():
     outline, full = rows(languages.parse("a.py", data, skip_bodies=True)), rows(languages.parse("a.py", data))
     assert outline == full
     assert full[-1][2] == "@dispatch(lambda x: (x,), verify=False) def f(y)"
+
+
+def test_docstrings_are_left_out_of_the_parse_and_read_from_the_bytes():
+    """A triple-quoted string's interior is a hole (lib/code/skeleton.py): the parse sees
+    empty quotes, yet the docstring, the extent and the signature are the whole parse's."""
+    doc = "Return the thing.\n\n    " + "More words about it, none of which the parse reads. " * 4
+    text = "".join(f'def f{i}(a,\n       b=2):\n    """{doc}"""\n    x = a\n    y = b\n    return x + y\n\n\n'
+                   for i in range(40)).encode()
+    cuts = skeleton.holes("python", text)
+    assert sum(1 for a, _ in cuts if text[a - 1] == 34) == 40
+    outline, full = languages.parse("a.py", text, skip_bodies=True), languages.parse("a.py", text)
+    assert languages._parse_skeleton("python", "python", text), "the skeleton parse was used"
+    assert rows(outline) == rows(full)
+    assert symbols.extract(outline)[0].doc == "Return the thing."
+
+
+def test_a_triple_quote_the_string_pairing_misreads_costs_the_holes_not_symbols():
+    """A ``\"\"\"`` in a comment pairs the file's triple quotes wrongly, so a string interior
+    spans code; the check after the parse (skeleton.hollows_hold) sees the mismatch and the
+    whole file is parsed. Written, and the real case of tiktoken's encodings module."""
+    body = "".join(f'def f{i}(a):\n    """Doc {i}, long enough to be left out of the parse: ' + "x" * 60 +
+                   '."""\n    b = a\n    c = b  # a comment long enough for the span between strings\n'
+                   '    return c\n\n' for i in range(30))
+    text = ("# a stray \"\"\" in a comment\nX = 1\n" + body + "Y = 2\n").encode()
+    assert any(text[a - 1] == 34 and b"def " in text[a:b] for a, b in skeleton.holes("python", text))
+    assert languages._parse_skeleton("python", "python", text) is None
+    assert rows(languages.parse("a.py", text, skip_bodies=True)) == rows(languages.parse("a.py", text))
+    import importlib.util
+
+    spec = importlib.util.find_spec("tiktoken_ext")
+    path = os.path.join(list(spec.submodule_search_locations)[0], "openai_public.py") if spec else ""
+    if os.path.isfile(path):
+        with open(path, "rb") as fh:
+            data = fh.read()
+        assert rows(languages.parse(path, data, skip_bodies=True)) == rows(languages.parse(path, data))

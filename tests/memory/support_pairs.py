@@ -77,15 +77,21 @@ def pairs(path: str) -> list[tuple[str, dict]]:
 
 
 def measure(seed: int) -> dict:
-    """``{"n": pairs, "files": n, "related": [scores], "unrelated": [scores]}``."""
+    """``{"n": pairs, "files": n, "related": [scores], "unrelated": [scores], "related_values": [bool],
+    "unrelated_values": [bool]}``; a ``*_values`` entry says whether the evidence holds every value
+    of the claim (:func:`lib.memory.claims.unsupported_values` empty), the gate's second test."""
     files = sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "claude-transcripts", "*.jsonl")))
     per_file = {f: pairs(f) for f in files}
     rng = random.Random(f"support:{seed}")
-    related, unrelated = [], []
+    related, unrelated, rel_values, unr_values = [], [], [], []
     for f, rows in per_file.items():
         others = [env for g, rs in per_file.items() if g != f for _, env in rs]
         for claim, env in rows:
             related.append(claims.support(claim, env))
+            rel_values.append(not claims.unsupported_values(claim, env))
             if others:
-                unrelated.append(claims.support(claim, rng.choice(others)))
-    return {"n": len(related), "files": len(files), "related": related, "unrelated": unrelated}
+                other = rng.choice(others)
+                unrelated.append(claims.support(claim, other))
+                unr_values.append(not claims.unsupported_values(claim, other))
+    return {"n": len(related), "files": len(files), "related": related, "unrelated": unrelated,
+            "related_values": rel_values, "unrelated_values": unr_values}

@@ -56,16 +56,16 @@ def _claims(env, *extra):
 
 def test_two_independent_sessions_promote_a_convention_into_the_briefing(env, home):
     _session(env, "alice", "sess-a", "toolu_A1", home)
-    _run(["syncd.py", "--once"], dict(env, CTXLAKE_AGENT_ID="alice"))
+    _run(["syncd.py", "--once"], dict(env, CTXLAKE_AGENT_ID="alice", HOSTNAME="alice-laptop"))
     _propose(home, "alice", "sess-a", "toolu_A1", "01JREC0000000000000000000A")
-    _run(["syncd.py", "--once"], dict(env, CTXLAKE_AGENT_ID="alice"))
+    _run(["syncd.py", "--once"], dict(env, CTXLAKE_AGENT_ID="alice", HOSTNAME="alice-laptop"))
     _run(["maint.py", "--once"], dict(env, CTXLAKE_AGENT_ID="alice"))
     (c,) = _claims(env)
     assert c["status"] == "candidate" and "convention needs 2" in c["explain"]
 
     _session(env, "bob", "sess-b", "toolu_B1", home)
     _propose(home, "bob", "sess-b", "toolu_B1", "01JREC0000000000000000000B")
-    _run(["syncd.py", "--once"], dict(env, CTXLAKE_AGENT_ID="bob"))
+    _run(["syncd.py", "--once"], dict(env, CTXLAKE_AGENT_ID="bob", HOSTNAME="bob-laptop"))
     out = json.loads(_run(["maint.py", "--once", "--json"], dict(env, CTXLAKE_AGENT_ID="bob")).stdout)
     assert out["promoted"] == 1
     (c,) = _claims(env, "--status", "promoted")
@@ -83,7 +83,7 @@ def test_two_independent_sessions_promote_a_convention_into_the_briefing(env, ho
 
 def test_citation_of_another_fleets_session_is_rejected_with_a_reason(env, home):
     _session(env, "alice", "sess-a", "toolu_A1", home)
-    _run(["syncd.py", "--once"], dict(env, CTXLAKE_AGENT_ID="alice"))
+    _run(["syncd.py", "--once"], dict(env, CTXLAKE_AGENT_ID="alice", HOSTNAME="alice-laptop"))
     _propose(home, "alice", "sess-of-another-fleet", "toolu_X", "01JREC0000000000000000000C")
     out = json.loads(_run(["syncd.py", "--once", "--json"], dict(env, CTXLAKE_AGENT_ID="alice")).stdout)
     assert out["claims"] == {"proposed": 0, "rejected": 1}
@@ -92,5 +92,5 @@ def test_citation_of_another_fleets_session_is_rejected_with_a_reason(env, home)
     assert c["status"] == "rejected" and "no citation resolves" in c["reason"]
     # replaying the same spool record writes nothing new
     os.unlink(os.path.join(home, "spool", ".state", "consumers", "claims-mem.json"))
-    _run(["syncd.py", "--once"], dict(env, CTXLAKE_AGENT_ID="alice"))
+    _run(["syncd.py", "--once"], dict(env, CTXLAKE_AGENT_ID="alice", HOSTNAME="alice-laptop"))
     assert len([1 for root, _, n in os.walk(os.path.join(home, "lake", "claims", "events")) for _ in n]) == 1
