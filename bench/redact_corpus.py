@@ -1,13 +1,16 @@
 """Redaction benchmark: recall and false-positive rate per rule family, and the 1 MiB budget.
 
 Usage: ``python bench/redact_corpus.py [--n 300] [--seed 0] [--runs 15] [--json] [--regen]
-[--baseline REV]``
+[--baseline REV] [--tuning-only] [--public-only]``
 
 Public corpus (issue #17): ``tests/redact/public_corpus.py`` — samples generated from the
-gitleaks rule set (committed, MIT) and, when a fetched copy sits in ``.cache/``, from
-secrets-patterns-db (bench time only, CC BY-SA). Each sample is planted in eight placements and
-pushed through :class:`lib.envelope.Builder` (the hook's own path to disk); recall is printed
-per family and per placement, with the held-out families apart. Real-text negatives
+gitleaks rule set (committed, MIT), when a fetched copy sits in ``.cache/`` from
+secrets-patterns-db (bench time only, CC BY-SA; half tuning, half held out by a hash of the rule
+id) and, when ``detect-secrets`` is installed, from its plugins (held out). Each sample is
+planted in eight placements and pushed through :class:`lib.envelope.Builder` (the hook's own
+path to disk); recall is printed per placement with tuning and held-out halves apart, and per
+family for tuning samples only (``--tuning-only`` leaves the held-out ones out,
+``--public-only`` prints just this table). Real-text negatives
 (``tests/redact/real_text.py``): installed packages' sources, certifi's CA certificates, SSH
 public keys, base64 of installed images, checksums, UUIDs and paths. ``--regen`` rewrites the
 committed gitleaks samples from ``.cache/gitleaks.toml``.
@@ -56,36 +59,31 @@ RECALL_BUDGET = 0.99
 FP_BUDGET = 0.001
 
 
-def stored(kwargs: dict) -> str:
-    """What the hook would write for one planted sample: the envelope (and its quarantine
-    records) as JSON, built by the real :class:`lib.envelope.Builder`."""
-    from lib.envelope import Builder
-
-    b = Builder(fleet_id="bench", agent_id="a", runtime="claude_code", session_id="s")
-    kw = dict(kwargs)
-    env = b.make(kw.pop("event_type"), **kw)
-    return json.dumps([env, b.quarantine], ensure_ascii=False)
-
-
 def placement_recall(samples: list[dict], seed: int) -> dict:
-    """``{"family": {fam: {placement: [n, caught]}}, "placement": {placement: [n, caught]},
-    "held_out": [n, caught], "tuned": [n, caught], "misses": {placement: [text, ...]}}``."""
+    """``{"family": {fam: {placement: [n, caught]}}, "placement": {half: {placement: [n, caught]}},
+    "held_out": [n, caught], "tuned": [n, caught], "misses": {placement: [text, ...]}}`` with
+    ``half`` ``tuned`` or ``held_out``; families and misses of tuning samples only."""
     import random
 
     rng = random.Random(f"placements:{seed}")
     fam: dict = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
-    plc: dict = collections.defaultdict(lambda: [0, 0])
+    plc = {"tuned": collections.defaultdict(lambda: [0, 0]), "held_out": collections.defaultdict(lambda: [0, 0])}
     split = {"held_out": [0, 0], "tuned": [0, 0]}
     misses: dict = collections.defaultdict(list)
     for smp in samples:
+        half = "held_out" if smp.get("held_out") else "tuned"
         for where, kw in public_corpus.placements(smp["text"], rng):
-            ok = not public_corpus.leaked(stored(kw), where, smp["secret"])
-            for row in (fam[smp["family"]][where], plc[where], split["held_out" if smp.get("held_out") else "tuned"]):
+            ok = not public_corpus.leaked(public_corpus.stored(kw), where, smp["secret"])
+            rows = [plc[half][where], split[half]]
+            if half == "tuned":  # held-out samples count in their shares only: no family, no misses
+                rows.append(fam[smp["family"]][where])
+                if not ok and len(misses[where]) < 400:
+                    misses[where].append(f"{smp['rule']}: {smp['text'][:140]}")
+            for row in rows:
                 row[0] += 1
                 row[1] += ok
-            if not ok and not smp.get("held_out") and len(misses[where]) < 400:
-                misses[where].append(f"{smp['rule']}: {smp['text'][:140]}")
-    return {"family": {k: dict(v) for k, v in fam.items()}, "placement": dict(plc), **split, "misses": dict(misses)}
+    return {"family": {k: dict(v) for k, v in fam.items()}, "placement": {k: dict(v) for k, v in plc.items()},
+            **split, "misses": dict(misses)}
 
 
 def real_text_false_positives(max_files: int) -> dict:
@@ -289,9 +287,22 @@ def load_baseline(rev: str):
     return mod
 
 
+def field_sets() -> dict:
+    """Text type → ``(texts, is_tool_output, MiB)``: the fixture transcripts' fields one by one,
+    as the hook scrubs them (one ``scrub`` per field): tool input/output, prose (prompts and
+    assistant text), and tool output JSON-escaped (a tool result that is itself JSON)."""
+    fields = list(iter_fields())
+    tools = [f.text for f in fields if f.is_tool]
+    sets = {"tool fields": (tools, True), "prose fields": ([f.text for f in fields if not f.is_tool], False),
+            "JSON-escaped tool fields": ([json.dumps(t)[1:-1] for t in tools], True)}
+    return {k: (texts, tool, sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) / (1 << 20))
+            for k, (texts, tool) in sets.items()}
+
+
 def timing_vs(baseline, runs: int) -> dict:
     """CPU and wall medians (ms) of the current and the baseline ``scrub`` over the same 1 MiB
-    of fixture tool output, runs interleaved (A, B, A, B ...) so load hits both alike."""
+    of fixture tool output, runs interleaved (A, B, A, B ...) so load hits both alike; and per
+    text type of :func:`field_sets`, the CPU best-of-``runs`` per MiB of each (interleaved too)."""
     sample = tool_output_sample(1 << 20)
     res = {}
     for mod in (redact, baseline):
@@ -304,9 +315,74 @@ def timing_vs(baseline, runs: int) -> dict:
             rows[label][0].append((time.perf_counter() - t0) * 1000)
             rows[label][1].append((time.process_time() - c0) * 1000)
     for label, (wall, cpu) in rows.items():
-        res[label] = {"median_ms": statistics.median(wall), "cpu_median_ms": statistics.median(cpu)}
+        res[label] = {"median_ms": statistics.median(wall), "cpu_median_ms": statistics.median(cpu),
+                      "cpu_best_ms": min(cpu)}
     res["ratio_cpu"] = res["current"]["cpu_median_ms"] / res["baseline"]["cpu_median_ms"]
+    res["fields"] = {}
+    for name, (texts, tool, mib) in field_sets().items():
+        best = {"current": float("inf"), "baseline": float("inf")}
+        for _ in range(max(3, runs // 3)):
+            for label, mod in (("current", redact), ("baseline", baseline)):
+                scrub = mod.scrub
+                c0 = time.process_time()
+                for t in texts:
+                    scrub(t, tool)
+                best[label] = min(best[label], (time.process_time() - c0) * 1000 / mib)
+        res["fields"][name] = {"n": len(texts), "mib": mib, "current_ms_per_mib": best["current"],
+                               "baseline_ms_per_mib": best["baseline"], "ratio": best["current"] / best["baseline"]}
     return res
+
+
+def public_recall(seed: int, tuning_only: bool = False) -> dict:
+    """Corpus name → :func:`placement_recall` of the public corpora available here: gitleaks
+    (committed, all tuning), secrets-patterns-db (``.cache/``; tuning and held-out halves by
+    :func:`tests.redact.public_corpus.held_out_rule`) and detect-secrets (when installed; all
+    held out). ``tuning_only`` leaves every held-out sample out (the tuning loop)."""
+    corpora = {"gitleaks": public_corpus.committed()}
+    if os.path.exists(public_corpus.SPDB_YAML):
+        corpora["secrets-patterns-db"] = public_corpus.spdb_samples(seed)
+    if not tuning_only:
+        corpora["detect-secrets (held out)"] = public_corpus.detect_secrets_samples(seed)
+    out = {}
+    for name, samples in corpora.items():
+        if tuning_only:
+            samples = [r for r in samples if not r.get("held_out")]
+        if samples:
+            out[name] = placement_recall(samples, seed)
+    return out
+
+
+def _public_table(w, public: dict, show_misses: int) -> None:
+    """Per corpus: recall per placement, tuning and held-out halves apart; per family worst
+    first and the first misses (tuning samples only)."""
+    for name, res in public.items():
+        w(f"public corpus {name}: recall per placement (secret absent from the stored envelope)\n")
+        halves = [h for h in ("tuned", "held_out") if res[h][0]]
+        w(f"  {'placement':14s} " + " ".join(f"{h:>23s}" for h in halves) + "\n")
+        for where in public_corpus.PLACEMENTS:
+            cells = []
+            for h in halves:
+                n, c = res["placement"][h].get(where, [0, 0])
+                cells.append(f"{c:6d}/{n:<6d} {c / max(n, 1):7.2%} {'OK' if c >= RECALL_BUDGET * n else 'UNDER':5s}")
+            w(f"  {where:14s} " + " ".join(cells) + "\n")
+        for h in halves:
+            n, c = res[h]
+            w(f"  {h:14s} {c:6d}/{n:<6d} {c / n:7.2%}\n")
+        if not res["family"]:
+            w("\n")
+            continue
+        w("  per family, tuning samples (placements caught / planted), worst first:\n  ")
+        fams = sorted(res["family"].items(), key=lambda kv: sum(c for _, c in kv[1].values()) / max(1, sum(n for n, _ in kv[1].values())))
+        cells = []
+        for f, rows in fams:
+            n = sum(r[0] for r in rows.values())
+            c = sum(r[1] for r in rows.values())
+            cells.append(f"{f} {c / n:.0%}")
+        w("\n  ".join(", ".join(cells[i:i + 8]) for i in range(0, len(cells), 8)) + "\n")
+        for where, ms in res["misses"].items():
+            for m in ms[:show_misses]:  # tuning samples only: held-out misses are never shown
+                w(f"      miss {where}: {m!r}\n")
+        w("\n")
 
 
 def _fp_table(w, cats: dict) -> None:
@@ -335,6 +411,8 @@ def main(argv=None, out=sys.stdout) -> int:
     ap.add_argument("--baseline", metavar="REV", help="also time the redactor of git revision REV, interleaved, and exit")
     ap.add_argument("--files", type=int, default=600, help="site-packages .py files read for negatives")
     ap.add_argument("--show-misses", type=int, default=3, help="misses printed per placement (tuned families only)")
+    ap.add_argument("--tuning-only", action="store_true", help="leave the held-out halves out (while tuning)")
+    ap.add_argument("--public-only", action="store_true", help="print the public corpora's table only, and exit")
     args = ap.parse_args(argv)
     if args.regen:
         return regen()
@@ -346,13 +424,17 @@ def main(argv=None, out=sys.stdout) -> int:
                       f"wall median {r[label]['median_ms']:6.2f} ms\n")
         out.write(f"ratio current/baseline (CPU): {r['ratio_cpu']:.2f}; budget {BUDGET_MS:.0f} ms: "
                   f"current/budget {r['current']['cpu_median_ms'] / BUDGET_MS:.2f}\n")
+        for name, f in r["fields"].items():
+            out.write(f"{name:25s} ({f['n']} texts, {f['mib']:.2f} MiB, one scrub each): CPU best "
+                      f"{f['current_ms_per_mib']:6.1f} ms/MiB against {f['baseline_ms_per_mib']:6.1f} "
+                      f"(ratio {f['ratio']:.2f}; current/budget {f['current_ms_per_mib'] / BUDGET_MS:.2f})\n")
         for label, mod in (("current", redact), ("baseline", base)):
             _cmdline_table(out.write, label, tldr_commands.measure(mod.scrub))
         return 0
-    public = {"gitleaks": placement_recall(public_corpus.committed(), args.seed)}
-    if os.path.exists(public_corpus.SPDB_YAML):
-        spdb = [dict(r, held_out=True) for r in public_corpus.generate(public_corpus.spdb_rules(), 2, args.seed)]
-        public["secrets-patterns-db (all held out)"] = placement_recall(spdb, args.seed)
+    public = public_recall(args.seed, args.tuning_only)
+    if args.public_only:
+        _public_table(out.write, public, args.show_misses)
+        return 0
     realfp = real_text_false_positives(args.files)
     rec = recall(args.n, args.seed)
     lim = known_limits(args.n, args.seed)
@@ -366,28 +448,7 @@ def main(argv=None, out=sys.stdout) -> int:
         return 0 if tim["within_budget"] else 1
     w = out.write
     _cmdline_table(w, "current", cmdline)
-    for name, res in public.items():
-        w(f"public corpus {name}: recall per placement (secret absent from the stored envelope)\n")
-        for where in public_corpus.PLACEMENTS:
-            n, c = res["placement"].get(where, [0, 0])
-            w(f"  {where:14s} {c:6d}/{n:<6d} {c / max(n, 1):7.2%}  {'OK' if c >= RECALL_BUDGET * n else 'UNDER'}\n")
-        for k in ("tuned", "held_out"):
-            n, c = res[k]
-            if n:
-                w(f"  {k:14s} {c:6d}/{n:<6d} {c / n:7.2%}\n")
-        w("  per family (placements caught / planted), worst first:\n  ")
-        fams = sorted(res["family"].items(), key=lambda kv: sum(c for _, c in kv[1].values()) / max(1, sum(n for n, _ in kv[1].values())))
-        cells = []
-        for f, rows in fams:
-            n = sum(r[0] for r in rows.values())
-            c = sum(r[1] for r in rows.values())
-            cells.append(f"{f} {c / n:.0%}")
-        w("\n  ".join(", ".join(cells[i:i + 8]) for i in range(0, len(cells), 8)) + "\n")
-        for where, ms in res["misses"].items():
-            shown = ms[:args.show_misses]  # tuned samples only: held-out misses are never shown
-            for m in shown:
-                w(f"      miss {where}: {m!r}\n")
-        w("\n")
+    _public_table(w, public, args.show_misses)
     w("false positives on real text (text changed by scrub, tool-output mode)\n")
     _fp_table(w, realfp)
     rn = sum(r["n"] for r in realfp.values())
