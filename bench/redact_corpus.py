@@ -287,9 +287,22 @@ def load_baseline(rev: str):
     return mod
 
 
+def field_sets() -> dict:
+    """Text type → ``(texts, is_tool_output, MiB)``: the fixture transcripts' fields one by one,
+    as the hook scrubs them (one ``scrub`` per field): tool input/output, prose (prompts and
+    assistant text), and tool output JSON-escaped (a tool result that is itself JSON)."""
+    fields = list(iter_fields())
+    tools = [f.text for f in fields if f.is_tool]
+    sets = {"tool fields": (tools, True), "prose fields": ([f.text for f in fields if not f.is_tool], False),
+            "JSON-escaped tool fields": ([json.dumps(t)[1:-1] for t in tools], True)}
+    return {k: (texts, tool, sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) / (1 << 20))
+            for k, (texts, tool) in sets.items()}
+
+
 def timing_vs(baseline, runs: int) -> dict:
     """CPU and wall medians (ms) of the current and the baseline ``scrub`` over the same 1 MiB
-    of fixture tool output, runs interleaved (A, B, A, B ...) so load hits both alike."""
+    of fixture tool output, runs interleaved (A, B, A, B ...) so load hits both alike; and per
+    text type of :func:`field_sets`, the CPU best-of-``runs`` per MiB of each (interleaved too)."""
     sample = tool_output_sample(1 << 20)
     res = {}
     for mod in (redact, baseline):
@@ -302,8 +315,21 @@ def timing_vs(baseline, runs: int) -> dict:
             rows[label][0].append((time.perf_counter() - t0) * 1000)
             rows[label][1].append((time.process_time() - c0) * 1000)
     for label, (wall, cpu) in rows.items():
-        res[label] = {"median_ms": statistics.median(wall), "cpu_median_ms": statistics.median(cpu)}
+        res[label] = {"median_ms": statistics.median(wall), "cpu_median_ms": statistics.median(cpu),
+                      "cpu_best_ms": min(cpu)}
     res["ratio_cpu"] = res["current"]["cpu_median_ms"] / res["baseline"]["cpu_median_ms"]
+    res["fields"] = {}
+    for name, (texts, tool, mib) in field_sets().items():
+        best = {"current": float("inf"), "baseline": float("inf")}
+        for _ in range(max(3, runs // 3)):
+            for label, mod in (("current", redact), ("baseline", baseline)):
+                scrub = mod.scrub
+                c0 = time.process_time()
+                for t in texts:
+                    scrub(t, tool)
+                best[label] = min(best[label], (time.process_time() - c0) * 1000 / mib)
+        res["fields"][name] = {"n": len(texts), "mib": mib, "current_ms_per_mib": best["current"],
+                               "baseline_ms_per_mib": best["baseline"], "ratio": best["current"] / best["baseline"]}
     return res
 
 
@@ -398,6 +424,10 @@ def main(argv=None, out=sys.stdout) -> int:
                       f"wall median {r[label]['median_ms']:6.2f} ms\n")
         out.write(f"ratio current/baseline (CPU): {r['ratio_cpu']:.2f}; budget {BUDGET_MS:.0f} ms: "
                   f"current/budget {r['current']['cpu_median_ms'] / BUDGET_MS:.2f}\n")
+        for name, f in r["fields"].items():
+            out.write(f"{name:25s} ({f['n']} texts, {f['mib']:.2f} MiB, one scrub each): CPU best "
+                      f"{f['current_ms_per_mib']:6.1f} ms/MiB against {f['baseline_ms_per_mib']:6.1f} "
+                      f"(ratio {f['ratio']:.2f}; current/budget {f['current_ms_per_mib'] / BUDGET_MS:.2f})\n")
         for label, mod in (("current", redact), ("baseline", base)):
             _cmdline_table(out.write, label, tldr_commands.measure(mod.scrub))
         return 0

@@ -290,11 +290,21 @@ def pair_spans(b: bytes) -> list[tuple[int, int]]:
     ``domain/user:P[@target]`` (after a ``*.py`` or ``impacket-*`` program) and ``htpasswd
     -b``'s last argument. Found literal-first (``.py ``, ``impacket-``, ``htpasswd``)."""
     out = []
+    n = len(b)
     for lit in (b".py ", b"impacket-"):
         i = b.find(lit)
         while i >= 0:
-            m = _IMPACKET.match(b, b.find(b" ", i) if lit == b"impacket-" else i + 3)
+            at = b.find(b" ", i) if lit == b"impacket-" else i + 3
             i = b.find(lit, i + len(lit))
+            at = max(at, 0)  # no blank after "impacket-": the pattern is tried at the start (as match(b, -1))
+            # The argument's "/" and ":" lie on this line, the "/" before a ":": without them
+            # the lazy pattern would try every position of the line (pytest's "x.py ..." lines).
+            eol = b.find(b"\n", at)
+            eol = n if eol < 0 else eol
+            colon = b.rfind(b":", at, eol)
+            if colon < 0 or b.find(b"/", at, colon) < 0:
+                continue
+            m = _IMPACKET.match(b, at)
             if m and _plausible(m.group(1)):
                 out.append(m.span(1))
     i = b.find(b"htpasswd")

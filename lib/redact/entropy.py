@@ -89,6 +89,8 @@ _ENT_TAIL = _Lazy(rb"[A-Za-z0-9+/=_-]*")
 
 def _scan_entropy(sc: _Scan) -> None:
     b = sc.b
+    if len(b) < ENTROPY_MIN_LEN:
+        return
     window = min(len(b), MAX_SCAN_BYTES)
     cls = b[:window + 4096].translate(_ENT_CLS)
     for k, j in _runs(cls, ENTROPY_MIN_LEN, 0, window):

@@ -261,8 +261,10 @@ def _scan_keyed(sc: _Scan) -> None:
     """Keyword-anchored assignments, every keyword occurrence of the whole field."""
     low = sc.lower()
     hits = sc.kw_hits
+    find = low.find
     for kw in _KEYWORDS:
-        at = list(_finds(low, kw))
+        i = find(kw)
+        at = _finds(low, kw, i) if i >= 0 else ()  # most fields hold few keywords: no call for the rest
         hits.append((kw, at))
         if kw == b"auth":
             sc.auth_at = at
@@ -329,7 +331,7 @@ def _scan_keywords(sc: _Scan) -> None:
             if _mixed(v) and (_secretish(v) or (v.isalpha() and not _wordy(v))):
                 sc.marks.add("authorization_header")
                 break
-    for i in _finds(low, b"bearer"):
+    for i in (_finds(low, b"bearer", first) if (first := low.find(b"bearer")) >= 0 else ()):
         m = _BEARER.match(low, i)
         if m:
             v = b[m.start(1):m.end(1)]

@@ -304,36 +304,47 @@ def _scan_tokens(sc: _Scan) -> None:
     ``ya29.``/``SG.``-style anchors and split JWTs, ``/`` for webhook URLs and Google refresh
     tokens, ``:`` for Telegram bot tokens)."""
     b = sc.b
+    if len(b) < _KEYED_MIN_RUN:
+        return  # no token run
     low = sc.lower()
     by2 = _START_BY_2
     anchors_by2 = _ANCHORS_BY_2
     op_near = _OPERATOR_NEAR
     seen = _PROVIDER_SEEN
+    openers = _VALUE_OPENERS
     for m in _run_rx(_KEYED_MIN_RUN).finditer(b.translate(_TOKEN_CLS)):
         k, j = m.span()
         s = k
         if k:
-            p, c = b[k - 1], b[k]
-            if p == 92 and c in b"ntr":
-                s = k + 1  # run begins right after a JSON escape such as \n
+            p = q = b[k - 1]
+            c = b[k]
+            if p == 92:
+                if c in b"ntr":
+                    s = k + 1  # run begins right after a JSON escape such as \n
+                    q = c
             elif 48 <= c <= 57 and p in b"[;%":
                 if p == 37:
                     s = k + 2  # URL-encoded separator: %3Dghp_..., %20sk-...
+                    q = b[k + 1]
                 else:
                     sgr = _SGR.match(b, k)  # ANSI colour: ESC[32mghp_...
                     if sgr:
                         s = sgr.end()
-            if (b[s - 1] in _VALUE_OPENERS or (b[s - 1] == 116 and b[s - 2] == 92)) and op_near(b, max(0, s - 17), s):
+                        q = b[s - 1]
+            if (q in openers or (q == 116 and b[s - 2] == 92)) and op_near(b, s - 17 if s > 17 else 0, s):
                 hit = seen.get(low[s - 48 if s > 48 else 0:s])  # the verdict _provider_keyed cached, if any
                 if hit is None or hit >= 0:
                     _provider_keyed(sc, s)  # "HEROKU_API = <uuid>": a provider name before the value
-        if j - k >= 24:
+        n = j - k
+        if n >= 24:
             _inner_markers(sc, by2, k, j)  # "key-AKIA...", "prod_AKIA...", "token_ghp_..."
         key = b[s:s + 2]
         anchors = anchors_by2.get(key)
         if anchors is not None and b.startswith(anchors, s):
             _marker_at(sc, s, by2[key])
-        if j - k == 50 and _MAILGUN_NEW.fullmatch(b, k, j):
+        if n < 36:
+            pass  # the shapes below are 36 characters or more
+        elif n == 50 and _MAILGUN_NEW.fullmatch(b, k, j):
             sc.marks.add("mailgun_key")
         elif j - s == 40 and b.endswith(b"_mmk", s, j) and b[s + 6] == 95:
             sc.marks.add("maxmind_license_key")  # <6>_<29>_mmk
@@ -393,15 +404,18 @@ _WIDE_CLS = _table({_ALNUM + "_-+/=.": ord("a")}, ord(" "))
 one run of these, at least :data:`_WIDE_MIN_RUN` long."""
 _WIDE_MIN_RUN = 30
 """Shortest match of a wide marker (``whsec_`` + 24)."""
-def _wide_hits(sc: _Scan, anchor: bytes):
-    """Start of each occurrence of ``anchor`` (memchr-speed ``bytes.find`` over the whole field)
-    that lies in a run of :data:`_WIDE_CLS` bytes at least :data:`_WIDE_MIN_RUN` long. The run
+_WIDE_GATE_MAX = 64 * 1024
+"""Up to this many bytes, one translate and one run search decide whether a field holds a run of
+:data:`_WIDE_MIN_RUN` at all before the anchors' finds (11 calls); past it, the finds are
+cheaper than the translate the gate would add where no anchor occurs."""
+
+
+def _wide_hits(sc: _Scan, anchor: bytes, i: int):
+    """Start of each occurrence of ``anchor`` from ``i`` (its first one, which the caller found
+    with one ``bytes.find`` over the whole field) that lies in a run of :data:`_WIDE_CLS` bytes at least :data:`_WIDE_MIN_RUN` long. The run
     around a hit is read off one translate of the field (made on the first hit), and the last
     run is remembered, so many hits in one long run cost linear time."""
     b = sc.b
-    i = b.find(anchor)
-    if i < 0:
-        return
     cls = sc.wide_cls
     if cls is None:
         cls = sc.wide_cls = b.translate(_WIDE_CLS)
@@ -423,18 +437,30 @@ def _scan_wide(sc: _Scan) -> None:
     ``bytes.find`` (:func:`_wide_hits`: no per-run work where no anchor occurs); a hit counts
     only inside a run of :data:`_WIDE_CLS` of ≥ 30 bytes, where every match of these lies."""
     b = sc.b
+    if len(b) < _WIDE_MIN_RUN:
+        return
+    if len(b) <= _WIDE_GATE_MAX:
+        sc.wide_cls = b.translate(_WIDE_CLS)
+        if _run_rx(_WIDE_MIN_RUN).search(sc.wide_cls) is None:
+            return  # no run a wide marker could lie in (most prose, most short fields)
+    find = b.find
     for anchor, rule, rx in _FOUND_MARKERS:
-        for i in _wide_hits(sc, anchor):
+        first = find(anchor)
+        if first < 0:
+            continue  # most fields hold none: no generator for them
+        for i in _wide_hits(sc, anchor, first):
             m = rx.match(b, i)
             if m and _mixed(m.group(0)[len(anchor):]) and (_bounded(b, i) or anchor[-1] == 46):
                 sc.marks.add(rule)
                 break
-    for i in _wide_hits(sc, b".acc"):  # Authress service keys: <sc|ext|...>_<id>.<4-6>.acc_<id>.<secret>
+    first = find(b".acc")
+    for i in _wide_hits(sc, b".acc", first) if first >= 0 else ():  # Authress service keys: <sc|ext|...>_<id>.<4-6>.acc_<id>.<secret>
         m = _AUTHRESS.search(b, max(0, i - 44), min(len(b), i + 200))
         if m and m.start() < i < m.end():
             sc.marks.add("authress_key")
             break
-    for i in _wide_hits(sc, b"SG."):  # SendGrid: SG.<22>.<43>, in place (docs/security.md, Redaction)
+    first = find(b"SG.")
+    for i in _wide_hits(sc, b"SG.", first) if first >= 0 else ():  # SendGrid: SG.<22>.<43>, in place (docs/security.md, Redaction)
         sg = _bounded(b, i) and _SENDGRID.match(b, i)
         if sg and _mixed(sg.group(1)):
             sc.span(sg.start(1), sg.end(1), _P, "sendgrid_key")
@@ -444,13 +470,13 @@ def _scan_rare(sc: _Scan) -> None:
     """Markers found by a rare byte, whole field: private-key PEM headers (``-----BEGIN``),
     OpenShift tokens (``sha256~``) and Azure AD client secrets (``Q~``)."""
     b = sc.b
-    for i in _finds(b, b"-----BEGIN"):
+    for i in (_finds(b, b"-----BEGIN", first) if (first := b.find(b"-----BEGIN")) >= 0 else ()):
         if _PEM_PRIVATE.match(b, i):
             sc.marks.add("private_key")
             break
     # Azure AD client secrets: 3 chars, a digit, "Q~", 31-34 chars (dots allowed). "~" is rare,
     # so walk it with memchr; if it is not rare here, look for "Q~" instead.
-    for i in _tildes(b, sha256=True):
+    for i in _tildes(b, sha256=True) if b.find(b"~") >= 0 else ():
         if i >= 6 and b[i - 1] == 54 and b.endswith(b"sha256", i - 6, i) and _OPENSHIFT.match(b, i - 6):
             sc.marks.add("openshift_token")  # sha256~<43>: OpenShift OAuth tokens (gitleaks openshift-user-token)
         elif i >= 5 and b[i - 1] == 81 and 48 <= b[i - 2] <= 57 \

@@ -55,7 +55,7 @@ def _scan_structural(sc: _Scan) -> None:
     """URL credentials, curl -u, command-line credentials (:mod:`lib.redact.cmdline`), URL
     signatures, card numbers, SSNs (whole field)."""
     b = sc.b
-    for i in _finds(b, b"://"):
+    for i in (_finds(b, b"://", first) if (first := b.find(b"://")) >= 0 else ()):
         m = _URI_CRED.match(b, i) or _URI_CRED_SLASH.match(b, i)
         if m and not (m.re is _URI_CRED_SLASH and (_PORT_PATH.match(m.group(2)) or b"://" in m.group(2))):
             pw = m.group(2)
@@ -64,7 +64,7 @@ def _scan_structural(sc: _Scan) -> None:
                 sc.span(m.start(2), m.end(2), _P, "uri_credentials")
     low = sc.lower()
     end = 0
-    for i in _finds(low, b"curl"):
+    for i in (_finds(low, b"curl", first) if (first := low.find(b"curl")) >= 0 else ()):
         # curl -u/--user user:PASS anywhere in the command (up to 1 KiB on: continuation lines);
         # windows never overlap, so many curls cost linear time (gitleaks curl-auth-user)
         if i < end or not _bounded(low, i):
@@ -84,7 +84,7 @@ def _scan_structural(sc: _Scan) -> None:
                 sc.span(a, z, _P, "uri_credentials")
     for s, e in command_line_spans(b, low, sc.kw_hits):  # --password X, mysql -pX, docker login -p X
         sc.span(s, e, _P, "command_credentials")
-    for sm in _SIG_PARAM.finditer(low):  # one pass for sig= and signature= (literal prefix "sig")
+    for sm in (_SIG_PARAM.finditer(low, first) if (first := low.find(b"sig")) >= 0 else ()):  # one pass for sig= and signature= (literal prefix "sig")
         st = sm.start()
         if not low.endswith(_SIG_BEFORE, max(0, st - 8), st):
             continue  # a query parameter: ?sig= &sig= ;sig= ?X-Amz-Signature= &X-Goog-Signature=
@@ -93,6 +93,8 @@ def _scan_structural(sc: _Scan) -> None:
             v = b[m.start(1):m.end(1)]
             if _mixed(v) or b"%" in v:
                 sc.span(m.start(1), m.end(1), _P, "url_signature")
+    if len(b) < 11:
+        return  # the shortest card number has 13 digits, an SSN 11 characters
     cls = b.translate(_DIGIT_CLS)
     pos = 0
     search = _CARD_SHAPE.search

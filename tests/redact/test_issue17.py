@@ -9,14 +9,11 @@ import random
 import pytest
 
 from lib import redact
-from lib.envelope import Builder
 from tests.redact import public_corpus, real_text
 
 
 def _stored(**kw) -> str:
-    b = Builder(fleet_id="f", agent_id="a", runtime="claude_code", session_id="s")
-    env = b.make(kw.pop("event_type"), **kw)
-    return json.dumps([env, b.quarantine], ensure_ascii=False)
+    return public_corpus.stored(kw)
 
 
 # -- recall on the public corpus (gitleaks-derived, committed) -------------------------------
