@@ -366,17 +366,6 @@ def placements(text: str, rng: random.Random) -> list[tuple[str, dict]]:
     ]
 
 
-def stored(kwargs: dict) -> str:
-    """What the hook would write for one planted sample: the envelope (and its quarantine
-    records) as JSON, built by the real :class:`lib.envelope.Builder`."""
-    from lib.envelope import Builder
-
-    b = Builder(fleet_id="bench", agent_id="a", runtime="claude_code", session_id="s")
-    kw = dict(kwargs)
-    env = b.make(kw.pop("event_type"), **kw)
-    return json.dumps([env, b.quarantine], ensure_ascii=False)
-
-
 def _b64_forms(secret: str) -> list[str]:
     """The base64 text of ``secret`` at each of the three byte alignments it can sit at inside
     a larger encoded blob (edge characters that depend on neighbouring bytes dropped)."""
@@ -398,7 +387,6 @@ def planted_form(placement: str, secret: str) -> list[str]:
     return [secret, json.dumps(secret)[1:-1], json.dumps(json.dumps(secret)[1:-1])[1:-1]]
 
 
-
 def stored(kwargs: dict) -> str:
     """What the hook would write for one planted sample (``kwargs`` as :func:`placements` gives
     them, ``event_type`` included): the envelope and its quarantine records as JSON, built by
@@ -409,6 +397,7 @@ def stored(kwargs: dict) -> str:
     kw = dict(kwargs)
     env = b.make(kw.pop("event_type"), **kw)
     return json.dumps([env, b.quarantine], ensure_ascii=False)
+
 
 def leaked(stored: str, placement: str, secret: str) -> bool:
     """True when a :func:`planted_form` of ``secret`` appears in ``stored`` (the envelope as
