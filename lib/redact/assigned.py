@@ -24,6 +24,12 @@ from lib.redact.outcome import _P_SECRET
 from lib.redact.scan import _ALNUM, _HAS_DIGIT, _Lazy, _runs, _Scan, _table
 from lib.redact.shapes import _ANTHROPIC_ID, _case_mixed_hex, _DIGEST_PREFIXES, _ULIDS, _word_piece, _wordy
 
+CHUNK_AVG = 3.3
+"""Mixed-case pieces with few digits are random-shaped when their camelCase chunks
+(``[A-Z]?[a-z]+``, ``[A-Z]+``) average under this many letters: random mixed-case letters
+average 2.5 (95th percentile 3.3–3.4 at 20–24 characters); identifiers of words 3.5 and more
+(``getElementById``, ``CrtCrc32Checksum``), and words are also judged by
+:func:`lib.redact.shapes._wordy`."""
 MIN_PIECE = 16
 """Shortest random-shaped piece the rule takes (characters): gitleaks' ``generic-api-key`` takes
 values of 10+, secrets-patterns-db's per-provider rules 20–40; below 16, identifiers and short
@@ -45,9 +51,9 @@ gitleaks' and detect-secrets' allowlists treat lock files, digests and ids."""
 def _random_piece(v: bytes) -> bool:
     """Whether ``v`` (``[A-Za-z0-9]+``, ≥ :data:`MIN_PIECE` long) looks drawn at random: some
     letters, not all hex, entropy at least :func:`min_entropy` of its length, not made of words
-    (:func:`lib.redact.shapes._wordy`), and either 10 %+ digits in two or more groups (four or
+    (:func:`lib.redact.shapes._wordy`), and either 10 %+ digits in two or more groups (three or
     more groups are never words) or upper and lower case mixed so finely that its camelCase
-    chunks average under 2.6 letters (``ocYfVGBHDqAz2wDxbxCMzmUA``; words average 3 or more)."""
+    chunks average under :data:`CHUNK_AVG` letters (``ocYfVGBHDqAz2wDxbxCMzmUA``)."""
     n = len(v)
     letters = v.translate(None, _DIGITS)
     digits = n - len(letters)
@@ -61,14 +67,14 @@ def _random_piece(v: bytes) -> bool:
         if not upper or len(upper) == len(letters):
             return False  # one case and a number glued on: identifiers, words, "Python311"
         chunks = _CHUNK.findall(letters)
-        if len(letters) >= 2.6 * len(chunks):
+        if len(letters) >= CHUNK_AVG * len(chunks):
             return False  # camelCase words, "CrtCrc32Checksum": chunks of 3+ letters on average
         groups = 0
     chars = set(v)
     h = -sum(c / n * math.log2(c / n) for c in map(v.count, chars))
     if h < min_entropy(n):
         return False
-    return groups >= 4 or not _wordy(v)
+    return groups >= 3 or not _wordy(v)
 
 
 _DIGITS = b"0123456789"
@@ -104,10 +110,12 @@ def _name_ok(low: bytes, s: int, assignment: bool = False) -> bool:
         if k >= 0:
             lo = k + len(br)
     op = _OPERATOR_BEFORE.search(low, max(lo, s - 8), s)
-    if op is not None:  # "n=<value>": the name is what the operator assigns to, however short
+    e = -1
+    if op is not None:
         e = op.start()
         while e > lo and low[e - 1] in b" \t'\"`\\":
             e -= 1
+    if e > lo and low[e - 1] in _NAME_BYTES:  # "n=<value>": the name is what the operator assigns to
         m = _NAME_END.search(low, max(lo, e - 48), e)
         if m is None:
             return False  # "&s=<value>", "x: <value>": a one- or two-letter name

@@ -89,8 +89,8 @@ _ENT_TAIL = _Lazy(rb"[A-Za-z0-9+/=_-]*")
 
 def _scan_entropy(sc: _Scan) -> None:
     b = sc.b
-    if len(b) < ENTROPY_MIN_LEN:
-        return
+    if len(b) < 19:
+        return  # too short for an entropy run or a 3-letter name and a 16-character assigned token
     window = min(len(b), MAX_SCAN_BYTES)
     cls = b[:window + 4096].translate(_ENT_CLS)
     for k, j in _runs(cls, ENTROPY_MIN_LEN, 0, window):

@@ -47,6 +47,8 @@ POSITIVES = [
     ("avaza_token: 1729848293-{v}", _draw(HEX, 40)),
     ("pdfshift = {v}", _draw(HEX, 64)),
     ("mixedcase {v}", "c6aB8b6DA5a8421F47FD9520f01Cbaf572AFF3d7"),
+    ("storyblok_x: {v}", "ZkqTbWm4XaPvRcLnYdQeHs"),
+    ("newsapi7W{{:{v}", _draw(LOWER_DIGITS, 32)),
 ]
 
 
@@ -97,6 +99,12 @@ CLEAN = [
     "resolved \"https://registry.yarnpkg.com/lodash/-/lodash-4.17.21.tgz#679591c564c3bffaae8454cf0b3df370c3d6911c\"",
     "Go: golang.org/x/sys v0.0.0-20220412211240-33da011f77ad h1:DzZ3mr3lwo",
     "e2e: base64url sha256 utf8to16 ipv4ipv6 v1beta1 md5sha1sha256",
+    "    document.getElementById(elementId).addEventListener(handler)",
+    "    XMLHttpRequestUploadProgress: Crc64NvmeChecksumValidator",
+    '<img src="https://cdn.example/a.svg?fit=max&n=tpQvD9DKENFo4zX_&q=85&s=7a351ea1cc3d5da7a2176bf51196bc1a">',
+    "event 01HZX3K9Q7V5W2N8M4R6T1Y0PB spooled; toolu_01izP5Is4H6uXeb1dpY8zeOu done",
+    "github.com/upload/store v1.0.0 h1:XLkqdHU6SyT5NdFJc8yTSWIguJuKJTjFLyeuWTals7w=",
+    '<meta name="csrf-token" content="FFFFFfffF00fFFFFFFF-FFFFFfffFffff0FffFFF0F00Ff0fF0ff0ffF">',
 ]
 
 
