@@ -1,13 +1,16 @@
 """Redaction benchmark: recall and false-positive rate per rule family, and the 1 MiB budget.
 
 Usage: ``python bench/redact_corpus.py [--n 300] [--seed 0] [--runs 15] [--json] [--regen]
-[--baseline REV]``
+[--baseline REV] [--tuning-only] [--public-only]``
 
 Public corpus (issue #17): ``tests/redact/public_corpus.py`` — samples generated from the
-gitleaks rule set (committed, MIT) and, when a fetched copy sits in ``.cache/``, from
-secrets-patterns-db (bench time only, CC BY-SA). Each sample is planted in eight placements and
-pushed through :class:`lib.envelope.Builder` (the hook's own path to disk); recall is printed
-per family and per placement, with the held-out families apart. Real-text negatives
+gitleaks rule set (committed, MIT), when a fetched copy sits in ``.cache/`` from
+secrets-patterns-db (bench time only, CC BY-SA; half tuning, half held out by a hash of the rule
+id) and, when ``detect-secrets`` is installed, from its plugins (held out). Each sample is
+planted in eight placements and pushed through :class:`lib.envelope.Builder` (the hook's own
+path to disk); recall is printed per placement with tuning and held-out halves apart, and per
+family for tuning samples only (``--tuning-only`` leaves the held-out ones out,
+``--public-only`` prints just this table). Real-text negatives
 (``tests/redact/real_text.py``): installed packages' sources, certifi's CA certificates, SSH
 public keys, base64 of installed images, checksums, UUIDs and paths. ``--regen`` rewrites the
 committed gitleaks samples from ``.cache/gitleaks.toml``.
@@ -68,24 +71,30 @@ def stored(kwargs: dict) -> str:
 
 
 def placement_recall(samples: list[dict], seed: int) -> dict:
-    """``{"family": {fam: {placement: [n, caught]}}, "placement": {placement: [n, caught]},
-    "held_out": [n, caught], "tuned": [n, caught], "misses": {placement: [text, ...]}}``."""
+    """``{"family": {fam: {placement: [n, caught]}}, "placement": {half: {placement: [n, caught]}},
+    "held_out": [n, caught], "tuned": [n, caught], "misses": {placement: [text, ...]}}`` with
+    ``half`` ``tuned`` or ``held_out``; families and misses of tuning samples only."""
     import random
 
     rng = random.Random(f"placements:{seed}")
     fam: dict = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
-    plc: dict = collections.defaultdict(lambda: [0, 0])
+    plc = {"tuned": collections.defaultdict(lambda: [0, 0]), "held_out": collections.defaultdict(lambda: [0, 0])}
     split = {"held_out": [0, 0], "tuned": [0, 0]}
     misses: dict = collections.defaultdict(list)
     for smp in samples:
+        half = "held_out" if smp.get("held_out") else "tuned"
         for where, kw in public_corpus.placements(smp["text"], rng):
             ok = not public_corpus.leaked(stored(kw), where, smp["secret"])
-            for row in (fam[smp["family"]][where], plc[where], split["held_out" if smp.get("held_out") else "tuned"]):
+            rows = [plc[half][where], split[half]]
+            if half == "tuned":  # held-out samples count in their shares only: no family, no misses
+                rows.append(fam[smp["family"]][where])
+                if not ok and len(misses[where]) < 400:
+                    misses[where].append(f"{smp['rule']}: {smp['text'][:140]}")
+            for row in rows:
                 row[0] += 1
                 row[1] += ok
-            if not ok and not smp.get("held_out") and len(misses[where]) < 400:
-                misses[where].append(f"{smp['rule']}: {smp['text'][:140]}")
-    return {"family": {k: dict(v) for k, v in fam.items()}, "placement": dict(plc), **split, "misses": dict(misses)}
+    return {"family": {k: dict(v) for k, v in fam.items()}, "placement": {k: dict(v) for k, v in plc.items()},
+            **split, "misses": dict(misses)}
 
 
 def real_text_false_positives(max_files: int) -> dict:
@@ -335,6 +344,58 @@ def timing_vs(baseline, runs: int) -> dict:
     return res
 
 
+def public_recall(seed: int, tuning_only: bool = False) -> dict:
+    """Corpus name → :func:`placement_recall` of the public corpora available here: gitleaks
+    (committed, all tuning), secrets-patterns-db (``.cache/``; tuning and held-out halves by
+    :func:`tests.redact.public_corpus.held_out_rule`) and detect-secrets (when installed; all
+    held out). ``tuning_only`` leaves every held-out sample out (the tuning loop)."""
+    corpora = {"gitleaks": public_corpus.committed()}
+    if os.path.exists(public_corpus.SPDB_YAML):
+        corpora["secrets-patterns-db"] = public_corpus.spdb_samples(seed)
+    if not tuning_only:
+        corpora["detect-secrets (held out)"] = public_corpus.detect_secrets_samples(seed)
+    out = {}
+    for name, samples in corpora.items():
+        if tuning_only:
+            samples = [r for r in samples if not r.get("held_out")]
+        if samples:
+            out[name] = placement_recall(samples, seed)
+    return out
+
+
+def _public_table(w, public: dict, show_misses: int) -> None:
+    """Per corpus: recall per placement, tuning and held-out halves apart; per family worst
+    first and the first misses (tuning samples only)."""
+    for name, res in public.items():
+        w(f"public corpus {name}: recall per placement (secret absent from the stored envelope)\n")
+        halves = [h for h in ("tuned", "held_out") if res[h][0]]
+        w(f"  {'placement':14s} " + " ".join(f"{h:>23s}" for h in halves) + "\n")
+        for where in public_corpus.PLACEMENTS:
+            cells = []
+            for h in halves:
+                n, c = res["placement"][h].get(where, [0, 0])
+                cells.append(f"{c:6d}/{n:<6d} {c / max(n, 1):7.2%} {'OK' if c >= RECALL_BUDGET * n else 'UNDER':5s}")
+            w(f"  {where:14s} " + " ".join(cells) + "\n")
+        for h in halves:
+            n, c = res[h]
+            w(f"  {h:14s} {c:6d}/{n:<6d} {c / n:7.2%}\n")
+        if not res["family"]:
+            w("\n")
+            continue
+        w("  per family, tuning samples (placements caught / planted), worst first:\n  ")
+        fams = sorted(res["family"].items(), key=lambda kv: sum(c for _, c in kv[1].values()) / max(1, sum(n for n, _ in kv[1].values())))
+        cells = []
+        for f, rows in fams:
+            n = sum(r[0] for r in rows.values())
+            c = sum(r[1] for r in rows.values())
+            cells.append(f"{f} {c / n:.0%}")
+        w("\n  ".join(", ".join(cells[i:i + 8]) for i in range(0, len(cells), 8)) + "\n")
+        for where, ms in res["misses"].items():
+            for m in ms[:show_misses]:  # tuning samples only: held-out misses are never shown
+                w(f"      miss {where}: {m!r}\n")
+        w("\n")
+
+
 def _fp_table(w, cats: dict) -> None:
     for cat, row in sorted(cats.items()):
         w(f"  {cat:32s} {row['fp']:6d}/{row['n']:<7d} {row['rate']:7.3%}  {row['rules'] or ''}\n")
@@ -361,6 +422,8 @@ def main(argv=None, out=sys.stdout) -> int:
     ap.add_argument("--baseline", metavar="REV", help="also time the redactor of git revision REV, interleaved, and exit")
     ap.add_argument("--files", type=int, default=600, help="site-packages .py files read for negatives")
     ap.add_argument("--show-misses", type=int, default=3, help="misses printed per placement (tuned families only)")
+    ap.add_argument("--tuning-only", action="store_true", help="leave the held-out halves out (while tuning)")
+    ap.add_argument("--public-only", action="store_true", help="print the public corpora's table only, and exit")
     args = ap.parse_args(argv)
     if args.regen:
         return regen()
@@ -379,10 +442,10 @@ def main(argv=None, out=sys.stdout) -> int:
         for label, mod in (("current", redact), ("baseline", base)):
             _cmdline_table(out.write, label, tldr_commands.measure(mod.scrub))
         return 0
-    public = {"gitleaks": placement_recall(public_corpus.committed(), args.seed)}
-    if os.path.exists(public_corpus.SPDB_YAML):
-        spdb = [dict(r, held_out=True) for r in public_corpus.generate(public_corpus.spdb_rules(), 2, args.seed)]
-        public["secrets-patterns-db (all held out)"] = placement_recall(spdb, args.seed)
+    public = public_recall(args.seed, args.tuning_only)
+    if args.public_only:
+        _public_table(out.write, public, args.show_misses)
+        return 0
     realfp = real_text_false_positives(args.files)
     rec = recall(args.n, args.seed)
     lim = known_limits(args.n, args.seed)
@@ -396,28 +459,7 @@ def main(argv=None, out=sys.stdout) -> int:
         return 0 if tim["within_budget"] else 1
     w = out.write
     _cmdline_table(w, "current", cmdline)
-    for name, res in public.items():
-        w(f"public corpus {name}: recall per placement (secret absent from the stored envelope)\n")
-        for where in public_corpus.PLACEMENTS:
-            n, c = res["placement"].get(where, [0, 0])
-            w(f"  {where:14s} {c:6d}/{n:<6d} {c / max(n, 1):7.2%}  {'OK' if c >= RECALL_BUDGET * n else 'UNDER'}\n")
-        for k in ("tuned", "held_out"):
-            n, c = res[k]
-            if n:
-                w(f"  {k:14s} {c:6d}/{n:<6d} {c / n:7.2%}\n")
-        w("  per family (placements caught / planted), worst first:\n  ")
-        fams = sorted(res["family"].items(), key=lambda kv: sum(c for _, c in kv[1].values()) / max(1, sum(n for n, _ in kv[1].values())))
-        cells = []
-        for f, rows in fams:
-            n = sum(r[0] for r in rows.values())
-            c = sum(r[1] for r in rows.values())
-            cells.append(f"{f} {c / n:.0%}")
-        w("\n  ".join(", ".join(cells[i:i + 8]) for i in range(0, len(cells), 8)) + "\n")
-        for where, ms in res["misses"].items():
-            shown = ms[:args.show_misses]  # tuned samples only: held-out misses are never shown
-            for m in shown:
-                w(f"      miss {where}: {m!r}\n")
-        w("\n")
+    _public_table(w, public, args.show_misses)
     w("false positives on real text (text changed by scrub, tool-output mode)\n")
     _fp_table(w, realfp)
     rn = sum(r["n"] for r in realfp.values())

@@ -281,7 +281,7 @@ def _lone_macro(line: bytes) -> bool:
         return False
     rest = s[j:].lstrip(b" \t")
     return (rest[:1] == b"(" and rest.rstrip(b" \t").endswith(b")")
-            and not any(c in rest for c in (b";", b"{", b"}")))
+            and rest.find(b";") < 0 and rest.find(b"{") < 0 and rest.find(b"}") < 0)
 
 
 def _caps_specifier(line: bytes) -> tuple | None:

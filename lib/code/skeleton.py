@@ -14,7 +14,8 @@ The scan skips comments, string and character literals (per language: :data:`LEX
 A ``{`` opens a function body when its header — the text since the previous ``; { }``,
 comments removed — has a ``)`` (parameters) and no type word (``class``, ``struct``,
 ``impl``, ``record``, ``namespace``, ``new``…, :data:`TYPE_WORDS`; in C# only before the
-first ``(``, as ``where T : class`` constrains a method). A body is kept whole (parsed) when
+first ``(`` outside attribute lists, as ``where T : class`` constrains a method and
+``[A(x)] interface I`` declares a type). A body is kept whole (parsed) when
 its interior may hold a definition the backend lists there (:func:`_keeps`): Java's local and
 anonymous classes, Rust's nested items, C#'s local functions, TypeScript's and JavaScript's
 nested named functions, classes and object-literal methods. C, C++ and Go list nothing
@@ -231,7 +232,7 @@ def _is_body(language: str, data: bytes, brace: int, floor: int, in_enum: bool =
 def _unbracketed(text: bytes) -> bytes:
     """``text`` without its ``[…]`` groups (nested ones included; an unclosed ``[`` runs to the
     end): C#'s attribute lists, whose arguments are no parameter list."""
-    if b"[" not in text:
+    if text.find(b"[") < 0:
         return text
     out, depth, pos, i = [], 0, 0, 0
     find = text.find
@@ -257,7 +258,7 @@ def _unbracketed(text: bytes) -> bytes:
 def _cut(text: bytes, marker: bytes, skip) -> bytes:
     """``text`` with each span that starts at a ``marker`` and that ``skip(text, at)`` ends
     (the index past it, or ``at + 1`` when the marker starts nothing) replaced by a space."""
-    if marker not in text:
+    if text.find(marker) < 0:  # not `in`: `bytes in bytes` tries the needle as an int first, and raises
         return text
     out, i, n = [], 0, len(text)
     while i < n:

@@ -193,7 +193,11 @@ def tidy_header(text: str) -> str:
     """Whitespace of a multi-line header collapsed to one line: runs of whitespace become one
     space, none after an opening or before a closing bracket, no trailing comma before a
     closing bracket; trailing ``=> -> ( { , ; : =`` stripped."""
-    sig = " ".join(text.split())
+    return _tidy_collapsed(" ".join(text.split()))
+
+
+def _tidy_collapsed(sig: str) -> str:
+    """:func:`tidy_header` of a header whose whitespace runs are already single spaces."""
     for old, new in (("( ", "("), ("[ ", "["), (", )", ")"), (", ]", "]"), (" )", ")"), (" ]", "]")):
         if old in sig:
             sig = sig.replace(old, new)
@@ -273,7 +277,8 @@ def header_signature(spec, data: bytes, backend, types: frozenset = _ALL_HEADER_
         pieces.append(tidy_header_piece(data, child.start_byte, child.end_byte, child, backend))
         pos = child.end_byte
     pieces.append(tidy_header_piece(data, pos, end, top, backend, strip=False))
-    sig = tidy_header(" ".join(p for p in pieces if p))
+    # one piece is already collapsed (tidy_header_piece): only the brackets and the tail are left
+    sig = _tidy_collapsed(pieces[0]) if len(pieces) == 1 else tidy_header(" ".join(p for p in pieces if p))
     return _cap(sig, SIGNATURE_CAP) or None
 
 
@@ -287,11 +292,21 @@ def _decorator_children(top, node):
     return out
 
 
+_ANY_COMMENT_OPENER = (b"//", b"/*", b"#", b"--")
+_COMMENT_OPENERS = {"//": (b"//", b"/*")}
+"""What every comment starts with, by ``Backend.comment_prefix``: a header piece without one has
+no comment node to cut (a Rust ``#[…]`` attribute is none); other languages look for any."""
+
+
 def tidy_header_piece(data: bytes, start: int, end: int, top, backend, strip: bool = True) -> str:
     """Source ``[start, end)`` with comment nodes under ``top`` removed and whitespace collapsed;
     a decorator piece (``strip``) is capped at :data:`DECORATOR_CAP`."""
     raw = data[start:end]
-    if b"//" in raw or b"/*" in raw or b"#" in raw or b"--" in raw:
+    # bytes.find, not `in`: `bytes in bytes` first tries the needle as an int and raises inside
+    find = raw.find
+    for opener in _COMMENT_OPENERS.get(backend.comment_prefix, _ANY_COMMENT_OPENER):
+        if find(opener) < 0:
+            continue
         cuts = _comment_ranges(top, start, end, backend.comments)
         if cuts:
             parts, pos = [], start
@@ -301,6 +316,7 @@ def tidy_header_piece(data: bytes, start: int, end: int, top, backend, strip: bo
                     pos = b
             parts.append(data[pos:end])
             raw = b" ".join(parts)
+        break
     piece = " ".join(raw.decode("utf-8", "replace").split())
     return _cap(piece, DECORATOR_CAP) if strip else piece
 

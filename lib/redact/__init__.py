@@ -29,7 +29,11 @@ severity (the rule names below are the ``rules_fired`` names; docs/security.md, 
    text: runs of ``[A-Za-z0-9+/=_-]`` of ≥ 32 characters that look random
    (:mod:`lib.redact.entropy`), replaced in place — unless kept clean (:mod:`lib.redact.kept`):
    an OpenSSH public key, a line of a certificate/public-key PEM block, base64 that decodes to
-   binary data in a wrapped block or to text the rules find clean, or a file path.
+   binary data in a wrapped block or to text the rules find clean, or a file path. In the same
+   window, **assigned tokens** (:mod:`lib.redact.assigned`): a ``[A-Za-z0-9_-]`` run of ≥ 16
+   characters that is random-shaped (digits in several groups or finely mixed case, entropy near
+   the most its length allows, not words), or 32+ hex after an operator, where any name sits
+   within 40 bytes before it and does not say checksum, hash, digest, commit, id or version.
 
 A path denylist (:func:`denied_path`, :func:`denied_in_command`) withholds both input and
 result of a tool call that touches a credential file (reference bug 12.2 #8).
@@ -38,8 +42,8 @@ result of a tool call that touches a credential file (reference bug 12.2 #8).
 runs the rules in order over one value (and :func:`scrub_deep` over a JSON-like value);
 :mod:`~lib.redact.providers` provider tokens by their documented shapes (rules 1 and 3);
 :mod:`~lib.redact.keyed` keyword-anchored rules; :mod:`~lib.redact.structural` structural spans;
-:mod:`~lib.redact.cmdline` command-line credentials; :mod:`~lib.redact.entropy` generic
-detection; :mod:`~lib.redact.kept` the kept-clean classes; :mod:`~lib.redact.shapes` the shape
+:mod:`~lib.redact.cmdline` command-line credentials; :mod:`~lib.redact.entropy` and
+:mod:`~lib.redact.assigned` generic detection; :mod:`~lib.redact.kept` the kept-clean classes; :mod:`~lib.redact.shapes` the shape
 judgements they share (words, paths, placeholders); :mod:`~lib.redact.confusables` lookalike
 folding; :mod:`~lib.redact.denylist` the credential-file denylist; :mod:`~lib.redact.outcome`
 outcomes and placeholders; :mod:`~lib.redact.scan` the byte scan they all work on. This package
@@ -82,9 +86,9 @@ constant per rule (``[ctxlake:redacted]``, ``[ctxlake:redacted-card]`` ...) and 
 placeholder carries the sha256 of the whole original value, so the same secret always yields the
 same placeholder and a placeholder never contains the secret.
 
-**Precision trades** (each tested in ``tests/redact/``): pure-hex runs are never entropy hits
-(git SHAs, digests, lock-file checksums are hex; hex API keys are caught only by a marker or a
-keyed assignment); UUIDs, ULIDs, Anthropic ``msg_``/``toolu_`` ids, ``sha512-`` integrity
+**Precision trades** (each tested in ``tests/redact/``): pure-hex runs in one case are never
+entropy hits (git SHAs, digests, lock-file checksums are hex; hex API keys are caught only by a
+marker, a keyed assignment or an assigned token after a name that does not call it data); UUIDs, ULIDs, Anthropic ``msg_``/``toolu_`` ids, ``sha512-`` integrity
 strings, go.sum ``h1:`` hashes and image payloads (``data:image/...;base64,`` and raw PNG/JPEG/
 GIF/WebP base64) stay clean; runs made of words (paths, identifiers, test names) stay clean;
 password assignments whose value is letters only (``changeme``, ``your_password_here``) stay

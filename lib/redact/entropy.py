@@ -11,8 +11,9 @@ import math
 
 from lib.redact.outcome import _P_SECRET
 from lib.redact.scan import _ALNUM, _HAS_DIGIT, _Lazy, _mixed, _runs, _Scan, _table
-from lib.redact.shapes import _DIGEST_PREFIXES, _wordy
+from lib.redact.shapes import _ANTHROPIC_ID, _case_mixed_hex, _DIGEST_PREFIXES, _ULIDS, _wordy
 from lib.redact.kept import _kept
+from lib.redact.assigned import _scan_assigned
 
 
 ENTROPY_MIN_LEN = 32
@@ -37,8 +38,6 @@ def shannon_entropy(s) -> float:
     n = len(s)
     return -sum(c / n * math.log2(c / n) for c in (s.count(ch) for ch in set(s)))
 _ENT_CLS = _table({_ALNUM + "+/=_-": ord("a")}, ord(" "))  # entropy runs (docs/design.md §7)
-_ULIDS = _Lazy(rb"(?:[a-z]+_)?[0-7][0-9A-HJKMNP-TV-Z]{25}(?:[_-](?:[a-z]+_)?[0-7][0-9A-HJKMNP-TV-Z]{25})*")
-_ANTHROPIC_ID = _Lazy(rb"(?:[a-z]+_)?(?:msg|toolu|srvtoolu|req|msgbatch|file)_01[A-Za-z0-9]{20,30}")
 _IMAGE_MAGIC = (b"iVBORw0KGgo", b"/9j/", b"R0lGOD", b"UklGR", b"PHN2Zy", b"AAAAIGZ0eXB", b"AAAAHGZ0eXB")
 _DATA_URI = _Lazy(rb"data:(?:image|font|audio|video)/[A-Za-z0-9.+-]+;base64,$")
 _SEQUENCES = (b"abcdefgh", b"ABCDEFGH", b"01234567", b"zyxwvuts", b"ZYXWVUTS")
@@ -56,14 +55,16 @@ def _entropy_secret(b: bytes, s: int, e: int) -> bool:
     """Decide whether the run ``b[s:e]`` (>= 32 chars of ``[A-Za-z0-9+/=_-]``) is a secret.
 
     Clean: fewer than 19 distinct characters (entropy <= log2(18) = 4.17 < both thresholds),
-    pure hex and UUID-ish (SHAs, digests), ``sha512-``/``sha256=`` integrity strings, go.sum
+    pure hex and UUID-ish (SHAs, digests) unless its letters mix cases (:func:`_case_mixed_hex`), ``sha512-``/``sha256=`` integrity strings, go.sum
     ``h1:`` hashes, image payloads, ULIDs, Anthropic ids, alphabet literals and runs of words.
     Otherwise a secret if its entropy is >= 4.5 bits/char, or >= 4.2 when it mixes letters and
     digits (random tokens of 32–40 chars sit around 4.5). Cheap checks run first.
     """
     run = b[s:e]
     chars = set(run)
-    if len(chars) <= 18 or chars <= _HEX_DASH:
+    if chars <= _HEX_DASH:
+        return _case_mixed_hex(chars) and not _ULIDS.fullmatch(run)
+    if len(chars) <= 18:
         return False
     if run.startswith(_INTEGRITY_PREFIXES) or b.endswith(_DIGEST_PREFIXES, max(0, s - 8), s):
         return False  # lock files, wheel RECORD, SRI, go.sum "h1:", "sha256:" digests
@@ -107,3 +108,4 @@ def _scan_entropy(sc: _Scan) -> None:
                     sc.span(m.start(), m.end(), _P_SECRET, "high_entropy_run")
         elif j - s >= ENTROPY_MIN_LEN and _entropy_secret(b, s, j) and not _kept(sc, s, j):
             sc.span(s, j, _P_SECRET, "high_entropy_run")
+    _scan_assigned(sc, window)  # random-shaped values after a name (lib/redact/assigned.py)

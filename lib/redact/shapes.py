@@ -11,6 +11,10 @@ from lib.redact.scan import _Lazy
 
 _HEX = re.compile(rb"[0-9a-fA-F]+")
 _ANTHROPIC_ID_IN = _Lazy(rb"(?:msg|toolu|srvtoolu|req|msgbatch|file)_01[A-Za-z0-9]{20,30}")
+_ANTHROPIC_ID = _Lazy(rb"(?:[a-z]+_)?(?:msg|toolu|srvtoolu|req|msgbatch|file)_01[A-Za-z0-9]{20,30}")
+_ULIDS = _Lazy(rb"(?:[a-z]+_)?[0-7][0-9A-HJKMNP-TV-Z]{25}(?:[_-](?:[a-z]+_)?[0-7][0-9A-HJKMNP-TV-Z]{25})*")
+"""Ids that look random and are not secrets: Anthropic message / tool-use ids and ULIDs (one,
+or several joined by ``_``/``-``)."""
 _CHUNK = _Lazy(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _PIECES = _Lazy(rb"[/_+=.-]+")
 _CONSONANTS5 = _Lazy(rb"[b-df-hj-np-tv-xzB-DF-HJ-NP-TV-XZ]{5,}")
@@ -55,6 +59,15 @@ def _wordy(run: bytes) -> bool:
     return True
 
 
+def _case_mixed_hex(chars: set) -> bool:
+    """Hex digits in both cases, at least four of each (``c6aB8b6DA5a8421F47FD...``): no digest,
+    SHA or id is printed so (each encoder writes one case), so the run is a random token drawn
+    from ``[0-9a-fA-F]`` (gitleaks ``sourcegraph-access-token``), not a checksum."""
+    return len(chars & _HEX_UPPER) >= 4 and len(chars & _HEX_LOWER) >= 4
+
+
+_HEX_UPPER = frozenset(b"ABCDEF")
+_HEX_LOWER = frozenset(b"abcdef")
 _LETTER_WORDS = _Lazy(rb"[A-Za-z]+(?:[-_. ][A-Za-z]+)*[-_.]?")
 _SAME_CHAR = _Lazy(rb"(.)\1+")
 

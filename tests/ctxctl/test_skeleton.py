@@ -58,6 +58,19 @@ def test_python_outline_of_the_skeleton_parse_equals_the_full_parse_on_installed
     assert languages._parse_skeleton("python", "python", data), "the skeleton parse was used"
 
 
+def test_a_csharp_interface_after_an_attribute_with_arguments_keeps_its_members():
+    """AutoMapper's InternalApi.cs (tests/fixtures/NOTICE.md): ``[EditorBrowsable(…)]`` before
+    ``public interface IGlobalConfiguration`` once made the scan take the interface's members
+    for a function body, so the outline silently lost 52 of them."""
+    path = os.path.join(FIXTURES, "heldout", "automapper_InternalApi.cs")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    full, outline = languages.parse(path, data), languages.parse(path, data, skip_bodies=True)
+    assert full.errors == 0
+    assert rows(outline) == rows(full)
+    assert len(rows(outline)) > 52
+
+
 def test_real_files_leave_most_of_their_bodies_out():
     """The point of the design: the parse reads a fraction of these files."""
     for name in ("libuv_core.c", "zap_json_encoder.go", "serde_json_read.rs", "ky_Ky.ts",

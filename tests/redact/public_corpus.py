@@ -9,16 +9,24 @@ not choose:
   ``tests/fixtures/NOTICE.md``), so tests and CI need no network. ``bench/redact_corpus.py
   --regen`` rebuilds the file from a fetched copy at ``.cache/gitleaks.toml``.
 * **secrets-patterns-db** (``db/rules-stable.yml``, CC BY-SA 4.0, not committed): read at
-  bench time from ``.cache/secrets-patterns-db-rules-stable.yml`` when present; wholly held out.
+  bench time from ``.cache/secrets-patterns-db-rules-stable.yml`` when present. Split by
+  :func:`held_out_rule` (a stable hash of the rule id): about half is tuning material, the
+  other half is held out.
+* **detect-secrets** (Yelp/detect-secrets 1.5.0 on PyPI, Apache-2.0): its plugins' regexes,
+  read from the installed package at bench time when it is installed (``pip install
+  detect-secrets==1.5.0``); wholly held out (:func:`detect_secrets_samples`).
 
 A sample is drawn from a rule's regex with ``exrex`` and kept only where the rule itself reports
 it: its own regex matches the sample, and the secret group's Shannon entropy reaches the rule's
-``entropy`` (gitleaks' own acceptance test). Families are the rule id's first word (``aws``,
-``github``, ``generic``). Every gitleaks family has been looked at while the rules were tuned
-(the one-in-five split of the first round was opened in the second); the **held-out** corpus is
-secrets-patterns-db (``db/rules-stable.yml`` of mazen160/secrets-patterns-db at commit 24984df,
-byte-identical to the fetched repository), never looked at while tuning: the bench prints its
-share caught and no examples of its misses.
+``entropy`` (gitleaks' own acceptance test); a detect-secrets sample only where that scanner's
+own ``scan_line`` (default plugins and filters, no verification) reports it. Families are the
+rule id's first word (``aws``, ``github``, ``generic``). Every gitleaks family has been looked
+at while the rules were tuned (the one-in-five split of the first round was opened in the
+second). secrets-patterns-db (``db/rules-stable.yml`` of mazen160/secrets-patterns-db at commit
+24984df, byte-identical to the fetched repository) was wholly held out until the third round,
+which opened the half :func:`held_out_rule` calls tuning; the other half and the detect-secrets
+corpus are **held out**: never looked at while tuning, the bench prints their share caught per
+placement and no family figures or examples of their misses.
 
 :func:`placements` plants one sample in the eight places the issue names (prompt, assistant text,
 Bash command, tool output, Edit text, file path, JSON-escaped output, base64 output) as the hook
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import hashlib
 import json
 import math
 import os
@@ -152,7 +161,11 @@ def gitleaks_rules(path: str = GITLEAKS_TOML) -> list[dict]:
 
 
 def spdb_rules(path: str = SPDB_YAML) -> list[dict]:
-    """High-confidence rules of secrets-patterns-db (same shape as :func:`gitleaks_rules`)."""
+    """High-confidence rules of secrets-patterns-db (same shape as :func:`gitleaks_rules`),
+    less those whose pattern draws one fixed string (``gitlab_private_token``, ``ssh-rsa``,
+    ``BEGIN RSA PRIVATE KEY``): such a rule finds where a secret is named, not a secret, and
+    redacting the name itself would change every line that mentions it."""
+    import exrex
     import yaml
 
     with open(path) as fh:
@@ -164,11 +177,112 @@ def spdb_rules(path: str = SPDB_YAML) -> list[dict]:
             continue
         try:
             re.compile(p["regex"])
-        except re.error:
+            if exrex.count(for_generation(p["regex"]), limit=2) <= 1:
+                continue
+        except Exception:  # a pattern Python cannot compile, or exrex cannot count
             continue
         out.append({"id": p["name"], "regex": p["regex"], "entropy": 0.0, "secret_group": "last",
                     "allow": [], "stopwords": []})
     return out
+
+
+def held_out_rule(rule_id: str) -> bool:
+    """Whether a secrets-patterns-db rule is in the held-out half: the first byte of the SHA-256
+    of its id is odd (stable across runs, machines and rule-file orderings; ~50 %)."""
+    return hashlib.sha256(rule_id.encode()).digest()[0] & 1 == 1
+
+
+def spdb_samples(seed: int, per_rule: int = 2) -> list[dict]:
+    """Samples of secrets-patterns-db, each flagged ``held_out`` by :func:`held_out_rule`."""
+    return [dict(r, held_out=held_out_rule(r["rule"])) for r in generate(spdb_rules(), per_rule, seed)]
+
+
+_LOOKAROUND = re.compile(r"\(\?<?[=!](?:[^()\\]|\\.|\([^()]*\))*\)")
+
+
+def detect_secrets_rules() -> list[dict]:
+    """The regexes of the installed detect-secrets' plugins (``[{id, regex, group, flags}]``;
+    ``[]`` when it is not installed): each ``RegexBasedDetector``'s ``denylist``, the high-entropy
+    plugins' quoted-string regex, and the ``KeywordDetector``'s assignment regexes (quotes
+    required and config-file sets, with the group that holds the value). ``IPPublicDetector`` is
+    left out: a public IP address is not a credential (docs/security.md, Redaction)."""
+    try:
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        from detect_secrets.plugins import keyword
+    except ImportError:
+        return []
+    out = []
+    for cls in sorted(get_mapping_from_secret_type_to_class().values(), key=lambda c: c.__name__):
+        name = cls.__name__.replace("Detector", "")
+        if name == "IPPublic":
+            continue
+        if name == "Keyword":
+            pats = [(rx, g) for table in (keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
+                                          keyword.CONFIG_DENYLIST_REGEX_TO_GROUP) for rx, g in table.items()]
+        elif hasattr(cls, "denylist"):
+            pats = [(rx, None) for rx in cls.denylist]
+        else:
+            pats = [(cls().regex, 2)]  # high-entropy strings: (['"])(...)(\1)
+        for n, (rx, g) in enumerate(dict.fromkeys(pats)):
+            out.append({"id": f"{name.lower()}-{n}", "regex": rx.pattern, "flags": rx.flags, "group": g})
+    return out
+
+
+def detect_secrets_samples(seed: int, per_rule: int = 6, tries: int = 60) -> list[dict]:
+    """Samples drawn from :func:`detect_secrets_rules` (all ``held_out``), each kept only where
+    detect-secrets' own ``scan_line`` (default plugins and filters, verification off: no
+    network) reports a secret inside the drawn text. The secret is the longest value it reports
+    (or the whole match when that is a bare prefix such as GitHub's ``ghp``)."""
+    rules = detect_secrets_rules()
+    if not rules:
+        return []
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import default_settings, get_settings
+
+    state = random.getstate()
+    random.seed(seed)
+    out = []
+    try:
+        with default_settings():
+            get_settings().disable_filters("detect_secrets.filters.common.is_ignored_due_to_verification_policies")
+            for r in rules:
+                rx = re.compile(r["regex"], r["flags"])
+                gen = for_generation(_LOOKAROUND.sub("", r["regex"]))
+                got, seen = 0, set()
+                for text in _draws(gen, tries, 48, lambda: got < per_rule):
+                    m = rx.search(text)
+                    if not m or "\n" in text or "\r" in text or "\v" in text:
+                        continue
+                    found = [s.secret_value for s in scan_line(text) if s.secret_value and s.secret_value in m.group(0)]
+                    if not found:
+                        continue
+                    secret = max(found, key=len)
+                    if len(secret) < 8:
+                        secret = m.group(r["group"]) if r["group"] else m.group(0).strip(" \t=:\"'")
+                    if len(secret.strip()) < 6 or secret in seen:
+                        continue
+                    seen.add(secret)
+                    got += 1
+                    out.append({"rule": r["id"], "family": family(r["id"]), "text": text, "secret": secret,
+                                "held_out": True})
+    finally:
+        random.setstate(state)
+    return out
+
+
+def _draws(gen: str, tries: int, limit: int, wanted):
+    """Up to ``tries`` strings drawn by ``exrex`` from ``gen`` (repeats capped at ``limit``),
+    each only while ``wanted()`` is true (so the seeded draws do not depend on how a caller
+    loops); stops at the first construct exrex cannot draw (lookarounds)."""
+    import exrex
+
+    for _ in range(tries):
+        if not wanted():
+            return
+        try:
+            yield exrex.getone(gen, limit=limit)
+        except Exception:
+            return
 
 
 def generate(rules: list[dict], per_rule: int, seed: int, tries: int = 40) -> list[dict]:
@@ -176,7 +290,6 @@ def generate(rules: list[dict], per_rule: int, seed: int, tries: int = 40) -> li
 
     Deterministic for a given ``seed`` (exrex draws from :mod:`random`). Patterns are matched
     with ``re.ASCII`` (Go's classes are ASCII) and drawn from :func:`for_generation`."""
-    import exrex
 
     state = random.getstate()
     random.seed(seed)
@@ -186,13 +299,7 @@ def generate(rules: list[dict], per_rule: int, seed: int, tries: int = 40) -> li
             rx = re.compile(r["regex"], re.ASCII)
             gen = for_generation(r["regex"])
             got, seen = 0, set()
-            for _ in range(tries):
-                if got >= per_rule:
-                    break
-                try:
-                    text = exrex.getone(gen, limit=24)
-                except Exception:  # exrex cannot draw some constructs (lookarounds)
-                    break
+            for text in _draws(gen, tries, 24, lambda: got < per_rule):
                 m = rx.search(text)
                 if not m:
                     continue
