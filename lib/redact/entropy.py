@@ -89,9 +89,10 @@ _ENT_TAIL = _Lazy(rb"[A-Za-z0-9+/=_-]*")
 
 def _scan_entropy(sc: _Scan) -> None:
     b = sc.b
-    if len(b) < ENTROPY_MIN_LEN:
-        return
     window = min(len(b), MAX_SCAN_BYTES)
+    if len(b) < ENTROPY_MIN_LEN:
+        _scan_assigned(sc, window)  # no entropy run fits; the assigned rule's runs are shorter
+        return
     cls = b[:window + 4096].translate(_ENT_CLS)
     for k, j in _runs(cls, ENTROPY_MIN_LEN, 0, window):
         if j == len(cls) < len(b):
