@@ -59,17 +59,6 @@ RECALL_BUDGET = 0.99
 FP_BUDGET = 0.001
 
 
-def stored(kwargs: dict) -> str:
-    """What the hook would write for one planted sample: the envelope (and its quarantine
-    records) as JSON, built by the real :class:`lib.envelope.Builder`."""
-    from lib.envelope import Builder
-
-    b = Builder(fleet_id="bench", agent_id="a", runtime="claude_code", session_id="s")
-    kw = dict(kwargs)
-    env = b.make(kw.pop("event_type"), **kw)
-    return json.dumps([env, b.quarantine], ensure_ascii=False)
-
-
 def placement_recall(samples: list[dict], seed: int) -> dict:
     """``{"family": {fam: {placement: [n, caught]}}, "placement": {half: {placement: [n, caught]}},
     "held_out": [n, caught], "tuned": [n, caught], "misses": {placement: [text, ...]}}`` with
@@ -84,7 +73,7 @@ def placement_recall(samples: list[dict], seed: int) -> dict:
     for smp in samples:
         half = "held_out" if smp.get("held_out") else "tuned"
         for where, kw in public_corpus.placements(smp["text"], rng):
-            ok = not public_corpus.leaked(stored(kw), where, smp["secret"])
+            ok = not public_corpus.leaked(public_corpus.stored(kw), where, smp["secret"])
             rows = [plc[half][where], split[half]]
             if half == "tuned":  # held-out samples count in their shares only: no family, no misses
                 rows.append(fam[smp["family"]][where])

@@ -282,7 +282,11 @@ def is_ctxlake_answer(env: dict) -> bool:
     ``ctxlake``, or the tool name joins ``ctxlake`` and one of :data:`lib.mcp_tools.TOOL_NAMES`:
     ``mcp__ctxlake__fleet_history``). Its result is the fleet's memory served back — other
     agents' handoff notes, lease reasons, claims — so it is never evidence: citing it would let an
-    agent launder its own text through another agent's session (issue #17 red team)."""
+    agent launder its own text through another agent's session (issue #17 red team). So is an
+    event whose text holds the briefing's fence (:data:`lib.briefing.FENCE_OPEN`): a runtime that
+    records the injected SessionStart context in what it captures (Hermes keeps it in its
+    ``api_content``) would otherwise hand other agents' summaries back as this agent's event."""
+    from lib.briefing import FENCE_OPEN
     from lib.install.commands import MCP_NAME
     from lib.mcp_tools import TOOL_NAMES
 
@@ -290,7 +294,7 @@ def is_ctxlake_answer(env: dict) -> bool:
     if str(tool.get("mcp_server") or "").lower() == MCP_NAME:
         return True
     name = str(tool.get("name") or "").lower()
-    return MCP_NAME in name and name.endswith(TOOL_NAMES)
+    return (MCP_NAME in name and name.endswith(TOOL_NAMES)) or FENCE_OPEN in event_text(env)
 
 
 def load_tally(path: str | None) -> dict:

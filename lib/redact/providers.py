@@ -29,6 +29,9 @@ _TOKEN_CLS = _table({_ALNUM + "_-": ord("a")}, ord(" "))   # provider-token runs
 
 _B64U = rb"[A-Za-z0-9_-]"
 _END = rb"(?![A-Za-z0-9_-])"
+_END_ALNUM = rb"(?![A-Za-z0-9])"
+"""End of an AWS key id: no letter or digit follows; a ``-`` or ``_`` may (Claude Code's project
+folder spells a cwd's ``/`` as ``-``: ``-tmp-AKIA…-x``)."""
 
 # The last field asks for a token-shaped tail (_mixed: letters and digits, or both cases). Every
 # provider tail below is random base62/base64/hex, so it always is; "sk-ant-admin01-your_token"
@@ -54,10 +57,10 @@ _START_MARKERS = [
     (b"whsec_", "stripe_webhook_secret", rb"whsec_[A-Za-z0-9+/]{24,}", True),
     # AWS access key ids (AKIA long-term, ASIA STS, ABIA/ACCA service). AIDA/AROA/AGPA/ANPA are
     # principal ids printed by `aws sts get-caller-identity`, not credentials: left clean.
-    (b"AKIA", "aws_access_key_id", rb"AKIA[A-Z0-9]{16}" + _END, False),
-    (b"ABIA", "aws_access_key_id", rb"ABIA[A-Z2-7]{16}" + _END, False),
-    (b"ACCA", "aws_access_key_id", rb"ACCA[A-Z2-7]{16}" + _END, False),
-    (b"ASIA", "aws_session_key_id", rb"ASIA[A-Z0-9]{16}" + _END, False),
+    (b"AKIA", "aws_access_key_id", rb"AKIA[A-Z0-9]{16}" + _END_ALNUM, False),
+    (b"ABIA", "aws_access_key_id", rb"ABIA[A-Z2-7]{16}" + _END_ALNUM, False),
+    (b"ACCA", "aws_access_key_id", rb"ACCA[A-Z2-7]{16}" + _END_ALNUM, False),
+    (b"ASIA", "aws_session_key_id", rb"ASIA[A-Z0-9]{16}" + _END_ALNUM, False),
     # GitHub (github.blog 2021 token format): prefix + 36 base62 (+ fine-grained 82 chars).
     (b"github_pat_", "github_fine_grained_pat", rb"github_pat_[A-Za-z0-9_]{40,}", True),
     (b"ghp_", "github_pat", rb"ghp_[A-Za-z0-9]{30,}", True),
@@ -289,7 +292,7 @@ def _inner_markers(sc: _Scan, by2: dict, k: int, j: int) -> None:
     """Markers that start after a ``-`` or ``_`` inside the token run ``b[k:j]`` (the run's own
     start was tried already); only positions leaving room for a 16-character token."""
     b = sc.b
-    m = _INNER_ANCHOR.search(b, k + 1, j - 16)
+    m = _INNER_ANCHOR.search(b, k, j - 16)  # from k: a run may start with the separator ("-ghp_…")
     while m is not None:
         p = m.start() + 1
         _marker_at(sc, p, by2[b[p:p + 2]])
@@ -336,8 +339,8 @@ def _scan_tokens(sc: _Scan) -> None:
                 if hit is None or hit >= 0:
                     _provider_keyed(sc, s)  # "HEROKU_API = <uuid>": a provider name before the value
         n = j - k
-        if n >= 24:
-            _inner_markers(sc, by2, k, j)  # "key-AKIA...", "prod_AKIA...", "token_ghp_..."
+        if n >= 21:  # a separator and the shortest marked token (AKIA + 16)
+            _inner_markers(sc, by2, k, j)  # "key-AKIA...", "x-AKIA...", "prod_AKIA...", "token_ghp_..."
         key = b[s:s + 2]
         anchors = anchors_by2.get(key)
         if anchors is not None and b.startswith(anchors, s):

@@ -83,9 +83,14 @@ def _scrub_bytes(text: str, b: bytes, is_tool_output: bool) -> tuple[str, Outcom
     if is_tool_output:
         # Step 4 runs on the text as steps 2-3 left it (docs/design.md §7 order): a run's entropy
         # is judged once, on what will be stored, so a second scrub sees the same runs.
-        ent = _Scan(b)
-        _scan_entropy(ent)
-        if ent.spans:
+        # Until nothing more is found (at most a few rounds): a kept-clean judgement may rest on
+        # the text around a run ("<run>://<run>" reads as a URL's scheme and host), and a redacted
+        # neighbour changes it, so the stored text must be one a second scrub leaves alone.
+        for _ in range(4):
+            ent = _Scan(b)
+            _scan_entropy(ent)
+            if not ent.spans:
+                break
             b = _apply(b, ent.spans)
             rules = rules | ent.inplace
     if not rules:

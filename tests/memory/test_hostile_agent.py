@@ -181,3 +181,21 @@ def test_ctxlake_answers_captured_in_another_agents_session_are_no_evidence(env,
     _mallory_proposes(env, home, [(POISON, [("sess-bob", "toolu_b_history")], "01JREC00000000000000000M05")])
     c = _status(env, POISON)
     assert c["status"] == "candidate" and "ctxlake" in c["explain"], c
+
+
+def test_an_event_that_holds_a_served_briefing_is_no_evidence(tmp_path):
+    """F8 (second path): a runtime that records the injected SessionStart context in what it
+    captures — the real Hermes 0.19 ``pre_llm_call`` payload keeps the fenced briefing in
+    ``conversation_history[].api_content`` (tests/fixtures/captured/hermes-0.19.0) — would hand
+    other agents' summaries back as this agent's event. An event holding the fence is ctxlake's
+    own output, whatever field carries it."""
+    from lib.memory import claims
+
+    path = os.path.join(ROOT, "tests", "fixtures", "captured", "hermes-0.19.0", "hooks.json")
+    served = next(m["api_content"] for p in json.load(open(path))
+                  for m in (p.get("extra") or {}).get("conversation_history") or [] if "<ctxlake-briefing>" in
+                  str(m.get("api_content")))
+    env = {"event_id": "E1", "session_id": "s", "emitted_at": "2026-11-29T10:00:00.000Z", "event_type": "prompt",
+           "content": served}
+    plain = dict(env, content=served.split("<ctxlake-briefing>")[0])
+    assert claims.is_ctxlake_answer(env) and not claims.is_ctxlake_answer(plain)

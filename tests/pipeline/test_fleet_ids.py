@@ -14,8 +14,10 @@ from tests.cli.test_errors import Box
 from tests.conftest import FIXTURES
 from tests.pipeline.lakeutil import init_and_capture
 
-# the tester's ids: a space, a non-ASCII letter, a slash, a literal percent escape, an ESC byte
-REPORTED = ["a b", "ünï", "fl/eet", "x%2Fy", "mal\x1b[2Jx"]
+# the tester's ids: a space, a non-ASCII letter, a slash, a literal percent escape; and a tilde
+# spelling what a percent encodes to in the table's folder name (an ESC byte was one too, until
+# init refused control characters: tests/cli/test_errors.py)
+REPORTED = ["a b", "ünï", "fl/eet", "x%2Fy", "a~25b"]
 
 
 def _loop(box: Box, store_url: str, fleet: str) -> None:
@@ -36,7 +38,7 @@ def _loop(box: Box, store_url: str, fleet: str) -> None:
     assert status.returncode == 0 and "1 sessions" in status.stdout and "unreadable" not in status.stdout, status.stdout
 
 
-@pytest.mark.parametrize("fleet", REPORTED, ids=["space", "umlaut", "slash", "percent", "esc"])
+@pytest.mark.parametrize("fleet", REPORTED, ids=["space", "umlaut", "slash", "percent", "tilde"])
 def test_a_fleet_id_init_accepts_works_on_a_file_store(tmp_path, fleet):
     box = Box(tmp_path)
     store = os.path.join(box.tmp, "store")
@@ -52,7 +54,7 @@ def fleet_folder(fleet: str) -> str:
 
 
 @pytest.mark.s3
-@pytest.mark.parametrize("fleet", ["a b", "x%2Fy", "mal\x1b[2Jx"], ids=["space", "percent", "esc"])
+@pytest.mark.parametrize("fleet", ["a b", "x%2Fy", "a~25b"], ids=["space", "percent", "tilde"])
 def test_a_fleet_id_init_accepts_works_on_s3(tmp_path, seaweed, fleet):
     prefix = f"fleet-ids-{uuid.uuid4().hex[:8]}"
     box = Box(tmp_path, extra_env=seaweed.env())

@@ -387,6 +387,18 @@ def planted_form(placement: str, secret: str) -> list[str]:
     return [secret, json.dumps(secret)[1:-1], json.dumps(json.dumps(secret)[1:-1])[1:-1]]
 
 
+
+def stored(kwargs: dict) -> str:
+    """What the hook would write for one planted sample (``kwargs`` as :func:`placements` gives
+    them, ``event_type`` included): the envelope and its quarantine records as JSON, built by
+    the real :class:`lib.envelope.Builder` (the hook's own path to disk)."""
+    from lib.envelope import Builder
+
+    b = Builder(fleet_id="bench", agent_id="a", runtime="claude_code", session_id="s")
+    kw = dict(kwargs)
+    env = b.make(kw.pop("event_type"), **kw)
+    return json.dumps([env, b.quarantine], ensure_ascii=False)
+
 def leaked(stored: str, placement: str, secret: str) -> bool:
     """True when a :func:`planted_form` of ``secret`` appears in ``stored`` (the envelope as
     JSON; for base64 with the line wraps removed)."""

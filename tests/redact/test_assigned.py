@@ -62,12 +62,10 @@ def test_random_shaped_values_after_any_name_are_redacted(carrier, value):
 def test_every_envelope_field_gets_the_rule(carrier, value):
     """The hook scrubs prompts, assistant text and tool fields as tool output (docs/security.md,
     Redaction, rule 4): the rule's scope is the entropy rule's."""
-    from tests.redact.public_corpus import leaked, placements
+    from tests.redact.public_corpus import leaked, placements, stored
 
     text = carrier.format(v=value)
     for where, kw in placements(text, random.Random(3)):
-        from bench.redact_corpus import stored
-
         assert not leaked(stored(kw), where, value), where
 
 

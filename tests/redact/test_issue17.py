@@ -9,14 +9,11 @@ import random
 import pytest
 
 from lib import redact
-from lib.envelope import Builder
 from tests.redact import public_corpus, real_text
 
 
 def _stored(**kw) -> str:
-    b = Builder(fleet_id="f", agent_id="a", runtime="claude_code", session_id="s")
-    env = b.make(kw.pop("event_type"), **kw)
-    return json.dumps([env, b.quarantine], ensure_ascii=False)
+    return public_corpus.stored(kw)
 
 
 # -- recall on the public corpus (gitleaks-derived, committed) -------------------------------
@@ -247,3 +244,17 @@ def test_non_latin_text_without_a_secret_stays_clean(text):
 ])
 def test_keyword_anchored_shapes_leave_references_clean(text):
     assert redact.scrub(text, True)[1].status == "clean", text
+
+
+@pytest.mark.parametrize("text", ["-ghp_R8x2mQ7vL4nT9kW1pZ6cY3bH5sJ0dF8gA2eU",
+                                  "/x/-ghp_R8x2mQ7vL4nT9kW1pZ6cY3bH5sJ0dF8gA2eU/y",
+                                  " -ghp_R8x2mQ7vL4nT9kW1pZ6cY3bH5sJ0dF8gA2eU",
+                                  "_ghp_R8x2mQ7vL4nT9kW1pZ6cY3bH5sJ0dF8gA2eU",
+                                  "/home/u/.claude/projects/-AKIAQWERTYUIOPASDFGH-x/s.jsonl"])
+@pytest.mark.parametrize("tool", [False, True])
+def test_a_marker_right_after_a_leading_separator_is_found(text, tool):
+    """The red team's R1 (issue #17 "a marker preceded by - or _"): a token run
+    that starts with the separator (a cwd slug, a path segment) hid the marker from every field
+    scrubbed without the entropy rule (``repo``, ``cwd``, the ``.done`` marker's path)."""
+    out, oc = redact.scrub(text, tool)
+    assert oc.status == "quarantined" and "R8x2mQ7vL4nT9kW1" not in out and "QWERTYUIOP" not in out, (out, oc)

@@ -158,6 +158,14 @@ def test_scrub_is_idempotent_on_url_and_keyword_soup(text, tool):
     assert redact.scrub(once, tool)[0] == once
 
 
+def test_a_run_kept_as_a_url_host_beside_a_redacted_scheme_is_judged_on_what_is_stored():
+    """Found by the soup above: ``<run>://<run>`` kept its second run as a URL's host until the
+    first was redacted, so a second scrub redacted it."""
+    text = "://Zx9Qw3Er7Ty1Ui5Op0AsDf2GhJk4LzXc://Zx9Qw3Er7Ty1Ui5Op0AsDf2GhJk4LzXc"
+    once, _ = redact.scrub(text, True)
+    assert "Zx9Qw3Er7Ty1" not in once and redact.scrub(once, True)[0] == once
+
+
 def test_regressions_found_by_random_soup():
     # a card followed by another card's first group, and an SSN glued to a token
     for text, tool in [("4111 1111 1111 1111 4111 1111 1111 1111 x", False),
