@@ -92,6 +92,9 @@ def _scan_entropy(sc: _Scan) -> None:
     if len(b) < 19:
         return  # too short for an entropy run or a 3-letter name and a 16-character assigned token
     window = min(len(b), MAX_SCAN_BYTES)
+    if len(b) < ENTROPY_MIN_LEN:
+        _scan_assigned(sc, window)  # no entropy run fits; the assigned rule's runs are shorter
+        return
     cls = b[:window + 4096].translate(_ENT_CLS)
     for k, j in _runs(cls, ENTROPY_MIN_LEN, 0, window):
         if j == len(cls) < len(b):

@@ -26,6 +26,9 @@ from tests.support import tldr_commands
     ("aider --model gpt --api-key abcDEF123ghi", "abcDEF123ghi"),
     ("choco upgrade pkg -u alice -p 0ii46xS0DGHMni", "0ii46xS0DGHMni"),
     ("secretsdump.py corp.local/admin:Winter2024x@10.0.0.5", "Winter2024x"),
+    ("impacket-getTGT corp.local/svc_sql:Quartz81Ember -dc-ip 10.0.0.1", "Quartz81Ember"),
+    # pytest lines with ".py " before it: each is ruled out by its missing "/" and ":"
+    ("tests/test_a.py ....\ntests/test_b.py F.\nsecretsdump.py corp/admin:Winter2024y@dc01", "Winter2024y"),
     ("htpasswd -bc /etc/nginx/.htpasswd alice Maple-Copper63", "Maple-Copper63"),
     ("tasklist /s srv01 /u admin /p Copper55Harbor", "Copper55Harbor"),
 ])
