@@ -111,17 +111,23 @@ def parse_cpu_per_kline(path: str, repeat: int = 20) -> dict:
     outline's parse (``outline``, what ``outline``/``symbol`` run: function bodies left out
     where the language allows, lib/code/skeleton.py), the whole file's parse (``full``, what
     ``deps`` runs), and the symbol extraction on the outline's tree (``extract``: the query or
-    walk, names, signatures). The three are timed in interleaved batches, the best batch of
-each kept (the machine is shared: load only adds time)."""
-    from lib.code import languages, symbols
+    walk, names, signatures), and, where the language's header scanner answers for the file
+    (lib/code/scanners), the scanner (``scan``: then ``total`` is it, as ``outline`` runs
+    nothing else). They are timed in interleaved batches, the best batch of each kept (the
+    machine is shared: load only adds time). ``path`` says which path ``outline`` takes."""
+    from lib.code import languages, scanners, symbols
 
     with open(path, "rb") as fh:
         data = fh.read()
     parsed = languages.parse(path, data, skip_bodies=True)
     symbols.extract(parsed)  # load the grammar and query once
+    language = languages.backend_for(path)
+    scanned = scanners.outline(language, data) is not None
 
     work = {"outline": lambda: languages.parse(path, data, skip_bodies=True),
             "full": lambda: languages.parse(path, data), "extract": lambda: symbols.extract(parsed)}
+    if scanned:  # what outline.load runs then: the scanner alone, no tree
+        work["scan"] = lambda: scanners.outline(language, data)
     runs = {key: [] for key in work}
     for _ in range(7):  # interleaved batches, the best of each kept: a shared machine only adds time
         for key, fn in work.items():
@@ -130,7 +136,9 @@ each kept (the machine is shared: load only adds time)."""
                 fn()
             runs[key].append((time.process_time() - start) / max(1, repeat // 4))
     out = {key: min(times) * 1e6 / lines_of(path) for key, times in runs.items()}
-    out["total"] = out["outline"] + out["extract"]
+    out["tree_sitter"] = out["outline"] + out["extract"]
+    out["total"] = out["scan"] if scanned else out["tree_sitter"]
+    out["path"] = "scanner" if scanned else "tree-sitter"
     return out
 
 
@@ -173,11 +181,12 @@ scope, which is no outline symbol (the bench counts them apart, as "ctags locals
 
 def ctxctl_symbols(path: str) -> list:
     """The symbols ``ctxctl outline`` lists for ``path``."""
-    from lib.code import languages, symbols
+    from lib.code import languages, scanners, symbols
 
     with open(path, "rb") as fh:
         data = fh.read()
-    return symbols.extract(languages.parse(path, data, skip_bodies=True))
+    scanned = scanners.outline(languages.backend_for(path), data)
+    return scanned if scanned is not None else symbols.extract(languages.parse(path, data, skip_bodies=True))
 
 
 def comparable_name(name: str, language: str) -> list:
@@ -352,7 +361,7 @@ def main(argv=None) -> int:
         cpu = parse_cpu_per_kline(path)
         entry = {"language": language, "file": os.path.basename(path), "lines": lines_of(path),
                  "ctxctl_parse_cpu_ms_per_kline": round(cpu["total"], 2),
-                 "breakdown_ms_per_kline": {k: round(v, 2) for k, v in cpu.items()}}
+                 "breakdown_ms_per_kline": {k: (round(v, 2) if isinstance(v, float) else v) for k, v in cpu.items()}}
         if ctags:
             entry["ctags_cpu_ms_per_kline"] = round(ctags_cpu_per_kline(ctags, language, path), 2)
             entry["ratio"] = round(entry["ctxctl_parse_cpu_ms_per_kline"] / max(entry["ctags_cpu_ms_per_kline"], 1e-3), 2)
@@ -386,7 +395,8 @@ def main(argv=None) -> int:
         b = p["breakdown_ms_per_kline"]
         print(f"  {p['language']:<10} {p['file'][:34]:<34} {p['lines']:>5}  ctxctl {p['ctxctl_parse_cpu_ms_per_kline']:>6.2f} ms"
               + (f"  ctags {p['ctags_cpu_ms_per_kline']:>5.2f} ms  {p['ratio']:>5.2f}x" if "ratio" in p else "")
-              + f"   [parse {b['outline']:.2f} (whole file {b['full']:.2f}) + extract {b['extract']:.2f}]")
+              + f"   {b['path']:<11} [tree-sitter: parse {b['outline']:.2f} (whole file {b['full']:.2f})"
+              + f" + extract {b['extract']:.2f}" + (f"; scanner {b['scan']:.2f}]" if "scan" in b else "]"))
     if "agreement" in report:
         print_agreement(report["agreement"])
     return 0

@@ -14,7 +14,7 @@ text mode, tokens(the JSON payload before ``saved`` is added) in JSON mode.
 """
 from __future__ import annotations
 
-from lib.code import languages, render, skeleton, source, symbols, tokens
+from lib.code import languages, render, scanners, skeleton, source, symbols, tokens
 from lib.code.errors import PARSE
 from lib.code.render import Result
 
@@ -55,6 +55,10 @@ def load(path: str, config, real: str | None = None, extract: bool = True, want=
     compact view folds it; :data:`lib.code.skeleton.KEEPS_NO_BODY_NODE`). ``name``: the name
     ``want`` looks for, which lets the extraction start from its occurrences.
 
+    Where the language has a header scanner (:mod:`lib.code.scanners`) and the tree is not
+    needed (``extract`` on, ``bodies`` off), the scanner answers and ``Parsed.tree`` is
+    ``None``; it falls back to the tree-sitter parse whenever the scanner cannot vouch for the file.
+
     :raises ExitError: 1 read failure (a directory included), 2 unsupported extension.
     """
     if languages.backend_for(path) is None:
@@ -62,6 +66,12 @@ def load(path: str, config, real: str | None = None, extract: bool = True, want=
         languages.require_backend(path)
     src = source.read(path, config.limits.max_file_bytes, real)
     backend = languages.backend_for(path)
+    if extract and not bodies and scanners.supports(backend):
+        syms = scanners.outline(backend, src.data)
+        if syms is not None:
+            if want is not None:
+                syms = [s for s in syms if want(s)]
+            return src, languages.Parsed(backend, None, src.data, 0, 0), syms
     skip = (extract or backend in skeleton.IMPORTS_OUTSIDE_BODIES) and not (
         bodies and backend in skeleton.KEEPS_NO_BODY_NODE)
     parsed = languages.parse(path, src.data, skip_bodies=skip)

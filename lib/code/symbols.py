@@ -53,7 +53,9 @@ class Symbol:
 
     ``doc`` is read on first access (:func:`doc_of`), not at extraction: only JSON output
     shows doc comments, and stripping every Javadoc or XML doc block of a file cost more
-    than its parse. ``doc`` given to the constructor is taken as already read."""
+    than its parse. ``doc`` given to the constructor is taken as already read. A symbol from a
+    header scanner (:mod:`lib.code.scanners`) has no ``spec``; its ``source`` is then
+    ``(reader, *args)`` and the doc is ``reader(*args)``."""
 
     __slots__ = ("name", "kind", "signature", "start", "end", "start_line", "end_line", "_doc", "spec", "_source")
 
@@ -65,7 +67,13 @@ class Symbol:
     def doc(self) -> str | None:
         """The doc comment (one line, markers stripped) or ``None``."""
         if self._doc is _UNREAD:
-            self._doc = doc_of(self.spec, *self._source) if self._source is not None else None
+            src = self._source
+            if src is None:
+                self._doc = None
+            elif self.spec is None:
+                self._doc = src[0](*src[1:])
+            else:
+                self._doc = doc_of(self.spec, *src)
             self._source = None
         return self._doc
 
