@@ -88,13 +88,15 @@ class Dialect:
         if raw:
             code.append(rb'r(?!#*+")')  # an identifier's r, not a raw string's
         if preprocessor:
-            code.append(rb"\n(?![ \t]*+#)")  # a newline is code unless a directive starts the next line
+            # a newline is code unless a directive starts the next line (blanks are folded to
+            # `a`: groups() checks that a top-level directive's `#` starts its line's text)
+            code.append(rb"\n(?!a*+#)")
         else:
             code += [rb"\n", rb"#"]
         inner = b"|".join(code) + b"|" + literal
         directive = None
         if preprocessor:
-            directive = (rb"(?:^|\n)[ \t]*+#(?:[^\n\\/\"']++|\\(?s:.)|" + block + b"|" + line + b"|" + string
+            directive = (rb"(?:^|\n)a*+#(?:[^\n\\/\"']++|\\(?s:.)|" + block + b"|" + line + b"|" + string
                          + rb"|'(?:[^'\\\n]++|\\.)*+'|'|/)*+")
         run = rb"(?:" + inner + rb")*+"
         if depth:
@@ -186,7 +188,10 @@ def groups(data: bytes, dialect: Dialect):
             start, end = m.span("directive")
             if folded[start:start + 1] == b"\n":
                 start += 1
-            directives.append((folded.index(b"#", start), end))
+            at = folded.index(b"#", start)
+            if data[start:at].strip():
+                return None
+            directives.append((at, end))
         elif kind == "end":
             return pairs, directives
         else:
