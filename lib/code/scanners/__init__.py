@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import os
 
-MODULES = {"go": "lib.code.scanners.go", "c": "lib.code.scanners.c"}
+MODULES = {"go": "lib.code.scanners.go", "c": "lib.code.scanners.c",
+           "java": "lib.code.scanners.java"}
 """Backend name (lib/code/languages.py) → the module holding its scanner. A language missing
 here is always parsed by tree-sitter."""
 
