@@ -47,7 +47,13 @@ class Dialect:
         specials = b"{}\"'/*\\\n#" + (b"`" if backtick else b"") + (b"r" if raw else b"")
         # every other byte becomes `a`: a run of code is then a run of one literal byte, which
         # the engine skips several times faster than a character class
-        self.table = bytes(c if c in specials else 0x61 for c in range(256))
+        if lifetimes:
+            # a lifetime `'a` ends where its identifier does: identifier bytes become `a`, other
+            # bytes `b`, so `'a>(x: &'b` cannot read as one character literal
+            word = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") | set(range(0x80, 0x100))
+            self.table = bytes(c if c in specials else 0x61 if c in word else 0x62 for c in range(256))
+        else:
+            self.table = bytes(c if c in specials else 0x61 for c in range(256))
         self.braces = re.compile(self._pattern(True, chars, lifetimes, raw, backtick, text_blocks, preprocessor,
                                                nested, multiline_strings))
         self.groups = re.compile(self._pattern(True, chars, lifetimes, raw, backtick, text_blocks, preprocessor,
@@ -68,7 +74,7 @@ class Dialect:
         alts.append(string)
         if lifetimes:
             if folded:  # letters, digits and UTF-8 bytes are all `a`
-                char = rb"'(?:[^'\\\n]|a{2,4}|\\(?:a\{a*+\}|[^\n]a*+))'"
+                char = rb"'(?:[^'\\\n]|a{2,4}|\\(?:a\{a*+\}|[^\n]a*+))'"  # UTF-8: 2 to 4 `a`
                 life = rb"'a++(?!')"
             else:
                 char = (rb"'(?:\\(?:x[0-7][0-9a-fA-F]|u\{[0-9a-fA-F_]{1,8}\}|[nrt\\0'\"])|[^'\\\n\r\t\x80-\xff]"
@@ -84,7 +90,7 @@ class Dialect:
         literal = b"|".join(alts)
         if not folded:
             return literal
-        code = [rb"a++", rb"\*", rb"/(?![/*])", rb"\\"]
+        code = [rb"a++", rb"\*", rb"/(?![/*])", rb"\\"] + ([rb"b++"] if lifetimes else [])
         if raw:
             code.append(rb'r(?!#*+")')  # an identifier's r, not a raw string's
         if preprocessor:
@@ -111,13 +117,24 @@ class Dialect:
             brace = rb"(?P<brace>[{}])"
         tail = rb"|(?P<end>\Z)|(?P<bad>(?s:.))"
         if directive:
-            return run + rb"(?:" + brace + rb"|(?P<directive>" + directive + rb")" + tail + rb")"
-        return run + rb"(?:" + brace + tail + rb")"
+            return _number_raw(run + rb"(?:" + brace + rb"|(?P<directive>" + directive + rb")" + tail + rb")")
+        return _number_raw(run + rb"(?:" + brace + tail + rb")")
 
     def folded(self, data: bytes) -> bytes:
         """``data`` with every byte that opens, closes or escapes nothing replaced by ``a``
         (same length, so offsets carry over)."""
         return data.translate(self.table)
+
+
+def _number_raw(pattern: bytes) -> bytes:
+    """``pattern`` with each copy of the raw-string alternative's group ``h`` (and its
+    back-reference) renamed ``h1``, ``h2``…: the nested groups repeat the alternative, and a
+    name may be defined once."""
+    parts = pattern.split(b"(?P<h>")
+    out = [parts[0]]
+    for i, part in enumerate(parts[1:], 1):
+        out.append(b"(?P<h%d>" % i + part.replace(b"(?P=h)", b"(?P=h%d)" % i, 1))
+    return b"".join(out)
 
 
 GROUP_DEPTH = 16
