@@ -38,6 +38,10 @@ _ANNOTATION = re.compile(rb"@(?!interface\b)[ \t\r\n]*+" + _IDENT + rb"(?:[ \t\r
 _MODIFIER = re.compile(rb"(?:public|protected|private|static|final|abstract|native|synchronized|transient|volatile"
                        rb"|strictfp|default|sealed|non-sealed)(?![A-Za-z0-9_$])")
 _TYPE_DECLARATION = re.compile(rb"(class|interface|enum|record|@[ \t\r\n]*+interface)[ \t\r\n]++(" + _IDENT + rb")")
+_FAST_METHOD = re.compile(rb"[^(){};\"'/=@]*(?<![A-Za-z0-9_$])(?P<name>" + _IDENT + rb")[ \t\r\n]*+\([^(){};\"'/=@]*+\)"
+                          rb"[ \t\r\n]*+(?:throws[ \t\r\n]++[^(){};\"'/=@]*+)?(?=\{)")
+"""A method or constructor whose header, up to its body, holds no annotation, literal,
+comment, ``=`` or nested parenthesis (a type declaration's header is told apart after)."""
 _PACKAGE_IMPORT = re.compile(rb"(?:package|import)(?![A-Za-z0-9_$])")
 _KINDS = {b"class": "class", b"record": "class", b"interface": "interface", b"enum": "enum"}
 _NAME_BEFORE_PAREN = re.compile(rb"(" + _IDENT + rb")[ \t\r\n]*+$")
@@ -50,6 +54,11 @@ _FIELD_TYPE = re.compile(rb"[ \t\r\n]*+(?:@[^\s(]++[ \t\r\n]*+)*+" + _IDENT + rb
                          rb"(?:[ \t\r\n]*+\.[ \t\r\n]*+" + _IDENT + rb"(?:[ \t\r\n]*+" + _ARGS + rb")?)*+"
                          rb"(?:[ \t\r\n]*+\[[ \t\r\n]*+\])*+(?=[ \t\r\n])")
 """A field's type (generic arguments nested three deep, arrays)."""
+_FAST_FIELD = re.compile(rb"(?:(?:public|protected|private|static|final|transient|volatile)[ \t\r\n]++)*+"
+                         + _FIELD_TYPE.pattern + rb"[ \t\r\n]++(?P<name>" + _IDENT + rb")[ \t\r\n]*+"
+                         rb"(?:=(?:[^;{}\"'/,()]++|\"(?:[^\"\\\n]++|\\.)*+\"|\((?:[^;{}\"'/()]++|\([^;{}\"'/()]*+\))*+\))*+)?;")
+"""A field with one declarator and an initialiser without braces, comments or top-level
+commas (a string literal allowed)."""
 _DEPTH_CHARS = re.compile(rb"[()\[\]{},]")
 
 
@@ -76,9 +85,13 @@ class _Walk:
         self.opens, self.closes = found.opens, found.closes
         self.close_of = found.close_of
         self.out = []
+        self.pending = []  # (index in out, header bytes) of the fast path's methods, signed at the end
 
     def finish(self) -> list:
-        out = self.out
+        out, data = self.out, self.data
+        for (i, _), sig in zip(self.pending, symbols.collapse_headers([raw for _, raw in self.pending])):
+            sym = out[i]
+            sym.signature = sig or symbols.signature_at(data, sym.start, sym.end, "//")
         out.sort(key=lambda s: (s.start, -s.end))  # the tree path's pre-order
         count, row, pos = self.data.count, 0, 0
         for sym in out:  # line numbers in one forward pass
@@ -174,6 +187,22 @@ class _Walk:
 
     def member(self, start: int, stop: int, where: str, anchor: int) -> int:
         data = self.data
+        if where == "class" or where == "interface":
+            m = _FAST_METHOD.match(data, start, stop)
+            if m is not None and m.end() in self.close_of and not _TYPE_WORD.search(data, start, m.end()):
+                # the common case: no annotation, literal or comment up to the body's brace
+                at = m.end()
+                close = self.close_of[at]
+                self.pending.append((len(self.out), data[start:at]))
+                self.add(m.group("name"), "method", None, start, close + 1, anchor)
+                self.block(at, close)
+                return close + 1
+            if where == "class":
+                m = _FAST_FIELD.match(data, start, stop)
+                if m is not None:
+                    end = m.end()
+                    self.add(m.group("name"), "var", symbols.signature_at(data, start, end, "//"), start, end, anchor)
+                    return end
         # leading annotations and modifiers
         pos, decorators = start, []
         while True:
@@ -386,12 +415,10 @@ def _first_paren(data: bytes, start: int, end: int):
     i = data.find(b"(", start, end)
     if i < 0:
         return None
-    for a, b, _ in clike.literals(data, start, i, DIALECT):
-        if a < i < b:
-            raise _Fallback
-    if _strip_literals(data, start, i).find(b"<") >= 0 and _strip_literals(data, start, i).count(b"<") != \
-            _strip_literals(data, start, i).count(b">"):
-        raise _Fallback
+    if data.find(b"\"", start, i) >= 0 or data.find(b"'", start, i) >= 0 or data.find(b"/", start, i) >= 0:
+        for a, b, _ in clike.literals(data, start, i, DIALECT):
+            if a < i < b:
+                raise _Fallback
     return i
 
 
