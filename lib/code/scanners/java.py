@@ -328,6 +328,11 @@ class _Walk:
     def block(self, open_: int, close: int) -> None:
         """A method's (or initializer's, lambda's) body: its nested pairs are blocks, local
         type declarations or anonymous class bodies; the latter two hold listed members."""
+        data = self.data
+        find = data.find
+        if find(b"new", open_, close) < 0 and find(b"class", open_, close) < 0 and find(b"interface", open_, close) < 0 \
+                and find(b"enum", open_, close) < 0 and find(b"record", open_, close) < 0:
+            return None  # no word that opens a class body: nothing listed inside
         opens = self.opens
         i = bisect_right(opens, open_)
         prev = open_ + 1
@@ -345,8 +350,11 @@ def _classify(data: bytes, prev: int, at: int) -> str:
     after the previous nested pair or the body's ``{``): ``anonymous`` (``new T(…) {``),
     ``block`` (a statement's block, a lambda's body, an array), or ``unknown`` (a local type
     declaration, which the scan does not model)."""
-    head = data[prev:at]
-    if not _WORD.search(head):
+    find = data.find
+    if find(b"new", prev, at) < 0 and find(b"class", prev, at) < 0 and find(b"interface", prev, at) < 0 \
+            and find(b"enum", prev, at) < 0 and find(b"record", prev, at) < 0:
+        return "block"
+    if not _WORD.search(data, prev, at):
         return "block"
     tail = _strip_literals(data, prev, at)
     if _anonymous(tail):
