@@ -28,7 +28,11 @@ from __future__ import annotations
 
 import os
 
-MODULES = {"go": "lib.code.scanners.go", "c": "lib.code.scanners.c"}
+MODULES = {
+    "c": "lib.code.scanners.c",
+    "go": "lib.code.scanners.go",
+    "markdown": "lib.code.scanners.markdown",
+}
 """Backend name (lib/code/languages.py) → the module holding its scanner. A language missing
 here is always parsed by tree-sitter."""
 
