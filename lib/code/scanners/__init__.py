@@ -28,8 +28,12 @@ from __future__ import annotations
 
 import os
 
-MODULES = {"go": "lib.code.scanners.go", "c": "lib.code.scanners.c",
-           "java": "lib.code.scanners.java"}
+MODULES = {
+    "c": "lib.code.scanners.c",
+    "go": "lib.code.scanners.go",
+    "java": "lib.code.scanners.java",
+    "markdown": "lib.code.scanners.markdown",
+}
 """Backend name (lib/code/languages.py) → the module holding its scanner. A language missing
 here is always parsed by tree-sitter."""
 
