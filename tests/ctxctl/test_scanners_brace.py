@@ -131,3 +131,18 @@ def test_the_scan_pairs_braces_outside_literals_and_directives():
 def test_bulk_header_signatures_equal_one_by_one(headers):
     raws = [h.encode() for h in headers]
     assert symbols.collapse_headers(raws) == [symbols.join_header([symbols.collapse_piece(r)]) for r in raws]
+
+
+@pytest.mark.parametrize("name", ["libuv_core.c", "zap_json_encoder.go"])
+def test_the_one_expression_pairing_equals_the_brace_by_brace_one(name):
+    import os
+
+    from tests.ctxctl.test_scanners import REAL
+
+    module = __import__(scanners.MODULES[languages.backend_for(name)], fromlist=["DIALECT"])
+    with open(os.path.join(REAL, name), "rb") as fh:
+        data = fh.read()
+    assert clike.groups(data, module.DIALECT) == clike._top_level(data, module.DIALECT)
+    deep = b"int f(void) {" + b"{" * (clike.GROUP_DEPTH + 2) + b"}" * (clike.GROUP_DEPTH + 2) + b"}\n"
+    dialect = __import__("lib.code.scanners.c", fromlist=["DIALECT"]).DIALECT
+    assert clike.groups(deep, dialect) == ([(12, len(deep) - 2)], [])

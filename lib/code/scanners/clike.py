@@ -29,6 +29,7 @@ parses with tree-sitter, docs/ctxctl.md "Header scanners").
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 from lib.code import symbols as _symbols
 
@@ -38,7 +39,7 @@ class Dialect:
     ``braces`` (:func:`scan`'s pass, over the file :meth:`folded`) and ``tokens``
     (:func:`literals`', over the bytes themselves)."""
 
-    __slots__ = ("name", "preprocessor", "braces", "groups", "tokens", "table")
+    __slots__ = ("name", "preprocessor", "table", "_rules", "_compiled")
 
     def __init__(self, name: str, chars: bool = True, lifetimes: bool = False, raw: bool = False,
                  backtick: bool = False, text_blocks: bool = False, preprocessor: bool = False,
@@ -54,12 +55,31 @@ class Dialect:
             self.table = bytes(c if c in specials else 0x61 if c in word else 0x62 for c in range(256))
         else:
             self.table = bytes(c if c in specials else 0x61 for c in range(256))
-        self.braces = re.compile(self._pattern(True, chars, lifetimes, raw, backtick, text_blocks, preprocessor,
-                                               nested, multiline_strings))
-        self.groups = re.compile(self._pattern(True, chars, lifetimes, raw, backtick, text_blocks, preprocessor,
-                                               nested, multiline_strings, GROUP_DEPTH))
-        self.tokens = re.compile(self._pattern(False, chars, lifetimes, raw, backtick, text_blocks, preprocessor,
-                                               nested, multiline_strings))
+        self._rules = (chars, lifetimes, raw, backtick, text_blocks, preprocessor, nested, multiline_strings)
+        self._compiled = {}
+
+    # compiled on first use: a cold call compiles only the expressions its scanner runs (the
+    # nested-groups one costs a few milliseconds, a third of a bare interpreter's start-up)
+    @property
+    def braces(self):
+        """The per-brace pass (:func:`scan`), over folded bytes."""
+        return self._compile("braces", True, 0)
+
+    @property
+    def groups(self):
+        """The top-level pass (:func:`groups`), pairs matched :data:`GROUP_DEPTH` deep."""
+        return self._compile("groups", True, GROUP_DEPTH)
+
+    @property
+    def tokens(self):
+        """Comments and literals (:func:`literals`), over the bytes themselves."""
+        return self._compile("tokens", False, 0)
+
+    def _compile(self, key: str, folded: bool, depth: int):
+        got = self._compiled.get(key)
+        if got is None:
+            got = self._compiled[key] = re.compile(self._pattern(folded, *self._rules, depth))
+        return got
 
     @staticmethod
     def _pattern(folded, chars, lifetimes, raw, backtick, text_blocks, preprocessor, nested, multiline_strings,
@@ -137,8 +157,9 @@ def _number_raw(pattern: bytes) -> bytes:
     return b"".join(out)
 
 
-GROUP_DEPTH = 16
-"""How deep :func:`groups` matches braces inside a top-level pair (deeper: it falls back)."""
+GROUP_DEPTH = 6
+"""How deep :func:`groups` matches braces inside a top-level pair in one expression (a
+deeper file is paired by :func:`scan` instead: slower, same answer)."""
 
 
 class Scan:
@@ -179,7 +200,10 @@ def scan(data: bytes, dialect: Dialect) -> Scan | None:
             start, end = m.span("directive")
             if folded[start:start + 1] == b"\n":
                 start += 1
-            directives.append((folded.index(b"#", start), end))
+            at = folded.index(b"#", start)
+            if data[start:at].strip():
+                return None
+            directives.append((at, end))
             continue
         if m.lastgroup == "end":
             break
@@ -211,9 +235,28 @@ def groups(data: bytes, dialect: Dialect):
             directives.append((at, end))
         elif kind == "end":
             return pairs, directives
+        elif folded[m.start("bad"):m.start("bad") + 1] == b"{":
+            return _top_level(data, dialect)  # nested deeper than GROUP_DEPTH, or unbalanced
         else:
             return None
     return None
+
+
+def _top_level(data: bytes, dialect: Dialect):
+    """:func:`groups`' answer from :func:`scan` (every brace, a Python step each)."""
+    found = scan(data, dialect)
+    if found is None:
+        return None
+    pairs = [(a, b) for a, b, depth in zip(found.opens, found.closes, found.depths) if depth == 0]
+    if not found.directives:
+        return pairs, []
+    opens = [a for a, _ in pairs]
+    directives = []
+    for start, end in found.directives:
+        i = bisect_right(opens, start) - 1
+        if i < 0 or pairs[i][1] < start:
+            directives.append((start, end))
+    return pairs, directives
 
 
 def literals(data: bytes, start: int, end: int, dialect: Dialect) -> list:
