@@ -30,8 +30,28 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from itertools import accumulate as _accumulate, repeat as _repeat
+from operator import add as _add, attrgetter as _attrgetter, itemgetter as _itemgetter, sub as _sub
 
 from lib.code import symbols as _symbols
+
+
+class lazy:
+    """A regular expression compiled on first use (``re.compile``'s cost, paid per process,
+    is most of a scanner's cold start): attribute access (``match``, ``search``…) is the
+    compiled pattern's; ``pattern`` is the source, for building other expressions from it.
+    A hot loop binds ``p.match`` once, so it calls the compiled method directly."""
+
+    __slots__ = ("pattern", "flags", "_compiled")
+
+    def __init__(self, pattern: bytes, flags: int = 0):
+        self.pattern, self.flags, self._compiled = pattern, flags, None
+
+    def __getattr__(self, name: str):
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(self.pattern, self.flags)
+        return getattr(compiled, name)
 
 
 class Dialect:
@@ -177,40 +197,53 @@ class Scan:
 
 def scan(data: bytes, dialect: Dialect) -> Scan | None:
     """Match the braces of ``data`` (module docstring); ``None`` when a literal or comment does
-    not end, a byte no rule covers stops the pass, or the braces do not balance."""
-    opens, closes, depths, directives = [], [], [], []
-    stack = []
-    push, pop = stack.append, stack.pop
-    add_open, add_close, add_depth = opens.append, closes.append, depths.append
+    not end, a byte no rule covers stops the pass, or the braces do not balance.
+
+    No Python step per brace: the matches' offsets, the brace bytes, the running depth
+    (``accumulate``) and the pairing are list operations run in C. Sorted by (depth, offset),
+    the braces of one depth alternate ``{`` ``}`` when the depth never goes below zero, so the
+    pairs are the sorted list's even and odd entries."""
     folded = dialect.folded(data)
-    for m in dialect.braces.finditer(folded):
-        brace = m.group("brace")
-        if brace is not None:
-            if brace == b"{":
-                push(len(opens))
-                add_depth(len(stack) - 1)
-                add_open(m.end() - 1)
-                add_close(-1)
-            else:
-                if not stack:
-                    return None
-                closes[pop()] = m.end() - 1
-            continue
-        if m.lastgroup == "directive":
-            start, end = m.span("directive")
-            if folded[start:start + 1] == b"\n":
-                start += 1
-            at = folded.index(b"#", start)
-            if data[start:at].strip():
-                return None
-            directives.append((at, end))
-            continue
-        if m.lastgroup == "end":
-            break
-        return None  # "bad": an unterminated literal or comment, a lone quote
-    if stack:
+    found = list(dialect.braces.finditer(folded))
+    if not found or found[-1].lastgroup != "end":
         return None
-    return Scan(opens, closes, depths, directives)
+    while found and found[-1].lastgroup == "end":  # `\Z` may match twice: after the last run, and empty
+        found.pop()
+    directives = []
+    if dialect.preprocessor or found and len(found) != folded.count(b"{") + folded.count(b"}"):
+        kinds = list(map(_LASTGROUP, found))
+        if "bad" in kinds:
+            return None  # an unterminated literal or comment, a lone quote
+        if "directive" in kinds:
+            for m, kind in zip(found, kinds):
+                if kind == "directive":
+                    start, end = m.span("directive")
+                    if folded[start:start + 1] == b"\n":
+                        start += 1
+                    at = folded.index(b"#", start)
+                    if data[start:at].strip():
+                        return None
+                    directives.append((at, end))
+            found = [m for m, kind in zip(found, kinds) if kind == "brace"]
+    if not found:
+        return Scan([], [], [], directives)
+    offsets = list(map(_sub, map(_END, found), _repeat(1)))
+    braces = bytes(map(folded.__getitem__, offsets))
+    depth = list(_accumulate(map(_sub, braces.translate(_STEP), _repeat(1))))  # after each brace
+    if depth[-1] != 0 or min(depth) < 0:
+        return None
+    order = sorted(zip(map(_add, depth, braces.translate(_IS_CLOSE)), offsets))  # (depth inside, offset)
+    pairs = sorted(zip(map(_second, order[0::2]), map(_second, order[1::2]), map(_first, order[0::2])))
+    opens, closes, levels = (list(t) for t in zip(*pairs))
+    return Scan(opens, closes, list(map(_sub, levels, _repeat(1))), directives)
+
+
+_LASTGROUP = _attrgetter("lastgroup")
+_END = re.Match.end
+_first, _second = _itemgetter(0), _itemgetter(1)
+_STEP = bytes(2 if c == 0x7B else 0 if c == 0x7D else 1 for c in range(256))
+"""``{`` → 2, ``}`` → 0: minus one, the depth's step."""
+_IS_CLOSE = bytes(1 if c == 0x7D else 0 for c in range(256))
 
 
 def groups(data: bytes, dialect: Dialect):

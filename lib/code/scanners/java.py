@@ -21,7 +21,6 @@ it cannot classify, a nested brace whose header it cannot read, a brace or liter
 """
 from __future__ import annotations
 
-import re
 from bisect import bisect_left, bisect_right
 
 from lib.code import symbols
@@ -29,37 +28,37 @@ from lib.code.scanners import clike
 
 DIALECT = clike.Dialect("java", text_blocks=True)
 
-_SPACE = re.compile(rb"(?:[ \t\r\n\f]++|//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+\*/)*+")
+_SPACE = clike.lazy(rb"(?:[ \t\r\n\f]++|//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+\*/)*+")
 _IDENT = rb"[A-Za-z_$\x80-\xff][A-Za-z0-9_$\x80-\xff]*+"
-_STEP = re.compile(rb"(?:[^;{}()\"'/,=]++|/(?![/*]))*+(?:(?P<br>[;{}(),=])|(?P<comment>//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+\*/)"
+_STEP = clike.lazy(rb"(?:[^;{}()\"'/,=]++|/(?![/*]))*+(?:(?P<br>[;{}(),=])|(?P<comment>//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+\*/)"
                    rb"|(?P<literal>\"\"\"(?:[^\"\\]++|\\(?s:.)|\"(?!\"\"))*+\"\"\"|\"(?:[^\"\\\n]++|\\.)*+\"|'(?:[^'\\\n]++|\\.)*+')"
                    rb"|(?P<end>\Z)|(?P<bad>))")
-_ANNOTATION = re.compile(rb"@(?!interface\b)[ \t\r\n]*+" + _IDENT + rb"(?:[ \t\r\n]*+\.[ \t\r\n]*+" + _IDENT + rb")*+")
-_MODIFIER = re.compile(rb"(?:public|protected|private|static|final|abstract|native|synchronized|transient|volatile"
+_ANNOTATION = clike.lazy(rb"@(?!interface\b)[ \t\r\n]*+" + _IDENT + rb"(?:[ \t\r\n]*+\.[ \t\r\n]*+" + _IDENT + rb")*+")
+_MODIFIER = clike.lazy(rb"(?:public|protected|private|static|final|abstract|native|synchronized|transient|volatile"
                        rb"|strictfp|default|sealed|non-sealed)(?![A-Za-z0-9_$])")
-_TYPE_DECLARATION = re.compile(rb"(class|interface|enum|record|@[ \t\r\n]*+interface)[ \t\r\n]++(" + _IDENT + rb")")
-_FAST_METHOD = re.compile(rb"[^(){};\"'/=@]*(?<![A-Za-z0-9_$])(?P<name>" + _IDENT + rb")[ \t\r\n]*+\([^(){};\"'/=@]*+\)"
+_TYPE_DECLARATION = clike.lazy(rb"(class|interface|enum|record|@[ \t\r\n]*+interface)[ \t\r\n]++(" + _IDENT + rb")")
+_FAST_METHOD = clike.lazy(rb"[^(){};\"'/=@]*(?<![A-Za-z0-9_$])(?P<name>" + _IDENT + rb")[ \t\r\n]*+\([^(){};\"'/=@]*+\)"
                           rb"[ \t\r\n]*+(?:throws[ \t\r\n]++[^(){};\"'/=@]*+)?(?=\{)")
 """A method or constructor whose header, up to its body, holds no annotation, literal,
 comment, ``=`` or nested parenthesis (a type declaration's header is told apart after)."""
-_PACKAGE_IMPORT = re.compile(rb"(?:package|import)(?![A-Za-z0-9_$])")
+_PACKAGE_IMPORT = clike.lazy(rb"(?:package|import)(?![A-Za-z0-9_$])")
 _KINDS = {b"class": "class", b"record": "class", b"interface": "interface", b"enum": "enum"}
-_NAME_BEFORE_PAREN = re.compile(rb"(" + _IDENT + rb")[ \t\r\n]*+$")
-_WORD = re.compile(rb"(?<![A-Za-z0-9_$])(?:class|interface|enum|record|new)(?![A-Za-z0-9_$])")
-_ANONYMOUS = re.compile(rb"(?<![A-Za-z0-9_$.])new[ \t\r\n]++[A-Za-z_$][A-Za-z0-9_$.]*+[ \t\r\n]*+(?:<[^;{}()]*>)?[ \t\r\n]*+$")
-_TYPE_WORD = re.compile(rb"(?<![A-Za-z0-9_$])(?:class|interface|enum|record)(?![A-Za-z0-9_$])")
-_DECLARATOR = re.compile(rb"[ \t\r\n]*+(" + _IDENT + rb")[ \t\r\n]*+(?:\[[ \t\r\n]*+\][ \t\r\n]*+)*+")
+_NAME_BEFORE_PAREN = clike.lazy(rb"(" + _IDENT + rb")[ \t\r\n]*+$")
+_WORD = clike.lazy(rb"(?<![A-Za-z0-9_$])(?:class|interface|enum|record|new)(?![A-Za-z0-9_$])")
+_ANONYMOUS = clike.lazy(rb"(?<![A-Za-z0-9_$.])new[ \t\r\n]++[A-Za-z_$][A-Za-z0-9_$.]*+[ \t\r\n]*+(?:<[^;{}()]*>)?[ \t\r\n]*+$")
+_TYPE_WORD = clike.lazy(rb"(?<![A-Za-z0-9_$])(?:class|interface|enum|record)(?![A-Za-z0-9_$])")
+_DECLARATOR = clike.lazy(rb"[ \t\r\n]*+(" + _IDENT + rb")[ \t\r\n]*+(?:\[[ \t\r\n]*+\][ \t\r\n]*+)*+")
 _ARGS = rb"<(?:[^<>;{}()=]|<(?:[^<>;{}()=]|<[^<>;{}()=]*+>)*+>)*+>"
-_FIELD_TYPE = re.compile(rb"[ \t\r\n]*+(?:@[^\s(]++[ \t\r\n]*+)*+" + _IDENT + rb"(?:[ \t\r\n]*+" + _ARGS + rb")?"
+_FIELD_TYPE = clike.lazy(rb"[ \t\r\n]*+(?:@[^\s(]++[ \t\r\n]*+)*+" + _IDENT + rb"(?:[ \t\r\n]*+" + _ARGS + rb")?"
                          rb"(?:[ \t\r\n]*+\.[ \t\r\n]*+" + _IDENT + rb"(?:[ \t\r\n]*+" + _ARGS + rb")?)*+"
                          rb"(?:[ \t\r\n]*+\[[ \t\r\n]*+\])*+(?=[ \t\r\n])")
 """A field's type (generic arguments nested three deep, arrays)."""
-_FAST_FIELD = re.compile(rb"(?:(?:public|protected|private|static|final|transient|volatile)[ \t\r\n]++)*+"
+_FAST_FIELD = clike.lazy(rb"(?:(?:public|protected|private|static|final|transient|volatile)[ \t\r\n]++)*+"
                          + _FIELD_TYPE.pattern + rb"[ \t\r\n]++(?P<name>" + _IDENT + rb")[ \t\r\n]*+"
                          rb"(?:=(?:[^;{}\"'/,()]++|\"(?:[^\"\\\n]++|\\.)*+\"|\((?:[^;{}\"'/()]++|\([^;{}\"'/()]*+\))*+\))*+)?;")
 """A field with one declarator and an initialiser without braces, comments or top-level
 commas (a string literal allowed)."""
-_DEPTH_CHARS = re.compile(rb"[()\[\]{},]")
+_DEPTH_CHARS = clike.lazy(rb"[()\[\]{},]")
 
 
 class _Fallback(Exception):
