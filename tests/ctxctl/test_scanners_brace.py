@@ -124,6 +124,8 @@ def test_the_scan_pairs_braces_outside_literals_and_directives():
     rust = clike.Dialect("rust", chars=False, lifetimes=True, raw=True, nested=True, multiline_strings=True)
     assert clike.scan(b"fn f<'a>(x: &'a str) { let c = '}'; let r = r#\"}\"#; }", rust).opens == [21]
     assert clike.scan(b"/* /* nested */ */ fn f() {}", rust) is None  # not paired: falls back
+    # a lone quote after a brace in a literal: as many matches as brace bytes, still refused
+    assert clike.scan(b"x = \"{\"; y = ' }", clike.Dialect("java")) is None
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)

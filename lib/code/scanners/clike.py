@@ -210,21 +210,17 @@ def scan(data: bytes, dialect: Dialect) -> Scan | None:
     while found and found[-1].lastgroup == "end":  # `\Z` may match twice: after the last run, and empty
         found.pop()
     directives = []
-    if dialect.preprocessor or found and len(found) != folded.count(b"{") + folded.count(b"}"):
-        kinds = list(map(_LASTGROUP, found))
-        if "bad" in kinds:
-            return None  # an unterminated literal or comment, a lone quote
-        if "directive" in kinds:
-            for m, kind in zip(found, kinds):
-                if kind == "directive":
-                    start, end = m.span("directive")
-                    if folded[start:start + 1] == b"\n":
-                        start += 1
-                    at = folded.index(b"#", start)
-                    if data[start:at].strip():
-                        return None
-                    directives.append((at, end))
-            found = [m for m, kind in zip(found, kinds) if kind == "brace"]
+    kinds = list(map(_LASTGROUP, found))
+    if "bad" in kinds:
+        return None  # an unterminated literal or comment, a lone quote
+    if "directive" in kinds:
+        for m, kind in zip(found, kinds):
+            if kind == "directive":
+                span = _directive(m, folded, data)
+                if span is None:
+                    return None
+                directives.append(span)
+        found = [m for m, kind in zip(found, kinds) if kind == "brace"]
     if not found:
         return Scan([], [], [], directives)
     offsets = list(map(_sub, map(_END, found), _repeat(1)))
@@ -236,6 +232,16 @@ def scan(data: bytes, dialect: Dialect) -> Scan | None:
     pairs = sorted(zip(map(_second, order[0::2]), map(_second, order[1::2]), map(_first, order[0::2])))
     opens, closes, levels = (list(t) for t in zip(*pairs))
     return Scan(opens, closes, list(map(_sub, levels, _repeat(1))), directives)
+
+
+def _directive(m, folded: bytes, data: bytes):
+    """``(start, end)`` of the directive match ``m`` from its ``#``, or ``None`` when code
+    precedes the ``#`` on its line (blanks are folded like code, so this is checked here)."""
+    start, end = m.span("directive")
+    if folded[start:start + 1] == b"\n":
+        start += 1
+    at = folded.index(b"#", start)
+    return None if data[start:at].strip() else (at, end)
 
 
 _LASTGROUP = _attrgetter("lastgroup")
@@ -259,13 +265,10 @@ def groups(data: bytes, dialect: Dialect):
             start, end = m.span("group")
             pairs.append((start, end - 1))
         elif kind == "directive":
-            start, end = m.span("directive")
-            if folded[start:start + 1] == b"\n":
-                start += 1
-            at = folded.index(b"#", start)
-            if data[start:at].strip():
+            span = _directive(m, folded, data)
+            if span is None:
                 return None
-            directives.append((at, end))
+            directives.append(span)
         elif kind == "end":
             return pairs, directives
         elif folded[m.start("bad"):m.start("bad") + 1] == b"{":
