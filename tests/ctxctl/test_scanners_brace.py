@@ -98,7 +98,8 @@ def test_each_misleading_part_alone_falls_back_or_agrees(language):
 
 BROKEN = {
     "c": ["int f(void) {\n  return 0;\n", "char *u = \"abc\nint x;\n", "int g(void) { }\n}\n",
-          "/* never closed\nint y;\n"],
+          "/* never closed\nint y;\n",
+          "#define HEAD(name) \\\nstruct name { \\\n  int *root; /* a comment */ \\\n}\n\nint z;\n"],
     "go": ["func F() {\n", "var s = \"abc\n", "var r = `never closed\n", "func G() {}\n}\n"],
     "java": ["void f() {\n", "String s = \"abc\n;", "/* never closed\n", "int x;\n}\n}\n"],
 }

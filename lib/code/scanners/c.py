@@ -140,6 +140,9 @@ def _walk(data: bytes, pairs: list, directives: list) -> list:
                 d = _DEFINE.match(data, start)
                 if d is None:
                     raise _Fallback
+                if data.find(b"\\\n", start, end) >= 0 and (data.find(b"/*", start, end) >= 0
+                                                           or data.find(b"//", start, end) >= 0):
+                    raise _Fallback  # a comment in a continued macro ends tree-sitter's preproc_arg
                 add(d.group(1).decode(), "const", symbols.signature_at(data, start, stop, "//"), start, stop, anchor)
             if word not in _CONDITIONAL:
                 anchor = stop  # a comment on this line is the directive's, no sibling of what follows
