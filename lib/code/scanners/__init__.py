@@ -30,6 +30,7 @@ import os
 
 MODULES = {
     "markdown": "lib.code.scanners.markdown",
+    "css": "lib.code.scanners.css",
 }
 """Backend name (lib/code/languages.py) → the module holding its scanner. A language missing
 here is always parsed by tree-sitter."""
