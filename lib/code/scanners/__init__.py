@@ -29,6 +29,8 @@ from __future__ import annotations
 import os
 
 MODULES = {
+    "c": "lib.code.scanners.c",
+    "go": "lib.code.scanners.go",
     "markdown": "lib.code.scanners.markdown",
     "css": "lib.code.scanners.css",
 }
