@@ -167,15 +167,18 @@ def _cap(sig: str, cap: int) -> str:
 
 def clean_signature(line: str, comment_prefix: str = "//") -> str:
     """Normalise one source line into a first-line signature (rules in the module docstring)."""
-    cuts = [c for c in (_comment_cut(line, "//"), _comment_cut(line, "/*")) if c >= 0]
-    if cuts:
-        line = line[:min(cuts)]
+    if "/" in line:  # both comment openers hold one (header scanners sign hundreds of lines a call)
+        cuts = [c for c in (_comment_cut(line, "//"), _comment_cut(line, "/*")) if c >= 0]
+        if cuts:
+            line = line[:min(cuts)]
     if comment_prefix in ("#", "--"):
         cut = _comment_cut(line, comment_prefix, need_space_after=True)
         if cut >= 0:
             line = line[:cut]
-    sig = _strip_trailing(" ".join(line.split()))
-    return _cap(sig, FIRST_LINE_CAP) or "…"
+    sig = " ".join(line.split())
+    if sig.endswith(_TRAILING):
+        sig = _strip_trailing(sig)
+    return (sig if len(sig) <= FIRST_LINE_CAP else sig[:FIRST_LINE_CAP - 1] + "…") or "…"
 
 
 def signature_at(data: bytes, start: int, end: int, comment_prefix: str) -> str:

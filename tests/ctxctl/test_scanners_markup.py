@@ -119,3 +119,88 @@ def test_markdown_scanner_agrees_on_generated_documents():
     for src in docs:
         answered += check("x.md", src) is not None
     assert answered >= len(docs) // 4, answered  # the scan answers a real share of them
+
+
+# -- CSS ---------------------------------------------------------------------------------------
+
+CSS_ANSWERED = [
+    "html {\n  line-height: 1.15; /* 1 */\n  -webkit-text-size-adjust: 100%; /* 2 */\n}\n",
+    "/* a { brace in a comment */\na[title=\"{\"] { content: \"}\"; }\nb { c: d }\n",
+    "a,\nb,\nc { margin: 0.67em 0 }\n",
+    "@media (max-width: 1px) {\n  .x > y { a: b }\n  @supports (display: grid) { z { c: d } }\n}\n",
+    "@keyframes spin { from { transform: rotate(0deg) } to { transform: rotate(360deg) } }\nq { r: s }\n",
+    "@font-face { font-family: x; src: url(a.woff2) format(\"woff2\"), url(http://x/a.woff); }\n.k { l: m }\n",
+    "@charset \"utf-8\";\n@import url(\"x.css\") screen;\np { q: r }\n",
+    "a /* trailing */ { b: c }\n",
+    "a{b:c}d{e:f}\n",
+    "button::-moz-focus-inner, [type=\"button\"]:-moz-focusring { outline: 1px dotted ButtonText; }\n",
+    "a { background: url(data:image/png;base64,AAA=) no-repeat; font: 12px/1.5 \"Helvetica Neue\", Arial; }\n",
+    "a { b: c }\r\n\r\nd\r\n{\r\n  e: f;\r\n}\r\n",
+    "a { b: c }\n/* \u00e9 in a comment */\n",
+]
+CSS_ADVERSARIAL = [
+    ".\u00e9 { a: b }\n",
+    "a { *zoom: 1; _height: 1px; filter: progid:DXImageTransform.Microsoft.gradient(startColorstr=#1); }\nb {}\n",
+    "// c {\nd { e: f }\n",
+    "a { b: c // d\n}\n",
+    "a { b { c: d } }\n",  # nesting
+    ".a { &:hover { b: c } }\n",
+    "$x: 1px;\n.a { b: $x; }\n",
+    "a, /* mid */ b { c: d }\n",
+    "/* unterminated\na { b: c }\n",
+    "a { content: \"unterminated }\n",
+    "a { b: c }\n}\n",
+    "a { b: c\n",
+    "[href$=\".pdf\" i] { a: b }\n",
+    "@page :first { margin: 1in; }\n",
+    "@unknown x { a { b: c } }\n",
+    "<!-- a { b: c } -->\n",
+    "a\\:b { c: d }\n",
+    b"a { b: \xff }\n",
+]
+
+
+@pytest.mark.parametrize("src", CSS_ANSWERED)
+def test_css_scanner_answers_and_agrees(src):
+    check("x.css", src, answered=True)
+
+
+@pytest.mark.parametrize("src", CSS_ADVERSARIAL)
+def test_css_scanner_falls_back_or_agrees_on_adversarial_snippets(src):
+    check("x.css", src)
+
+
+_CSS_SELECTORS = ["a", "html", ".x", "#id", "a:hover", "a::before", "[title]", "[href$=\".pdf\"]", "a > b", "a + b",
+                  "a ~ b", "ul li", "*", "a, b", "a,\nb", ".-x", "li:nth-child(2n+1)", "a:not(.b, .c)", "*zoom", "&:hover",
+                  "a:", "a..b", "#1", "a /* c */", "/* c */ a", "a /* c */ , b", "input[type=\"search\"]", ":root"]
+_CSS_VALUES = ["red", "1px", "0 0 0 0", "100%", "#fff", "#ggg", "rgba(0,0,0,.5)", "url(x.png)", "url(\"a{b}\")",
+               "url(http://x/y)", "url(data:image/png;base64,AAA)", "calc(100% - 2px)", "\"str\"", "'s;t'", "bold !important",
+               "12px/1.5 a, b", "progid:DX(a=1)", "x // y", "a /* c */", "\"\\201C\"", "", "a:b", "var(--x)", "x)", "(x",
+               "a * b", "U+0000-00FF"]
+_CSS_PROPERTIES = ["color", "margin", "-webkit-appearance", "--x", "*zoom", "_height", "a b"]
+
+
+def _css_rule(r):
+    decls = [r.choice(_CSS_PROPERTIES) + r.choice([": ", ":", " : "]) + r.choice(_CSS_VALUES) for _ in range(r.randint(0, 4))]
+    body = r.choice(["; ", ";\n  ", "; /* 1 */\n  "]).join(decls) + r.choice([";", "", ";;"])
+    return r.choice(_CSS_SELECTORS) + r.choice([" ", "", "\n"]) + "{" + r.choice([" ", "\n  "]) + body + r.choice([" ", "\n"]) + "}"
+
+
+def _css_item(r, depth=0):
+    k = r.random()
+    if k < 0.6:
+        return _css_rule(r)
+    if k < 0.7 and depth < 2:
+        return "@media screen {\n" + "\n".join(_css_item(r, depth + 1) for _ in range(r.randint(0, 3))) + "\n}"
+    return r.choice(["@keyframes k { from { a: b } 50% { c: d } to { e: f } }", "@font-face { font-family: x; }",
+                     "@import url(\"x.css\");", "/* c { */", "// line {", "/* unterminated", "}", "{", "\"str",
+                     "a { b { c: d } }", "@layer base { a { b: c } }", "@page :first { margin: 1in; }"])
+
+
+def test_css_scanner_agrees_on_generated_stylesheets():
+    rnd = random.Random(24)
+    answered = 0
+    for _ in range(500):
+        src = rnd.choice(["\n", "\n\n", " ", "\r\n"]).join(_css_item(rnd) for _ in range(rnd.randint(1, 6)))
+        answered += check("x.css", src + rnd.choice(["\n", ""])) is not None
+    assert answered >= 25, answered
