@@ -93,18 +93,12 @@ def _walk(data: bytes, pairs: list, directives: list) -> list:
     starts = [a for a, _ in directives]
     out, pending = [], []
     size = len(data)
-    count = data.count
-    row = row_pos = 0
     pos = anchor = 0
     di = 0
     step = _NEXT.match
 
     def add(name, kind, sig, start, end, anchor):
-        nonlocal row, row_pos
-        first = row = row + count(b"\n", row_pos, start)
-        last = first + count(b"\n", start, end - 1) if end > start else first
-        row, row_pos = last, max(start, end - 1)
-        out.append(symbols.Symbol(name, kind, sig, start, end, first + 1, last + 1,
+        out.append(symbols.Symbol(name, kind, sig, start, end, 0, 0,
                                   source=(clike.doc_above, data, anchor, start, DIALECT)))
 
     while True:
@@ -154,7 +148,7 @@ def _walk(data: bytes, pairs: list, directives: list) -> list:
     for (i, _), sig in zip(pending, symbols.collapse_headers([raw for _, raw in pending])):
         sym = out[i]
         sym.signature = sig or symbols.signature_at(data, sym.start, sym.end, "//")
-    return out
+    return clike.number_lines(out, data)
 
 
 def _is_function_head(head: bytes, name: bytes) -> bool:

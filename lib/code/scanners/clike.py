@@ -295,6 +295,19 @@ def _top_level(data: bytes, dialect: Dialect):
     return pairs, directives
 
 
+def number_lines(syms: list, data: bytes) -> list:
+    """Set ``start_line``/``end_line`` (1-based, inclusive) of ``syms`` (sorted by start) from
+    their byte ranges in one forward pass over ``data``'s newlines; returns ``syms``."""
+    count, row, pos = data.count, 0, 0
+    for sym in syms:
+        start, end = sym.start, sym.end
+        row += count(b"\n", pos, start)
+        pos = start
+        sym.start_line = row + 1
+        sym.end_line = row + 1 + count(b"\n", start, end - 1) if end > start else row + 1
+    return syms
+
+
 def literals(data: bytes, start: int, end: int, dialect: Dialect) -> list:
     """``(start, end, is_comment)`` of every comment and literal in ``data[start:end]`` (a
     stretch that starts in code), in order. A literal cut by ``end`` is not listed."""
