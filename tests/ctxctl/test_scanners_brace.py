@@ -32,6 +32,12 @@ C_PARTS = [
     "static int (*hook)(int, char*);\n",
     "int proto(int a, int b);\n",
     "STATIC_ASSERT(sizeof(int) == 4);\n",
+    "/* A point. */\nstruct point { int x, y; /* } */ unsigned flag : 1; };\n",
+    "typedef struct node { struct node *next; char tag[4]; } node_t, *node_p;\n",
+    "typedef void (*visit_cb)(node_t *n);\n",
+    "static struct { int depth; union { int i; float f; } u; } state = { 0 };\n",
+    "enum color { RED, GREEN = '}', BLUE };\n",
+    "struct holder { struct { int a; } inner; };\n",
 ]
 GO_PARTS = [
     "func F(a int) (int, error) {\n\treturn a, nil\n}\n",
