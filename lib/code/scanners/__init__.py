@@ -33,6 +33,7 @@ MODULES = {
     "go": "lib.code.scanners.go",
     "markdown": "lib.code.scanners.markdown",
     "css": "lib.code.scanners.css",
+    "html": "lib.code.scanners.html",
 }
 """Backend name (lib/code/languages.py) → the module holding its scanner. A language missing
 here is always parsed by tree-sitter."""

@@ -27,19 +27,26 @@ _IDENT = rb"-{0,2}[A-Za-z_][\w-]*+"
 _SLASH = rb"/(?![/*])"  # a `/` that opens no comment (tree-sitter-css reads `//` as one)
 _URL = rb"url\((?:\s*+" + _STRING + rb"\s*+|[\w:/.?&=%#@+~!$,;-]*+)\)"
 _PAREN0 = rb"\((?:[\s.,#%+*-]++|[\w-]++|" + _SLASH + rb"|" + _STRING + rb")*+\)"
-_PAREN1 = rb"\((?:[\s.,#%+*-]++|[\w-]++(?:" + _PAREN0 + rb")?|" + _SLASH + rb"|" + _STRING + rb"|" + _PAREN0 + rb")*+\)"
-_VALUE = (rb"(?:[\s.,#%+-]++|!important|" + _URL + rb"|[\w-]++(?:" + _PAREN1 + rb")?|" + _SLASH + rb"|" + _STRING
-          + rb"|" + _PAREN1 + rb")++")
+
+
+def _nest(inner: bytes) -> bytes:
+    """A parenthesised group whose calls and groups are ``inner``."""
+    return rb"\((?:[\s.,#%+*-]++|[\w-]++(?:" + inner + rb")?|" + _SLASH + rb"|" + _STRING + rb"|" + inner + rb")*+\)"
+
+
+_PAREN2 = _nest(_nest(_PAREN0))
+_VALUE = (rb"(?:[\s.,#%+-]++|!important|" + _URL + rb"|[\w-]++(?:" + _PAREN2 + rb")?|" + _SLASH + rb"|" + _STRING
+          + rb"|" + _PAREN2 + rb")++")
 _DECLARATION = rb"-{0,2}[A-Za-z][\w-]*+\s*+:" + _VALUE
 _DECLARATIONS = _CW + rb"(?:" + _DECLARATION + rb";" + _CW + rb")*+(?:" + _DECLARATION + _CW + rb")?"
 """A block's declarations in the grammar this scan vouches for: ``property: value`` separated by
 ``;``, values of words, numbers, ``# . , % + - /``, strings, ``!important``, ``url(…)`` and
-parenthesised groups two deep; comments between declarations. (Possessive quantifiers: the
+parenthesised groups three deep; comments between declarations. (Possessive quantifiers: the
 match is linear, whatever the input.)"""
 
-_SUFFIX = (rb"(?:\." + _IDENT + rb"|#-?[A-Za-z_][\w-]*+|\[\s*+" + _IDENT + rb"\s*+(?:[~|^$*]?=\s*+(?:" + _IDENT + rb"|"
-           + _STRING + rb")\s*+)?\]|::?" + _IDENT + rb"(?:\((?:[\w\s.#:,>+~*-]++|" + _STRING
-           + rb"|\([\w\s.#:,>+~*-]*+\))*+\))?)")
+_ATTRIBUTE = rb"\[\s*+" + _IDENT + rb"\s*+(?:[~|^$*]?=\s*+(?:" + _IDENT + rb"|" + _STRING + rb")\s*+)?\]"
+_SUFFIX = (rb"(?:\." + _IDENT + rb"|#-?[A-Za-z_][\w-]*+|" + _ATTRIBUTE + rb"|::?" + _IDENT + rb"(?:\((?:[\w\s.#:,>+~*-]++|"
+           + _STRING + rb"|" + _ATTRIBUTE + rb"|\([\w\s.#:,>+~*-]*+\))*+\))?)")
 _COMPOUND = rb"(?:(?:\*|" + _IDENT + rb")" + _SUFFIX + rb"*+|" + _SUFFIX + rb"++)"
 _COMPLEX = _COMPOUND + rb"(?:\s*+[>+~]\s*+" + _COMPOUND + rb"|\s++" + _COMPOUND + rb")*+"
 _SELECTORS = _COMPLEX + rb"(?:\s*+,\s*+" + _COMPLEX + rb")*+"
