@@ -31,6 +31,7 @@ import os
 MODULES = {
     "c": "lib.code.scanners.c",
     "go": "lib.code.scanners.go",
+    "java": "lib.code.scanners.java",
     "markdown": "lib.code.scanners.markdown",
     "css": "lib.code.scanners.css",
     "html": "lib.code.scanners.html",

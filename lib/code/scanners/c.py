@@ -25,41 +25,40 @@ macro call standing for a definition), a brace or literal :mod:`clike` cannot vo
 """
 from __future__ import annotations
 
-import re
 
 from lib.code import symbols
 from lib.code.scanners import clike
 
 DIALECT = clike.Dialect("c", preprocessor=True)
 
-_SPACE = re.compile(rb"(?:[ \t\r\n\f\v]++|//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+\*/)*+")
+_SPACE = clike.lazy(rb"(?:[ \t\r\n\f\v]++|//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+\*/)*+")
 _IDENT = rb"[A-Za-z_][A-Za-z0-9_]*+"
 _PARAMS = rb"\((?P<params>(?:[^;{}\"'#()/]++|/(?![/*])|\((?:[^;{}\"'#()/]++|\([^;{}\"'#()/]*+\))*+\))*+)\)"
-_FUNCTION = re.compile(rb"(?P<head>[^;{}\"'#()/=\[\]]*)(?<![A-Za-z0-9_])(?P<name>" + _IDENT + rb")[ \t\r\n]*+"
+_FUNCTION = clike.lazy(rb"(?P<head>[^;{}\"'#()/=\[\]]*)(?<![A-Za-z0-9_])(?P<name>" + _IDENT + rb")[ \t\r\n]*+"
                        + _PARAMS + rb"[ \t\r\n]*+(?=\{)")
 """A function definition's header up to its body: specifiers and a declarator with one
 parameter list (parameters may hold one level of parentheses: function pointers)."""
-_NEXT = re.compile(_SPACE.pattern + rb"(?P<at>)(?:(?P<fast>" + _FUNCTION.pattern + rb"))?")
-_DEFINE = re.compile(rb"#[ \t]*+define[ \t]++(" + _IDENT + rb")")
-_DIRECTIVE = re.compile(rb"#[ \t]*+([a-z]*+)")
+_NEXT = clike.lazy(_SPACE.pattern + rb"(?P<at>)(?:(?P<fast>" + _FUNCTION.pattern + rb"))?")
+_DEFINE = clike.lazy(rb"#[ \t]*+define[ \t]++(" + _IDENT + rb")")
+_DIRECTIVE = clike.lazy(rb"#[ \t]*+([a-z]*+)")
 _CONDITIONAL = frozenset((b"if", b"ifdef", b"ifndef", b"elif", b"elifdef", b"elifndef", b"else", b"endif"))
-_STATEMENT = re.compile(rb"(?:[^;{}\"'/#]++|/(?![/*])|//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+\*/"
+_STATEMENT = clike.lazy(rb"(?:[^;{}\"'/#]++|/(?![/*])|//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+\*/"
                         rb"|\"(?:[^\"\\\n]++|\\.)*+\"|'(?:[^'\\\n]++|\\.)*+')*+")
 """A statement's bytes up to its ``;``, ``{`` or a directive (literals and comments skipped)."""
-_TYPE_WORDS = re.compile(rb"(?<![A-Za-z0-9_])(?:typedef|struct|union|enum|__attribute__|__declspec|asm|__asm__"
+_TYPE_WORDS = clike.lazy(rb"(?<![A-Za-z0-9_])(?:typedef|struct|union|enum|__attribute__|__declspec|asm|__asm__"
                          rb"|_Static_assert|static_assert|__extension__)(?![A-Za-z0-9_])")
-_WORD = re.compile(_IDENT)
-_SIMPLE_DECLARATOR = re.compile(rb"[ \t\r\n*]*+(?:const[ \t\r\n*]++|volatile[ \t\r\n*]++|restrict[ \t\r\n*]++)*+"
+_WORD = clike.lazy(_IDENT)
+_SIMPLE_DECLARATOR = clike.lazy(rb"[ \t\r\n*]*+(?:const[ \t\r\n*]++|volatile[ \t\r\n*]++|restrict[ \t\r\n*]++)*+"
                                 rb"(" + _IDENT + rb")[ \t\r\n]*+(?:\[[^\[\]]*+\][ \t\r\n]*+)*+")
-_POINTER_DECLARATOR = re.compile(rb"[ \t\r\n]*+\([ \t\r\n]*+\*[ \t\r\n*]*+(" + _IDENT + rb")[ \t\r\n]*+\)"
+_POINTER_DECLARATOR = clike.lazy(rb"[ \t\r\n]*+\([ \t\r\n]*+\*[ \t\r\n*]*+(" + _IDENT + rb")[ \t\r\n]*+\)"
                                  rb"[ \t\r\n]*+\([^()]*+\)[ \t\r\n]*+")
-_WORDS = re.compile(rb"[ \t\r\n]*+(?:" + _IDENT + rb"[ \t\r\n]*+)*+")
+_WORDS = clike.lazy(rb"[ \t\r\n]*+(?:" + _IDENT + rb"[ \t\r\n]*+)*+")
 """The words a declaration starts with: its specifiers, and its first declarator's name
 unless a ``*`` or ``(*`` starts the declarator."""
-_PROTOTYPE = re.compile(rb"[ \t\r\n*]*+" + _IDENT + rb"[ \t\r\n]*+\([^()]*+(?:\([^()]*+\)[^()]*+)*+\)[ \t\r\n]*+")
-_ELABORATED = re.compile(rb"(?<![A-Za-z0-9_])(?:struct|union|enum)[ \t\r\n]++[A-Za-z_][A-Za-z0-9_]*+(?![ \t\r\n]*+\{)")
+_PROTOTYPE = clike.lazy(rb"[ \t\r\n*]*+" + _IDENT + rb"[ \t\r\n]*+\([^()]*+(?:\([^()]*+\)[^()]*+)*+\)[ \t\r\n]*+")
+_ELABORATED = clike.lazy(rb"(?<![A-Za-z0-9_])(?:struct|union|enum)[ \t\r\n]++[A-Za-z_][A-Za-z0-9_]*+(?![ \t\r\n]*+\{)")
 """``struct name`` used as a type (no body): one type name to the specifier rules."""
-_CALL = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*+[ \t]*+\((?=[^;]*?(?:[=<>!+\-%&|^?:,\"']|\bsizeof\b|\(\s*[0-9]))[^;{}]*\)[ \t\r\n]*+")
+_CALL = clike.lazy(rb"[A-Za-z_][A-Za-z0-9_]*+[ \t]*+\((?=[^;]*?(?:[=<>!+\-%&|^?:,\"']|\bsizeof\b|\(\s*[0-9]))[^;{}]*\)[ \t\r\n]*+")
 """A top-level statement that is a macro call whose arguments hold an operator, a comma, a
 literal or ``sizeof`` (none of which a declarator can): an expression, no definition."""
 _QUALIFIERS = frozenset((b"static", b"extern", b"const", b"volatile", b"inline", b"register", b"auto", b"restrict",

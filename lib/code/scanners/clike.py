@@ -29,8 +29,29 @@ parses with tree-sitter, docs/ctxctl.md "Header scanners").
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from itertools import accumulate as _accumulate, repeat as _repeat
+from operator import add as _add, attrgetter as _attrgetter, itemgetter as _itemgetter, sub as _sub
 
 from lib.code import symbols as _symbols
+
+
+class lazy:
+    """A regular expression compiled on first use (``re.compile``'s cost, paid per process,
+    is most of a scanner's cold start): attribute access (``match``, ``search``…) is the
+    compiled pattern's; ``pattern`` is the source, for building other expressions from it.
+    A hot loop binds ``p.match`` once, so it calls the compiled method directly."""
+
+    __slots__ = ("pattern", "flags", "_compiled")
+
+    def __init__(self, pattern: bytes, flags: int = 0):
+        self.pattern, self.flags, self._compiled = pattern, flags, None
+
+    def __getattr__(self, name: str):
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(self.pattern, self.flags)
+        return getattr(compiled, name)
 
 
 class Dialect:
@@ -38,7 +59,7 @@ class Dialect:
     ``braces`` (:func:`scan`'s pass, over the file :meth:`folded`) and ``tokens``
     (:func:`literals`', over the bytes themselves)."""
 
-    __slots__ = ("name", "preprocessor", "braces", "groups", "tokens", "table")
+    __slots__ = ("name", "preprocessor", "table", "_rules", "_compiled")
 
     def __init__(self, name: str, chars: bool = True, lifetimes: bool = False, raw: bool = False,
                  backtick: bool = False, text_blocks: bool = False, preprocessor: bool = False,
@@ -47,13 +68,38 @@ class Dialect:
         specials = b"{}\"'/*\\\n#" + (b"`" if backtick else b"") + (b"r" if raw else b"")
         # every other byte becomes `a`: a run of code is then a run of one literal byte, which
         # the engine skips several times faster than a character class
-        self.table = bytes(c if c in specials else 0x61 for c in range(256))
-        self.braces = re.compile(self._pattern(True, chars, lifetimes, raw, backtick, text_blocks, preprocessor,
-                                               nested, multiline_strings))
-        self.groups = re.compile(self._pattern(True, chars, lifetimes, raw, backtick, text_blocks, preprocessor,
-                                               nested, multiline_strings, GROUP_DEPTH))
-        self.tokens = re.compile(self._pattern(False, chars, lifetimes, raw, backtick, text_blocks, preprocessor,
-                                               nested, multiline_strings))
+        if lifetimes:
+            # a lifetime `'a` ends where its identifier does: identifier bytes become `a`, other
+            # bytes `b`, so `'a>(x: &'b` cannot read as one character literal
+            word = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") | set(range(0x80, 0x100))
+            self.table = bytes(c if c in specials else 0x61 if c in word else 0x62 for c in range(256))
+        else:
+            self.table = bytes(c if c in specials else 0x61 for c in range(256))
+        self._rules = (chars, lifetimes, raw, backtick, text_blocks, preprocessor, nested, multiline_strings)
+        self._compiled = {}
+
+    # compiled on first use: a cold call compiles only the expressions its scanner runs (the
+    # nested-groups one costs a few milliseconds, a third of a bare interpreter's start-up)
+    @property
+    def braces(self):
+        """The per-brace pass (:func:`scan`), over folded bytes."""
+        return self._compile("braces", True, 0)
+
+    @property
+    def groups(self):
+        """The top-level pass (:func:`groups`), pairs matched :data:`GROUP_DEPTH` deep."""
+        return self._compile("groups", True, GROUP_DEPTH)
+
+    @property
+    def tokens(self):
+        """Comments and literals (:func:`literals`), over the bytes themselves."""
+        return self._compile("tokens", False, 0)
+
+    def _compile(self, key: str, folded: bool, depth: int):
+        got = self._compiled.get(key)
+        if got is None:
+            got = self._compiled[key] = re.compile(self._pattern(folded, *self._rules, depth))
+        return got
 
     @staticmethod
     def _pattern(folded, chars, lifetimes, raw, backtick, text_blocks, preprocessor, nested, multiline_strings,
@@ -68,7 +114,7 @@ class Dialect:
         alts.append(string)
         if lifetimes:
             if folded:  # letters, digits and UTF-8 bytes are all `a`
-                char = rb"'(?:[^'\\\n]|a{2,4}|\\(?:a\{a*+\}|[^\n]a*+))'"
+                char = rb"'(?:[^'\\\n]|a{2,4}|\\(?:a\{a*+\}|[^\n]a*+))'"  # UTF-8: 2 to 4 `a`
                 life = rb"'a++(?!')"
             else:
                 char = (rb"'(?:\\(?:x[0-7][0-9a-fA-F]|u\{[0-9a-fA-F_]{1,8}\}|[nrt\\0'\"])|[^'\\\n\r\t\x80-\xff]"
@@ -84,7 +130,7 @@ class Dialect:
         literal = b"|".join(alts)
         if not folded:
             return literal
-        code = [rb"a++", rb"\*", rb"/(?![/*])", rb"\\"]
+        code = [rb"a++", rb"\*", rb"/(?![/*])", rb"\\"] + ([rb"b++"] if lifetimes else [])
         if raw:
             code.append(rb'r(?!#*+")')  # an identifier's r, not a raw string's
         if preprocessor:
@@ -111,8 +157,8 @@ class Dialect:
             brace = rb"(?P<brace>[{}])"
         tail = rb"|(?P<end>\Z)|(?P<bad>(?s:.))"
         if directive:
-            return run + rb"(?:" + brace + rb"|(?P<directive>" + directive + rb")" + tail + rb")"
-        return run + rb"(?:" + brace + tail + rb")"
+            return _number_raw(run + rb"(?:" + brace + rb"|(?P<directive>" + directive + rb")" + tail + rb")")
+        return _number_raw(run + rb"(?:" + brace + tail + rb")")
 
     def folded(self, data: bytes) -> bytes:
         """``data`` with every byte that opens, closes or escapes nothing replaced by ``a``
@@ -120,8 +166,20 @@ class Dialect:
         return data.translate(self.table)
 
 
-GROUP_DEPTH = 16
-"""How deep :func:`groups` matches braces inside a top-level pair (deeper: it falls back)."""
+def _number_raw(pattern: bytes) -> bytes:
+    """``pattern`` with each copy of the raw-string alternative's group ``h`` (and its
+    back-reference) renamed ``h1``, ``h2``…: the nested groups repeat the alternative, and a
+    name may be defined once."""
+    parts = pattern.split(b"(?P<h>")
+    out = [parts[0]]
+    for i, part in enumerate(parts[1:], 1):
+        out.append(b"(?P<h%d>" % i + part.replace(b"(?P=h)", b"(?P=h%d)" % i, 1))
+    return b"".join(out)
+
+
+GROUP_DEPTH = 6
+"""How deep :func:`groups` matches braces inside a top-level pair in one expression (a
+deeper file is paired by :func:`scan` instead: slower, same answer)."""
 
 
 class Scan:
@@ -139,37 +197,53 @@ class Scan:
 
 def scan(data: bytes, dialect: Dialect) -> Scan | None:
     """Match the braces of ``data`` (module docstring); ``None`` when a literal or comment does
-    not end, a byte no rule covers stops the pass, or the braces do not balance."""
-    opens, closes, depths, directives = [], [], [], []
-    stack = []
-    push, pop = stack.append, stack.pop
-    add_open, add_close, add_depth = opens.append, closes.append, depths.append
+    not end, a byte no rule covers stops the pass, or the braces do not balance.
+
+    No Python step per brace: the matches' offsets, the brace bytes, the running depth
+    (``accumulate``) and the pairing are list operations run in C. Sorted by (depth, offset),
+    the braces of one depth alternate ``{`` ``}`` when the depth never goes below zero, so the
+    pairs are the sorted list's even and odd entries."""
     folded = dialect.folded(data)
-    for m in dialect.braces.finditer(folded):
-        brace = m.group("brace")
-        if brace is not None:
-            if brace == b"{":
-                push(len(opens))
-                add_depth(len(stack) - 1)
-                add_open(m.end() - 1)
-                add_close(-1)
-            else:
-                if not stack:
-                    return None
-                closes[pop()] = m.end() - 1
-            continue
-        if m.lastgroup == "directive":
-            start, end = m.span("directive")
-            if folded[start:start + 1] == b"\n":
-                start += 1
-            directives.append((folded.index(b"#", start), end))
-            continue
-        if m.lastgroup == "end":
-            break
-        return None  # "bad": an unterminated literal or comment, a lone quote
-    if stack:
+    found = list(dialect.braces.finditer(folded))
+    if not found or found[-1].lastgroup != "end":
         return None
-    return Scan(opens, closes, depths, directives)
+    while found and found[-1].lastgroup == "end":  # `\Z` may match twice: after the last run, and empty
+        found.pop()
+    directives = []
+    if dialect.preprocessor or found and len(found) != folded.count(b"{") + folded.count(b"}"):
+        kinds = list(map(_LASTGROUP, found))
+        if "bad" in kinds:
+            return None  # an unterminated literal or comment, a lone quote
+        if "directive" in kinds:
+            for m, kind in zip(found, kinds):
+                if kind == "directive":
+                    start, end = m.span("directive")
+                    if folded[start:start + 1] == b"\n":
+                        start += 1
+                    at = folded.index(b"#", start)
+                    if data[start:at].strip():
+                        return None
+                    directives.append((at, end))
+            found = [m for m, kind in zip(found, kinds) if kind == "brace"]
+    if not found:
+        return Scan([], [], [], directives)
+    offsets = list(map(_sub, map(_END, found), _repeat(1)))
+    braces = bytes(map(folded.__getitem__, offsets))
+    depth = list(_accumulate(map(_sub, braces.translate(_STEP), _repeat(1))))  # after each brace
+    if depth[-1] != 0 or min(depth) < 0:
+        return None
+    order = sorted(zip(map(_add, depth, braces.translate(_IS_CLOSE)), offsets))  # (depth inside, offset)
+    pairs = sorted(zip(map(_second, order[0::2]), map(_second, order[1::2]), map(_first, order[0::2])))
+    opens, closes, levels = (list(t) for t in zip(*pairs))
+    return Scan(opens, closes, list(map(_sub, levels, _repeat(1))), directives)
+
+
+_LASTGROUP = _attrgetter("lastgroup")
+_END = re.Match.end
+_first, _second = _itemgetter(0), _itemgetter(1)
+_STEP = bytes(2 if c == 0x7B else 0 if c == 0x7D else 1 for c in range(256))
+"""``{`` → 2, ``}`` → 0: minus one, the depth's step."""
+_IS_CLOSE = bytes(1 if c == 0x7D else 0 for c in range(256))
 
 
 def groups(data: bytes, dialect: Dialect):
@@ -194,9 +268,28 @@ def groups(data: bytes, dialect: Dialect):
             directives.append((at, end))
         elif kind == "end":
             return pairs, directives
+        elif folded[m.start("bad"):m.start("bad") + 1] == b"{":
+            return _top_level(data, dialect)  # nested deeper than GROUP_DEPTH, or unbalanced
         else:
             return None
     return None
+
+
+def _top_level(data: bytes, dialect: Dialect):
+    """:func:`groups`' answer from :func:`scan` (every brace, a Python step each)."""
+    found = scan(data, dialect)
+    if found is None:
+        return None
+    pairs = [(a, b) for a, b, depth in zip(found.opens, found.closes, found.depths) if depth == 0]
+    if not found.directives:
+        return pairs, []
+    opens = [a for a, _ in pairs]
+    directives = []
+    for start, end in found.directives:
+        i = bisect_right(opens, start) - 1
+        if i < 0 or pairs[i][1] < start:
+            directives.append((start, end))
+    return pairs, directives
 
 
 def literals(data: bytes, start: int, end: int, dialect: Dialect) -> list:

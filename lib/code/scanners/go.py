@@ -23,7 +23,6 @@ declaration whose end it cannot find, a brace or literal :mod:`clike` cannot vou
 """
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 
 from lib.code import symbols
@@ -31,12 +30,12 @@ from lib.code.scanners import clike
 
 DIALECT = clike.Dialect("go", backtick=True)
 
-_SPACE = re.compile(rb"(?:[ \t\r\n]++|//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+\*/)*+")
+_SPACE = clike.lazy(rb"(?:[ \t\r\n]++|//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+\*/)*+")
 """Whitespace and comments between top-level statements."""
-_KEYWORD = re.compile(rb"(package|import|func|type|var|const)(?![A-Za-z0-9_\x80-\xff])[ \t]*+")
-_IDENT = re.compile(rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+")
-_NAMES = re.compile(rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+(?:[ \t]*+,[ \t]*+[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+)*+")
-_TOKEN = re.compile(rb"(?P<code>(?:[^\n;()\[\]{}\"'`/]++|/(?![/*]))*+)(?:(?P<br>[\n;()\[\]{}])"
+_KEYWORD = clike.lazy(rb"(package|import|func|type|var|const)(?![A-Za-z0-9_\x80-\xff])[ \t]*+")
+_IDENT = clike.lazy(rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+")
+_NAMES = clike.lazy(rb"[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+(?:[ \t]*+,[ \t]*+[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+)*+")
+_TOKEN = clike.lazy(rb"(?P<code>(?:[^\n;()\[\]{}\"'`/]++|/(?![/*]))*+)(?:(?P<br>[\n;()\[\]{}])"
                     rb"|(?P<comment>//[^\n]*+|/\*(?:[^*]++|\*(?!/))*+\*/)"
                     rb"|(?P<literal>\"(?:[^\"\\\n]++|\\.)*+\"|'(?:[^'\\\n]++|\\.)*+'|`[^`]*+`)|(?P<end>\Z)|(?P<bad>))")
 """One step of a statement: the code up to the next newline, ``;``, bracket or brace
@@ -45,14 +44,14 @@ _ENDS_STATEMENT = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWX
 """Last bytes after which a newline ends a Go statement (identifiers, keywords, literals,
 closing brackets; Go's semicolon rule). ``++``/``--`` never end a top-level one."""
 _TYPE_LITERAL = (b"struct", b"interface")
-_FAST_FUNC = re.compile(rb"func(?:[ \t]*+\((?P<recv>[^()\n/\"'`]*+)\))?[ \t]*+(?P<name>[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+)"
+_FAST_FUNC = clike.lazy(rb"func(?:[ \t]*+\((?P<recv>[^()\n/\"'`]*+)\))?[ \t]*+(?P<name>[A-Za-z_\x80-\xff][A-Za-z0-9_\x80-\xff]*+)"
                         rb"(?:[^\n{;\"'`/ \t]++|[ \t]++(?!\{)|(?<=interface)\{\}|(?<=struct)\{\})*+"
                         rb"(?<!struct)(?<!interface)[ \t]*+(?=\{)")
 """A function whose header is one line without a literal or comment (``interface{}`` and
 ``struct{}`` allowed) up to a ``{``: the body when it is not a type literal's."""
-_NEXT = re.compile(_SPACE.pattern + rb"(?P<at>)(?:(?P<fast>" + _FAST_FUNC.pattern + rb"))?")
+_NEXT = clike.lazy(_SPACE.pattern + rb"(?P<at>)(?:(?P<fast>" + _FAST_FUNC.pattern + rb"))?")
 """Whitespace and comments, then (``fast``) a function :data:`_FAST_FUNC` reads."""
-_SLOW_HEAD = re.compile(rb"[;\"'`]|//")
+_SLOW_HEAD = clike.lazy(rb"[;\"'`]|//")
 """What a one-line function header must not hold for the fast path (a statement end, a
 literal, a line comment): the statement walk reads such a header instead."""
 
