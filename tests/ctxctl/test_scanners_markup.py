@@ -5,11 +5,13 @@ generated documents: every input either falls back (``None``) or yields the iden
 scanner is built to answer must be answered, so a scanner that always fell back would fail."""
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
 
-from lib.code import languages, scanners
+from lib.code import languages, scanners, symbols
+from tests.ctxctl.conftest import FIXTURES
 from tests.ctxctl.test_scanners import rows, tree_rows
 
 
@@ -275,3 +277,17 @@ def test_a_markup_scanner_answers_and_agrees(path, src):
 @pytest.mark.parametrize("path,src", ADVERSARIAL)
 def test_a_markup_scanner_falls_back_or_agrees_on_adversarial_snippets(path, src):
     check(path, src)
+
+
+def test_clean_signatures_equals_clean_signature_line_by_line():
+    lines = []
+    for root, _, names in os.walk(FIXTURES):
+        for name in names:
+            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as fh:
+                lines += fh.read().split("\n")
+    lines += ["a" * 200 + " {", "x => ", "", "   ", "a // b", "a /* b", "a = =", "\x1c a \x1f", "\u00a0x\u2003", "\t", "a\0b"]
+    rnd = random.Random(24)
+    for prefix in ("//", "/*", "<!--", "", "#"):
+        for _ in range(100):
+            chunk = rnd.sample(lines, 40)
+            assert symbols.clean_signatures(chunk, prefix) == [symbols.clean_signature(line, prefix) for line in chunk]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from lib.code.symbols import Symbol, clean_signature, signature_at
+from lib.code.symbols import Symbol, clean_signatures, signature_at
 
 _CW = rb"(?:\s++|/\*[^*]*+\*++(?:[^/*][^*]*+\*++)*+/)*+"
 """Whitespace and comments."""
@@ -112,23 +112,23 @@ def _rules(data: bytes) -> list | None:
 def _symbols(data: bytes, found: list) -> list:
     """The rows, lines counted incrementally. A rule's first line is never blank nor an
     attribute line, so its signature is :func:`~lib.code.symbols.clean_signature` of the line
-    (cut at the rule's end), as :func:`~lib.code.symbols.signature_at` reads it."""
-    out = []
+    (cut at the rule's end), as :func:`~lib.code.symbols.signature_at` reads it; the lines of
+    an ASCII file are signed together (:func:`~lib.code.symbols.clean_signatures`)."""
     count = data.count
     text = data.decode("utf-8")
     if len(text) != len(data):  # not ASCII: offsets differ, decode each slice
-        text = None
+        sigs = [signature_at(data, start, close, "/*") for start, _, close in found]
+        names = [" ".join(data[start:end].decode("utf-8").split()) for start, end, _ in found]
+    else:
+        find = text.find
+        sigs = clean_signatures([text[start:close if nl < 0 else nl].rstrip("\r")
+                                 for start, _, close in found for nl in (find("\n", start, close),)], "/*")
+        names = [" ".join(text[start:end].split()) for start, end, _ in found]
+    out = []
     row, pos = 0, 0
-    for start, end, close in found:
+    for (start, end, close), name, sig in zip(found, names, sigs):
         row += count(b"\n", pos, start)
         pos = start
         last = row + count(b"\n", start, close)
-        if text is None:
-            name = " ".join(data[start:end].decode("utf-8").split())
-            sig = signature_at(data, start, close, "/*")
-        else:
-            name = " ".join(text[start:end].split())
-            nl = text.find("\n", start, close)
-            sig = clean_signature(text[start:close if nl < 0 else nl].rstrip("\r"), "/*")
         out.append(Symbol(name, "rule", sig, start, close, row + 1, last + 1, doc=None))
     return out

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from lib.code.symbols import Symbol, clean_signature, signature_at
+from lib.code.symbols import Symbol, clean_signatures, signature_at
 
 _ATTRIBUTES = rb"""(?:\s++[^\s"'<>/=]++(?:\s*+=\s*+(?:"[^"]*+"|'[^']*+'|[^\s"'=<>`]++))?+)*+"""
 _NAME = rb"[A-Za-z][A-Za-z0-9:-]*+"
@@ -196,20 +196,21 @@ def _symbols(data: bytes, text: str | None, found: list) -> list:
     what the tree path's walk over its ``text`` and ``entity`` nodes gives (``html_text_walk``
     in lib/code/backends.py joins two texts with a space when whitespace, inside a tag or not,
     separates them) when raw text is not among them."""
+    if text is None:  # not ASCII: offsets differ, read each line from the bytes
+        sigs = [signature_at(data, start, end, "<!--") for start, end, _, _ in found]
+    else:
+        find = text.find
+        sigs = clean_signatures([text[start:end if nl < 0 else nl].rstrip("\r")
+                                 for start, end, _, _ in found for nl in (find("\n", start, end),)], "<!--")
     out = []
     count = data.count
     row, pos = 0, 0
-    for start, end, ident, content in found:
+    for (start, end, ident, content), sig in zip(found, sigs):
         row += count(b"\n", pos, start)
         pos = start
         last = row + count(b"\n", start, end)
         if data[end - 1] == 10 and last > row:  # a void element's range may end after a newline
             last -= 1
-        if text is None:
-            sig = signature_at(data, start, end, "<!--")
-        else:
-            nl = text.find("\n", start, end)
-            sig = clean_signature(text[start:end if nl < 0 else nl].rstrip("\r"), "<!--")
         if ident is not None:
             out.append(Symbol(ident.decode("utf-8"), "element", sig, start, end, row + 1, last + 1, doc=None))
         if content is not None:
