@@ -167,7 +167,7 @@ def _cap(sig: str, cap: int) -> str:
 
 def clean_signature(line: str, comment_prefix: str = "//") -> str:
     """Normalise one source line into a first-line signature (rules in the module docstring)."""
-    if "/" in line:  # both comment openers hold one (header scanners sign hundreds of lines a call)
+    if "//" in line or "/*" in line:  # no opener, no cut (header scanners sign hundreds of lines a call)
         cuts = [c for c in (_comment_cut(line, "//"), _comment_cut(line, "/*")) if c >= 0]
         if cuts:
             line = line[:min(cuts)]
@@ -189,10 +189,10 @@ def clean_signatures(lines: list, comment_prefix: str = "//") -> list:
     text = "\0".join(lines)
     if comment_prefix in ("#", "--") or text.count("\0") != len(lines) - 1 or not lines:
         return [clean_signature(line, comment_prefix) for line in lines]
-    if "/" in text:
+    if "//" in text or "/*" in text:
         cut = []
         for line in lines:
-            if "/" in line:
+            if "//" in line or "/*" in line:
                 cuts = [c for c in (_comment_cut(line, "//"), _comment_cut(line, "/*")) if c >= 0]
                 if cuts:
                     line = line[:min(cuts)]

@@ -73,13 +73,17 @@ class _AnyBut(frozenset):
 
 
 _ANY_BUT_COL = _AnyBut({b"col"})
+_SECTIONS = frozenset({b"thead", b"tbody", b"tfoot"})
 _IMPLIED = {b"li": frozenset({b"li"}), b"dt": frozenset({b"dt", b"dd"}), b"dd": frozenset({b"dt", b"dd"}),
             b"rb": frozenset({b"rb", b"rt", b"rp"}), b"rt": frozenset({b"rb", b"rt", b"rp"}),
-            b"rp": frozenset({b"rb", b"rt", b"rp"}), b"optgroup": frozenset({b"optgroup"}), b"tr": frozenset({b"tr"}),
+            b"rp": frozenset({b"rb", b"rt", b"rp"}), b"optgroup": frozenset({b"optgroup"}),
+            b"option": frozenset({b"option", b"optgroup"}), b"thead": _SECTIONS, b"tbody": _SECTIONS, b"tfoot": _SECTIONS,
+            b"tr": frozenset({b"tr"}),
             b"td": frozenset({b"td", b"th", b"tr"}), b"th": frozenset({b"td", b"th", b"tr"}), b"p": _NOT_IN_PARAGRAPH,
             b"colgroup": _ANY_BUT_COL}
 """Parent → the children whose start tag closes it implicitly in tree-sitter-html (its scanner's
-``can_contain``). The scan falls back on any of them."""
+``can_contain``, and, to be safe, ``option`` and the table sections). The scan falls back on
+any of them."""
 
 
 def outline(data: bytes) -> list | None:
@@ -133,8 +137,8 @@ def _elements(data: bytes) -> list | None:
             if attrs:
                 if attrs[-1] == 47:  # `<a href=x/>`: an unquoted value or a self-closing tag
                     return None
-                hint = _ID_HINT.search(attrs)
-                if hint is not None:
+                hint = (b"id" in attrs or b"ID" in attrs or b"Id" in attrs or b"iD" in attrs) and _ID_HINT.search(attrs)
+                if hint:
                     ident = hint.group(1) or hint.group(2) or hint.group(3)
                     if not ident or _QUOTE.search(attrs, 0, hint.start()):
                         ident = _id_value(attrs)  # a quote before it, or no value: read every attribute
@@ -214,7 +218,10 @@ def _symbols(data: bytes, text: str | None, found: list) -> list:
         if ident is not None:
             out.append(Symbol(ident.decode("utf-8"), "element", sig, start, end, row + 1, last + 1, doc=None))
         if content is not None:
-            words = " ".join(_MARKUP.sub(_gap, data[content[0]:content[1]]).decode("utf-8").split())
+            inner = data[content[0]:content[1]]
+            if b"<" in inner:
+                inner = _MARKUP.sub(_gap, inner)
+            words = " ".join(inner.decode("utf-8").split())
             if words:
                 out.append(Symbol(words, "heading", sig, start, end, row + 1, last + 1, doc=None))
     return out
