@@ -26,6 +26,8 @@ from lib.code.symbols import Symbol, clean_signatures, signature_at
 
 _ATTRIBUTES = rb"""(?:\s++[^\s"'<>/=]++(?:\s*+=\s*+(?:"[^"]*+"|'[^']*+'|[^\s"'=<>`]++))?+)*+"""
 _NAME = rb"[A-Za-z][A-Za-z0-9:-]*+"
+_NO_ID_ATTRIBUTES = (rb"""(?:\s++(?![iI][dD](?![^\s"'<>/=]))[^\s"'<>/=]++(?:\s*+=\s*+(?:"[^"]*+"|'[^']*+'"""
+                     rb"""|[^\s"'=<>`]++))?+)*+""")
 
 
 def _raw(name: str) -> bytes:
@@ -38,15 +40,18 @@ def _raw(name: str) -> bytes:
 _TOKEN = re.compile(
     rb"((?:[^<>&]++|&(?=[A-Za-z#]))*+"
     rb"(?:(" + _raw("script") + rb"|" + _raw("style") + rb")"
+    rb"|((<(?P<leaf>" + _NAME + rb")(" + _NO_ID_ATTRIBUTES + rb")\s*+>)((?:[^<>&]++|&(?=[A-Za-z#]))*+)</(?P=leaf)\s*+>)"
     rb"|(<(" + _NAME + rb")(" + _ATTRIBUTES + rb")\s*+(/?)>)"
     rb"|(</(" + _NAME + rb")\s*+>)"
     rb"|<!--(?:[^-]++|-(?!->))*+-->|<![Dd][Oo][Cc][Tt][Yy][Pp][Ee][^<>]*+>"
     rb"|([<>&])))")
 """Text (entities included), then one of: a whole ``script`` or ``style`` element (groups 2–4:
-the element, its attributes as a script's or a style's), a start tag (5–8: the tag, its name,
-attributes, the ``/`` of a self-closing tag), an end tag (9–10: the tag, its name), a comment,
-a doctype; or what the scan does not model (11): any other ``<`` or ``>``, an ``&`` that is no
-entity. Group 1 is the whole match: consecutive matches tile the file up to its last token, so
+the element, its attributes as a script's or a style's), a whole element of text alone whose
+start tag has no ``id`` and whose end tag is spelt alike (5–9: the element, its start tag, name,
+attributes, content; one token instead of three, most elements of a page are such leaves), a
+start tag (10–13: the tag, its name, attributes, the ``/`` of a self-closing tag), an end tag
+(14–15: the tag, its name), a comment, a doctype; or what the scan does not model (16): any
+other ``<`` or ``>``, an ``&`` that is no entity. Group 1 is the whole match: consecutive matches tile the file up to its last token, so
 ``findall`` gives every token's offset by its length."""
 _ATTRIBUTE = re.compile(rb"""\s++([^\s"'<>/=]++)(?:\s*+=\s*+(?:"([^"]*+)"|'([^']*+)'|([^\s"'=<>`]++)))?+""")
 """One attribute of a start tag's attribute text: name, then the value's three spellings."""
@@ -112,9 +117,25 @@ def _elements(data: bytes) -> list | None:
     void = -1  # index of a listed void element whose end is not known yet
     implied_by = _IMPLIED.get
     pos = 0
-    for whole, raw, script_attrs, style_attrs, tag, name, attrs, self_closing, end_tag, close, bad in \
-            _TOKEN.findall(data):
+    for (whole, raw, script_attrs, style_attrs, leaf, leaf_tag, leaf_name, leaf_attrs, leaf_text, tag, name, attrs,
+         self_closing, end_tag, close, bad) in _TOKEN.findall(data):
         pos += len(whole)
+        if leaf:  # an element of text alone
+            start = pos - len(leaf)
+            if void >= 0:
+                out[void][1] = start
+                void = -1
+            name = leaf_name.lower()
+            if name in _VOID or (leaf_attrs and leaf_attrs[-1] == 47):
+                return None  # `<br>x</br>`: an erroneous end tag; `<a href=x/>`
+            if names:
+                implied = implied_by(names[-1])
+                if implied is not None and name in implied:
+                    return None
+            if name in _HEADINGS:
+                text_at = start + len(leaf_tag)
+                out.append([start, pos, None, (text_at, text_at + len(leaf_text))])
+            continue
         if tag or raw:  # a start tag, or a whole raw-text element
             start = pos - len(tag or raw)
             if void >= 0:
