@@ -291,3 +291,34 @@ def test_clean_signatures_equals_clean_signature_line_by_line():
         for _ in range(100):
             chunk = rnd.sample(lines, 40)
             assert symbols.clean_signatures(chunk, prefix) == [symbols.clean_signature(line, prefix) for line in chunk]
+
+
+# -- arbitrary input ----------------------------------------------------------------------------
+
+_PIECES = {
+    "x.md": ["# ", "## ", "#", "\n", "\n\n", "```", "~~~", "    ", "  ", "- ", "> ", "1. ", "<div>", "<!--", "-->", "===",
+             "---", "+++", "text", "\t", "|", "[a]: b", "\\", "é", "`"],
+    "x.css": ["a", ".b", "#c", " ", "\n", "{", "}", ";", ":", ",", "/*", "*/", "//", "\"", "'", "@media x", "@keyframes k",
+              "(", ")", "url(", "0", "px", "%", "!important", "*", "_", "-", "&", "$", "\\", "[x]", "=", "é"],
+    "x.html": ["<", ">", "</", "/>", "div", "h1", "h2", "p", "li", "br", "input", "script", "style", " id=", " ID='", "\"",
+               "'", "x", " ", "\n", "&amp;", "&", "<!--", "-->", "<!DOCTYPE html>", "é", "=", "/"],
+}
+
+
+@pytest.mark.parametrize("path", ["x.md", "x.css", "x.html"])
+def test_a_markup_scanner_falls_back_or_agrees_on_arbitrary_input(path):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.lists(st.sampled_from(_PIECES[path]), max_size=40))
+    def run(pieces):
+        check(path, "".join(pieces))
+
+    @settings(max_examples=100, deadline=None, derandomize=True)
+    @given(st.binary(max_size=300))
+    def run_bytes(data):
+        check(path, data)
+
+    run()
+    run_bytes()
