@@ -23,38 +23,23 @@ def _table(classes: dict, default: int) -> bytes:
 
 class _Lazy:
     """A regex compiled on first use. The hook's capture child scrubs one event and exits, so
-    the ~100 provider patterns are compiled only when a candidate token asks for one."""
+    the ~100 provider patterns are compiled only when a candidate token asks for one. The first
+    use of a method (``match``, ``search``, ``fullmatch``, ``finditer``, ``sub``, ``split``,
+    ``findall``) compiles the pattern and binds all of them on the instance, so later calls go
+    straight to the compiled pattern's C methods (no Python frame per call)."""
 
-    __slots__ = ("pattern", "rx")
+    _METHODS = ("match", "search", "fullmatch", "finditer", "sub", "split", "findall")
 
     def __init__(self, pattern):
         self.pattern = pattern
-        self.rx = None
 
-    def match(self, *a):
-        return (self.rx or self._compile()).match(*a)
-
-    def search(self, *a):
-        return (self.rx or self._compile()).search(*a)
-
-    def fullmatch(self, *a):
-        return (self.rx or self._compile()).fullmatch(*a)
-
-    def finditer(self, *a):
-        return (self.rx or self._compile()).finditer(*a)
-
-    def sub(self, *a):
-        return (self.rx or self._compile()).sub(*a)
-
-    def split(self, *a):
-        return (self.rx or self._compile()).split(*a)
-
-    def findall(self, *a):
-        return (self.rx or self._compile()).findall(*a)
-
-    def _compile(self):
-        self.rx = re.compile(self.pattern)
-        return self.rx
+    def __getattr__(self, name):
+        if name not in _Lazy._METHODS:
+            raise AttributeError(name)
+        rx = re.compile(self.pattern)
+        for m in _Lazy._METHODS:
+            setattr(self, m, getattr(rx, m))
+        return getattr(rx, name)
 
 
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
