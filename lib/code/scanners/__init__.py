@@ -28,7 +28,13 @@ from __future__ import annotations
 
 import os
 
-MODULES = {}
+MODULES = {
+    "c": "lib.code.scanners.c",
+    "go": "lib.code.scanners.go",
+    "java": "lib.code.scanners.java",
+    "markdown": "lib.code.scanners.markdown",
+    "css": "lib.code.scanners.css",
+}
 """Backend name (lib/code/languages.py) → the module holding its scanner. A language missing
 here is always parsed by tree-sitter."""
 
