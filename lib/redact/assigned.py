@@ -257,7 +257,8 @@ def _scan_assigned_run(sc: _Scan, k: int, j: int) -> None:
         s2 -= 1
     while j2 < len(b) and b[j2] in _B64_BYTES:
         j2 += 1
-    if j2 - s2 >= 32 and (s2, j2) != (k, j) and (b.find(b"+", s2, j2) >= 0 or b.find(b"/", s2, j2) >= 0):
+    if j2 - s2 >= 32 and (s2, j2) != (k, j) and (b.find(b"+", s2, j2) >= 0 or b.find(b"/", s2, j2) >= 0) \
+            and not _path_segment(b, s2, j2, k, j):
         return  # part of a longer base64 run: the entropy rule and the kept classes judge it
     if b.endswith(_DIGEST_PREFIXES, max(0, s2 - 8), s2) or v.startswith(_INTEGRITY):
         return  # go.sum "h1:", "sha256:" digests, "sha512-" integrity strings
@@ -268,6 +269,20 @@ def _scan_assigned_run(sc: _Scan, k: int, j: int) -> None:
     if _kept(sc, s2, j2):
         return  # a certificate's line, a public key, an image's base64, a path
     sc.span(k, j, _P_SECRET, "assigned_token")
+
+
+def _path_segment(b: bytes, s2: int, j2: int, k: int, j: int) -> bool:
+    """The run ``b[k:j]`` is a whole ``/``-separated segment of the path ``b[s2:j2]``: a path
+    that starts with ``/`` (or after ``~``, ``.``, or with the run itself), holds no ``+`` and no ``=`` after it, and
+    whose every other segment is ≤ 12 characters or made of words, as a token used as a
+    directory name is (``/home/dev/notes/<token>/README``); in base64 (``sha512-…/…==``, an
+    image's lines) the pieces around a ``/`` are random too."""
+    if (k > s2 and b[k - 1] != 47) or (j < j2 and b[j] != 47) or b.find(b"+", s2, j2) >= 0:
+        return False
+    if not (b[s2] == 47 or k == s2 or (s2 and b[s2 - 1] in b"~.")) or b[j2:j2 + 1] == b"=":
+        return False
+    rest = b[s2:max(s2, k - 1)].split(b"/") + b[j + 1:j2].split(b"/")
+    return all(len(piece) <= 12 or _wordy(piece) for piece in rest)
 
 
 _INTEGRITY = (b"sha1-", b"sha256-", b"sha384-", b"sha512-", b"md5-")
