@@ -5,9 +5,10 @@ level and inside at-rule blocks such as ``@media`` — named by its selector lis
 collapsed, signed by its first line (lib/code/symbols.py ``signature_at``), ranging from its
 first selector to its closing brace. Keyframe blocks and at-rules are not listed.
 
-The scan (docs/ctxctl.md "Header scanners"): one compiled pattern finds the braces, comments and
-strings (so a ``{`` in a string or comment opens nothing); each selector list and each block's
-declarations are checked against a conservative grammar, because tree-sitter-css recovers from
+The scan (docs/ctxctl.md "Header scanners"): one compiled pattern reads a whole item at a time
+(a rule set with its block, an at-rule's opening or closing brace, a statement), consuming
+comments and strings (a ``{`` in either opens nothing) and holding selector lists and
+declarations to a conservative grammar, because tree-sitter-css recovers from
 what it cannot parse by reshaping whole rules (an IE hack such as ``*zoom: 1`` turns the rest of
 the file into one rule). The scanner returns ``None`` (tree-sitter parses the file) on anything
 outside that grammar: nested rules (CSS nesting, SCSS), unknown at-rules, a selector or value
