@@ -285,6 +285,14 @@ def header_signature(spec, data: bytes, backend, types: frozenset = _ALL_HEADER_
         pieces.append(tidy_header_piece(data, child.start_byte, child.end_byte, child, backend))
         pos = child.end_byte
     pieces.append(tidy_header_piece(data, pos, end, top, backend, strip=False))
+    return header_from_pieces(pieces)
+
+
+def header_from_pieces(pieces: list) -> str | None:
+    """A header signature from its pieces in source order, each already tidied by
+    :func:`tidy_header_piece_text` (decorators capped one by one, the rest whole): joined,
+    brackets and tail tidied (:func:`tidy_header`), capped at :data:`SIGNATURE_CAP`; ``None``
+    when nothing is left. The tree path and the header scanners (lib/code/scanners) both end here."""
     # one piece is already collapsed (tidy_header_piece): only the brackets and the tail are left
     sig = _tidy_collapsed(pieces[0]) if len(pieces) == 1 else tidy_header(" ".join(p for p in pieces if p))
     return _cap(sig, SIGNATURE_CAP) or None
@@ -309,22 +317,31 @@ no comment node to cut (a Rust ``#[…]`` attribute is none); other languages lo
 def tidy_header_piece(data: bytes, start: int, end: int, top, backend, strip: bool = True) -> str:
     """Source ``[start, end)`` with comment nodes under ``top`` removed and whitespace collapsed;
     a decorator piece (``strip``) is capped at :data:`DECORATOR_CAP`."""
-    raw = data[start:end]
     # bytes.find, not `in`: `bytes in bytes` first tries the needle as an int and raises inside
-    find = raw.find
+    find = data.find
+    cuts = ()
     for opener in _COMMENT_OPENERS.get(backend.comment_prefix, _ANY_COMMENT_OPENER):
-        if find(opener) < 0:
+        i = find(opener, start, end)
+        if i < 0 or i + len(opener) > end:
             continue
         cuts = _comment_ranges(top, start, end, backend.comments)
-        if cuts:
-            parts, pos = [], start
-            for a, b in cuts:
-                if a >= pos:
-                    parts.append(data[pos:a])
-                    pos = b
-            parts.append(data[pos:end])
-            raw = b" ".join(parts)
         break
+    return tidy_header_piece_text(data, start, end, cuts, strip)
+
+
+def tidy_header_piece_text(data: bytes, start: int, end: int, cuts, strip: bool = True) -> str:
+    """Source ``[start, end)`` without the comment byte ranges ``cuts`` (sorted ``(start, end)``
+    pairs inside it, each replaced by a space) and with whitespace collapsed; a decorator piece
+    (``strip``) is capped at :data:`DECORATOR_CAP`."""
+    raw = data[start:end]
+    if cuts:
+        parts, pos = [], start
+        for a, b in cuts:
+            if a >= pos:
+                parts.append(data[pos:a])
+                pos = b
+        parts.append(data[pos:end])
+        raw = b" ".join(parts)
     piece = " ".join(raw.decode("utf-8", "replace").split())
     return _cap(piece, DECORATOR_CAP) if strip else piece
 

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import os
 
-MODULES = {}
+MODULES = {
+    "python": "lib.code.scanners.python",
+}
 """Backend name (lib/code/languages.py) → the module holding its scanner. A language missing
 here is always parsed by tree-sitter."""
 
