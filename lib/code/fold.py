@@ -129,7 +129,7 @@ their source lines, rustc/gcc code frames with their ``^^^`` markers, a pytest f
 assertion diff, a goroutine's stack, a TAP failure's YAML, a dotnet test's error message and
 stack trace) are kept up to an empty or unindented line."""
 PARAGRAPH_START = (
-    r"^thread '.*'.* panicked|^panic:|^goroutine \d+ \[|^---- \S+ stdout ----|^failures:$|^FAIL: |^ERROR: "
+    r"^thread '.*'.* panicked|^panic:|^goroutine \d+ \[|^---- \S+ stdout ----|^failures:$"
     r"|^(?:Failure|Error) (?:→|->) \S+ @ \d+|^\s+\d+\) (?:Failure|Error):$"
     r"|^\s+(?:[A-Z]\w*::)+[A-Z]\w*:$|^\s+[A-Z]\w*(?:Error|Exception):$"
 )
@@ -138,6 +138,14 @@ panic's message and ``left``/``right``, a Go goroutine's stack, cargo's failure 
 unittest's failure report, busted's and minitest's failure reports: the test's name, its
 location and the expected and actual values; RSpec's exception class alone on an indented line,
 ``Octokit::Forbidden:``, then its message and backtrace)."""
+SECTION_START = r"^(?:FAIL|ERROR): \S"
+"""unittest's report of one failed or erroring test (``FAIL: test_a (pkg.T.test_a)``): its
+traceback, exception line and assertion diff (``First differing element``, the ``-``/``+``/``?``
+lines after an empty line) run to the next separator line (:data:`SECTION_END`), not to the
+first empty line."""
+SECTION_END = r"^(?:={20,}|-{20,})$"
+"""The separator lines of unittest's report: ``====…`` before each failure, ``----…`` under its
+header and before ``Ran N tests``."""
 BLOCK_MAX = 60
 """Most continuation lines one block keeps (a runaway stack trace stays bounded)."""
 
@@ -154,13 +162,25 @@ class Diagnostics:
         self._start = re2.compile(BLOCK_START, opts)
         self._frame = re2.compile(r"^\d+\s*\|", opts)  # a numbered code-frame line (rustc, gcc)
         self._para = re2.compile(PARAGRAPH_START, opts)
+        self._section = re2.compile(SECTION_START, opts)
+        self._section_end = re2.compile(SECTION_END, opts)
         self._block = 0
         self._paragraph = False
+        self._in_section = 0  # lines left in a unittest report (0: none open)
 
     def keep(self, text: str) -> bool:
         """Whether ``text`` (one line, no terminator) is a diagnostic or inside a block. A line
         of a GitHub Actions log is judged without its timestamp (:func:`without_timestamp`)."""
         text = without_timestamp(text)
+        if self._in_section:
+            if self._section_end.match(text) is None or self._in_section == BLOCK_MAX:
+                self._in_section -= 1  # the first ``----`` sits under the header: still inside
+                return True
+            self._in_section = 0
+            return True
+        if self._section.match(text):
+            self._in_section, self._block = BLOCK_MAX, 0
+            return True
         if self._block:
             inside = text.strip() != "" if self._paragraph else (
                 text[:1] in (" ", "\t", "|") or self._frame.match(text) is not None)

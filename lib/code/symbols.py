@@ -167,15 +167,18 @@ def _cap(sig: str, cap: int) -> str:
 
 def clean_signature(line: str, comment_prefix: str = "//") -> str:
     """Normalise one source line into a first-line signature (rules in the module docstring)."""
-    cuts = [c for c in (_comment_cut(line, "//"), _comment_cut(line, "/*")) if c >= 0]
-    if cuts:
-        line = line[:min(cuts)]
+    if "/" in line:  # both comment openers hold one (header scanners sign hundreds of lines a call)
+        cuts = [c for c in (_comment_cut(line, "//"), _comment_cut(line, "/*")) if c >= 0]
+        if cuts:
+            line = line[:min(cuts)]
     if comment_prefix in ("#", "--"):
         cut = _comment_cut(line, comment_prefix, need_space_after=True)
         if cut >= 0:
             line = line[:cut]
-    sig = _strip_trailing(" ".join(line.split()))
-    return _cap(sig, FIRST_LINE_CAP) or "…"
+    sig = " ".join(line.split())
+    if sig.endswith(_TRAILING):
+        sig = _strip_trailing(sig)
+    return (sig if len(sig) <= FIRST_LINE_CAP else sig[:FIRST_LINE_CAP - 1] + "…") or "…"
 
 
 def signature_at(data: bytes, start: int, end: int, comment_prefix: str) -> str:
@@ -285,17 +288,46 @@ def header_signature(spec, data: bytes, backend, types: frozenset = _ALL_HEADER_
         pieces.append(tidy_header_piece(data, child.start_byte, child.end_byte, child, backend))
         pos = child.end_byte
     pieces.append(tidy_header_piece(data, pos, end, top, backend, strip=False))
-    return header_from_pieces(pieces)
+    return join_header(pieces)
 
 
-def header_from_pieces(pieces: list) -> str | None:
-    """A header signature from its pieces in source order, each already tidied by
-    :func:`tidy_header_piece_text` (decorators capped one by one, the rest whole): joined,
-    brackets and tail tidied (:func:`tidy_header`), capped at :data:`SIGNATURE_CAP`; ``None``
-    when nothing is left. The tree path and the header scanners (lib/code/scanners) both end here."""
-    # one piece is already collapsed (tidy_header_piece): only the brackets and the tail are left
+def join_header(pieces: list) -> str | None:
+    """The last step of a whole-header signature: ``pieces`` (str, each already collapsed by
+    :func:`tidy_header_piece` or :func:`collapse_header`) joined and tidied
+    (:func:`tidy_header`), capped at :data:`SIGNATURE_CAP`; ``None`` when nothing is left."""
+    # one piece is already collapsed: only the brackets and the tail are left
     sig = _tidy_collapsed(pieces[0]) if len(pieces) == 1 else tidy_header(" ".join(p for p in pieces if p))
     return _cap(sig, SIGNATURE_CAP) or None
+
+
+def collapse_header(pieces) -> str | None:
+    """:func:`header_signature` for a header already cut into ``pieces``: a list of ``(raw
+    bytes with comments removed, is_decorator)`` in source order, each collapsed as
+    :func:`tidy_header_piece` does (a decorator capped at :data:`DECORATOR_CAP`), then
+    :func:`join_header`. The header scanners (lib/code/scanners) sign with it, so both paths
+    make the same string."""
+    return join_header([collapse_piece(raw, is_decorator) for raw, is_decorator in pieces])
+
+
+def collapse_headers(raws: list) -> list:
+    """``[join_header([collapse_piece(raw)]) for raw in raws]`` (each a one-piece header's
+    bytes, comments already cut out) in a few passes over all of them joined, not a dozen
+    string operations per header: the header scanners sign a file's definitions with it.
+    ``tests/ctxctl/test_scanners_brace.py`` holds it to the one-by-one result."""
+    if not raws:
+        return []
+    text = "\0".join(" ".join(t.split()) for t in b"\0".join(raws).decode("utf-8", "replace").split("\0"))
+    if text.count("\0") != len(raws) - 1:  # a header held a NUL byte: one by one
+        return [join_header([collapse_piece(raw)]) for raw in raws]
+    for old, new in (("( ", "("), ("[ ", "["), (", )", ")"), (", ]", "]"), (" )", ")"), (" ]", "]")):
+        if old in text:
+            text = text.replace(old, new)
+    out = text.split("\0")
+    for i, sig in enumerate(out):
+        if sig.endswith(_TRAILING):
+            sig = _strip_trailing(sig)
+        out[i] = (_cap(sig, SIGNATURE_CAP) if len(sig) > SIGNATURE_CAP else sig) or None
+    return out
 
 
 def _decorator_children(top, node):
@@ -317,33 +349,30 @@ no comment node to cut (a Rust ``#[…]`` attribute is none); other languages lo
 def tidy_header_piece(data: bytes, start: int, end: int, top, backend, strip: bool = True) -> str:
     """Source ``[start, end)`` with comment nodes under ``top`` removed and whitespace collapsed;
     a decorator piece (``strip``) is capped at :data:`DECORATOR_CAP`."""
+    raw = data[start:end]
     # bytes.find, not `in`: `bytes in bytes` first tries the needle as an int and raises inside
-    find = data.find
-    cuts = ()
+    find = raw.find
     for opener in _COMMENT_OPENERS.get(backend.comment_prefix, _ANY_COMMENT_OPENER):
-        i = find(opener, start, end)
-        if i < 0 or i + len(opener) > end:
+        if find(opener) < 0:
             continue
         cuts = _comment_ranges(top, start, end, backend.comments)
+        if cuts:
+            parts, pos = [], start
+            for a, b in cuts:
+                if a >= pos:
+                    parts.append(data[pos:a])
+                    pos = b
+            parts.append(data[pos:end])
+            raw = b" ".join(parts)
         break
-    return tidy_header_piece_text(data, start, end, cuts, strip)
+    return collapse_piece(raw, strip)
 
 
-def tidy_header_piece_text(data: bytes, start: int, end: int, cuts, strip: bool = True) -> str:
-    """Source ``[start, end)`` without the comment byte ranges ``cuts`` (sorted ``(start, end)``
-    pairs inside it, each replaced by a space) and with whitespace collapsed; a decorator piece
-    (``strip``) is capped at :data:`DECORATOR_CAP`."""
-    raw = data[start:end]
-    if cuts:
-        parts, pos = [], start
-        for a, b in cuts:
-            if a >= pos:
-                parts.append(data[pos:a])
-                pos = b
-        parts.append(data[pos:end])
-        raw = b" ".join(parts)
+def collapse_piece(raw: bytes, decorator: bool = False) -> str:
+    """One header piece (comments already cut out) with its whitespace collapsed; a decorator
+    piece capped at :data:`DECORATOR_CAP`."""
     piece = " ".join(raw.decode("utf-8", "replace").split())
-    return _cap(piece, DECORATOR_CAP) if strip else piece
+    return _cap(piece, DECORATOR_CAP) if decorator else piece
 
 
 def _strip_marker(line: str) -> str:

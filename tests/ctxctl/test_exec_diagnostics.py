@@ -77,6 +77,24 @@ def test_pytest_failures_tracebacks_and_summary(tmp_path):
     assert "test_ok[17] PASSED" in raw and "test_ok[17] PASSED" not in doc["compressed"]
 
 
+def test_unittest_reports_keep_their_assertion_diffs(tmp_path):
+    """unittest prints a failed assertEqual's diff after an empty line (``First differing
+    element``, ``- [1, 2, 3]``, ``?        ^``, ``+ [1, 2, 4]``): the report runs to the next
+    separator line, so the diff survives with the traceback; passing tests' lines fold away."""
+    oks = "".join(f"    def test_ok{i}(self):\n        pass\n\n" for i in range(60))
+    (tmp_path / "test_lists.py").write_text(
+        "import unittest\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_lists(self):\n        self.assertEqual([1, 2, 3], [1, 2, 4])\n\n"
+        "    def test_dicts(self):\n        self.assertEqual({'a': 1, 'b': 2}, {'a': 1, 'b': 3})\n\n"
+        "    def test_raises(self):\n        raise KeyError('zz')\n\n" + oks)
+    cmd = f"{sys.executable} -m unittest -v test_lists"
+    raw, doc = check(cmd, cmd.split(), tmp_path,
+                     [r"^(?:FAIL|ERROR): ", r"^First differing element", r"^- \[1, 2, 3\]", r"^\+ \[1, 2, 4\]",
+                      r"^\?\s+\^", r"^- \{'a': 1, 'b': 2\}", r"^\+ \{'a': 1, 'b': 3\}", r"^AssertionError",
+                      r"^KeyError", r"^Ran \d+ tests", r"^FAILED \("], expect_code=1)
+    assert "test_ok17 (" in raw and "test_ok17 (" not in doc["compressed"]
+
+
 def test_python_traceback_keeps_every_frame(tmp_path):
     (tmp_path / "app.py").write_text(
         "for i in range(40):\n    print('loading', i)\n\n\ndef parse(x):\n    return int(x)\n\n\n"

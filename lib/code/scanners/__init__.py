@@ -29,6 +29,11 @@ from __future__ import annotations
 import os
 
 MODULES = {
+    "c": "lib.code.scanners.c",
+    "go": "lib.code.scanners.go",
+    "java": "lib.code.scanners.java",
+    "markdown": "lib.code.scanners.markdown",
+    "css": "lib.code.scanners.css",
     "python": "lib.code.scanners.python",
 }
 """Backend name (lib/code/languages.py) → the module holding its scanner. A language missing

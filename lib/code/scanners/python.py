@@ -22,7 +22,7 @@ How a file is read, every step in C but one loop over the tokens:
    statement is an assignment (``X = 1``, ``X: int``, ``a = b = 1``, ``a, b = …``), named as
    :func:`lib.code.backends._python_assigned_names` names them.
 
-Signatures are built by :func:`lib.code.symbols.header_from_pieces` and
+Signatures are built by :func:`lib.code.symbols.collapse_header` and
 :func:`lib.code.symbols.signature_at`, the functions the tree path uses; doc comments (the
 docstring's first paragraph, else the comments directly above that tree-sitter makes siblings of
 the definition) are read only when asked for.
@@ -41,7 +41,7 @@ from itertools import accumulate
 from operator import add
 
 from lib.code.backends import docstring_paragraph
-from lib.code.symbols import Symbol, header_from_pieces, signature_at, strip_comment, tidy_header_piece_text
+from lib.code.symbols import Symbol, collapse_header, signature_at, strip_comment
 
 _TOKEN = re.compile(
     rb'#[^\n]*'
@@ -322,9 +322,9 @@ class _Scan:
         if word == b"class":
             classes.append((body, end, body_indent, len(decorators)))
         self.check_docstring(body)
-        pieces = [tidy_header_piece_text(data, a, b, self.comments_in(a, b), True) for a, b in decorators]
-        pieces.append(tidy_header_piece_text(data, start, body, self.comments_in(start, body), False))
-        sig = header_from_pieces(pieces)
+        pieces = [(self.uncommented(a, b), True) for a, b in decorators]
+        pieces.append((self.uncommented(start, body), False))
+        sig = collapse_header(pieces)
         kind = "class" if word == b"class" else "function"
         return (outer, end, name, kind, sig, (self.definition_doc, outer, body, indent))
 
@@ -347,6 +347,19 @@ class _Scan:
                 end = e
             i += 1
         return end
+
+    def uncommented(self, a: int, b: int) -> bytes:
+        """Source ``[a, b)`` with each comment in it replaced by a space, as the tree path cuts
+        comment nodes out of a header (lib/code/symbols.py ``tidy_header_piece``)."""
+        cuts = self.comments_in(a, b)
+        if not cuts:
+            return self.data[a:b]
+        data, parts, pos = self.data, [], a
+        for s, e in cuts:
+            parts.append(data[pos:s])
+            pos = e
+        parts.append(data[pos:b])
+        return b" ".join(parts)
 
     def comments_in(self, a: int, b: int) -> list:
         starts = self.comment_starts
