@@ -41,7 +41,7 @@ from itertools import accumulate
 from operator import add
 
 from lib.code.backends import docstring_paragraph
-from lib.code.symbols import Symbol, collapse_header, signature_at, strip_comment
+from lib.code.symbols import Symbol, collapse_header, collapse_headers, signature_at, strip_comment
 
 _TOKEN = re.compile(
     rb'#[^\n]*'
@@ -59,7 +59,7 @@ _BLANK = bytes(1 if b == 10 else 3 for b in range(256))
 _KEEP = b"()[]{}\n\x01\\"
 _DROP = bytes(b for b in range(256) if b not in _KEEP)
 _GROUP = re.compile(rb"[()\[\]{}\x02]")
-_DEF = re.compile(rb"\n( *+)(?:(@)|(async[ \t]+)?(def|class)[ \t])")
+_DEF = re.compile(rb"\n *+()(?:(@)|(?:async[ \t]++)?(def|class)[ \t])")
 _BAD = re.compile(rb"\n *+[\t\f\x01]|\n *+(?:match|case)[ \t]++[^=\s]|\n *+(?:def|class)\\")
 _NEXT_CODE = re.compile(rb"\n( *+)[^ \n]")
 _HEADER = re.compile(rb"[:()\[\]{}]")
@@ -260,12 +260,13 @@ class _Scan:
     def symbols(self) -> list:
         """Every definition and variable, in source pre-order, as :class:`Symbol` rows."""
         masked = self.masked
+        self.plain = []  # headers without decorators, signed in one batch
         rows = []  # (start, end, name, kind, signature, doc source)
         classes = []
         decorators, dec_indent = [], -1
         for m in _DEF.finditer(masked):
-            indent = len(m.group(1))
-            start = m.start() + indent  # data index of the keyword or `@`
+            start = m.start(1) - 1  # data index of the keyword or `@`
+            indent = start - m.start()
             if decorators and indent != dec_indent:
                 raise _Fallback("decorators without a definition")
             if m.group(2):
@@ -276,15 +277,18 @@ class _Scan:
                 decorators.append((start, end))
                 dec_indent = indent
                 continue
-            keyword = m.start(4) - 1
+            keyword = m.start(3) - 1
             if decorators:
                 # the line before must be the last decorator's
                 if self.next_code(self.eol(decorators[-1][0]))[0] != m.start():
                     raise _Fallback("decorator not followed by this definition")
-            rows.append(self.definition(start, keyword, m.group(4), indent, decorators, classes))
+            rows.append(self.definition(start, keyword, m.group(3), indent, decorators, classes))
             decorators, dec_indent = [], -1
         if decorators:
             raise _Fallback("decorators without a definition")
+        if self.plain:
+            signed = collapse_headers(self.plain)
+            rows = [r if r[3] == "var" or type(r[4]) is str else r[:4] + (signed[r[4]],) + r[5:] for r in rows]
         self.variables(rows, classes)
         rows.sort(key=_row_start)
         return self.finish(rows)
@@ -322,9 +326,13 @@ class _Scan:
         if word == b"class":
             classes.append((body, end, body_indent, len(decorators)))
         self.check_docstring(body)
-        pieces = [(self.uncommented(a, b), True) for a, b in decorators]
-        pieces.append((self.uncommented(start, body), False))
-        sig = collapse_header(pieces)
+        if decorators:
+            pieces = [(self.uncommented(a, b), True) for a, b in decorators]
+            pieces.append((self.uncommented(start, body), False))
+            sig = collapse_header(pieces)
+        else:  # signed with the others in one batch (symbols)
+            sig = len(self.plain)
+            self.plain.append(self.uncommented(start, body))
         kind = "class" if word == b"class" else "function"
         return (outer, end, name, kind, sig, (self.definition_doc, outer, body, indent))
 
