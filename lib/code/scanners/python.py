@@ -60,7 +60,10 @@ _KEEP = b"()[]{}\n\x01\\"
 _DROP = bytes(b for b in range(256) if b not in _KEEP)
 _GROUP = re.compile(rb"[()\[\]{}\x02]")
 _DEF = re.compile(rb"\n *+()(?:(@)|(?:async[ \t]++)?(def|class)[ \t])")
-_BAD = re.compile(rb"\n *+[\t\f\x01]|\n *+(?:match|case)[ \t]++[^=\s]|\n *+(?:def|class)\\")
+_BAD = re.compile(rb"\n *+[\t\f\x01]")
+_BAD_RARE = (rb"\n *+(?:match|case)[ \t]++[^=\s]|\n *+(?:def|class)\\")
+"""Compiled only for a file that spells ``match``, ``case`` or a keyword before a backslash
+(lib/code/scanners/python.py ``_rx``): every pattern compiled at import costs a cold call."""
 _NEXT_CODE = re.compile(rb"\n( *+)[^ \n]")
 _HEADER = re.compile(rb"[:()\[\]{}]")
 _NAME = re.compile(rb"[ \t]*([A-Za-z_]\w*)")
@@ -76,6 +79,17 @@ _KEYWORDS = frozenset({b"False", b"None", b"True", b"and", b"as", b"assert", b"a
                        b"pass", b"raise", b"return", b"try", b"while", b"with", b"yield"})
 _KEYWORD_RX = b"|".join(sorted(_KEYWORDS, key=len, reverse=True))
 _dedent = {}
+
+
+_compiled = {}
+
+
+def _rx(name: str, pattern: bytes):
+    """``pattern`` compiled on first use (a pattern only rare files need)."""
+    rx = _compiled.get(name)
+    if rx is None:
+        rx = _compiled[name] = re.compile(pattern)
+    return rx
 
 
 class _Fallback(Exception):
@@ -182,7 +196,8 @@ class _Scan:
                 masked[a:b] = masked[a:b].replace(b"\n", b"\x01")
             for line in conts:
                 masked[starts[line + 1]] = 1
-        if _BAD.search(masked):
+        if _BAD.search(masked) or ((masked.find(b"match") >= 0 or masked.find(b"case") >= 0
+                                    or masked.find(b"\\") >= 0) and _rx("bad", _BAD_RARE).search(masked)):
             raise _Fallback("tab, form feed or match statement")
         self.masked = masked
 
@@ -405,7 +420,7 @@ class _Scan:
         """Add the variables the simple statement ``[start, eol)`` assigns."""
         data = self.data
         end = self.code_end(start, eol)
-        names = _assigned(bytes(self.masked[start + 1:end + 1]))
+        names = _assigned(bytes(self.masked[start + 1:end + 1]).translate(_SPACED))
         if names:
             sig = signature_at(data, start, end, "#")
             for name in names:
@@ -541,7 +556,10 @@ def _row_start(row) -> int:
     return row[0]
 
 
-_W = rb"[ \t\x01\\]*+"
+_W = rb" *+"
+_SPACED = bytes(32 if b in (1, 9, 92) else b for b in range(256))
+"""``bytes.translate`` table turning the separators inside a statement (masked newlines, tabs,
+continuation backslashes) into spaces before the target patterns read it."""
 _NAME_RX = rb"[A-Za-z_][A-Za-z0-9_]*+"
 _ITEM = rb"(?:\*?" + _W + _NAME_RX + rb"(?:" + _W + rb"\." + _W + _NAME_RX + rb")*+)"
 _ITEMS = _ITEM + rb"(?:" + _W + rb"," + _W + _ITEM + rb")*+(?:" + _W + rb",)?+"
@@ -550,15 +568,14 @@ _TARGETS = re.compile(rb"(?:" + _W + rb"(?:" + _ITEMS + rb"|\(" + _W + _ITEMS + 
 names, dotted names, starred names, comma lists of them, or a parenthesised list."""
 _ANNOTATED = re.compile(_W + rb"(" + _NAME_RX + rb")((?:" + _W + rb"\." + _W + _NAME_RX + rb")*)" + _W + rb":(?!=)")
 _NAME_ONLY = re.compile(_NAME_RX)
-_SEPARATORS = re.compile(rb"[ \t\x01\\]+")
 _EQ_MAP = bytes(b if chr(b) in "()[]{}=<>!:+-*/%&|^@~" else 120 for b in range(256))
 _RUNS = re.compile(rb"x+")
 _INNER = re.compile(rb"\([^()\[\]{}]*\)|\[[^()\[\]{}]*\]|\{[^()\[\]{}]*\}")
 _PLAIN_EQ = re.compile(rb"(?<![=!<>+\-*/%&|^@:~])=(?!=)")
-_TRAILED = re.compile(_W + _NAME_RX + rb"(?:" + _W + rb"(?:\." + _W + _NAME_RX + rb"|\x05+))*" + _W)
+_TRAILED = _W + _NAME_RX + rb"(?:" + _W + rb"(?:\." + _W + _NAME_RX + rb"|\x05+))*" + _W
 """A subscripted or called target once its brackets are crossed out (``x[0]`` → ``x`` and four
 \\x05): it binds no name."""
-_LISTED = re.compile(_W + rb"\x05+" + _W)
+_LISTED = _W + rb"\x05+" + _W
 """A list pattern crossed out (``[a, b]``): it binds no name (lib/code/backends.py reads names
 from pattern lists and tuple patterns only)."""
 
@@ -591,7 +608,7 @@ def _assigned(text: bytes) -> list:
             raise _Fallback("assignment chain with a complex target")
         names = []
         for target in text[:m.end()].split(b"=")[:-1]:
-            target = _SEPARATORS.sub(b"", target)
+            target = target.replace(b" ", b"")
             if target.startswith(b"("):
                 items = target[1:-1].split(b",")
                 if len(items) < 2:
@@ -619,8 +636,8 @@ def _assigned(text: bytes) -> list:
             break
         flat = shorter
     cut = _PLAIN_EQ.search(flat)
-    if cut is not None and (_TRAILED.fullmatch(flat, 0, cut.start()) or (
-            text.lstrip(b" ").startswith(b"[") and _LISTED.fullmatch(flat, 0, cut.start()))):
+    if cut is not None and (_rx("trailed", _TRAILED).fullmatch(flat, 0, cut.start()) or (
+            text.lstrip(b" ").startswith(b"[") and _rx("listed", _LISTED).fullmatch(flat, 0, cut.start()))):
         rest = text[cut.end():]
         if not _top_level_eq(rest) or rest.lstrip(b" \t\x01\\").startswith(b"lambda"):
             return []
