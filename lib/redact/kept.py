@@ -4,8 +4,9 @@ certificate / public-key PEM block, base64 whose decoded bytes are binary data (
 DER certificate) or text in which the scrub finds nothing, file paths and URL paths."""
 from __future__ import annotations
 
+from lib.redact.outcome import _P_SECRET
 from lib.redact.scan import _Lazy, _Scan
-from lib.redact.shapes import _HEX, _PIECES, _word_piece
+from lib.redact.shapes import _case_mixed_hex, _HEX, _PIECES, _word_piece
 from lib.redact.providers import _PEM_PRIVATE
 
 
@@ -125,6 +126,8 @@ def _base64_verdict(sc: _Scan, s: int, j: int):
     text_like = raw and sum(c in _TEXT_BYTES for c in raw[:4096]) >= 0.95 * min(len(raw), 4096)
     if text_like:
         verdict = scrub(raw.decode("utf-8", "replace"), True)[1].status == "clean"
+        if not verdict:  # the whole block goes: a line holding the secret may not look random itself
+            sc.span(start, end, _P_SECRET, "high_entropy_run")
     elif lines >= 3 or raw.startswith((b"\x89PNG", b"GIF8", b"\xff\xd8\xff", b"\x00\x00\x01\x00", b"0\x82")):
         verdict = True  # binary data: an image, an icon, a DER certificate
     else:
@@ -135,9 +138,12 @@ def _base64_verdict(sc: _Scan, s: int, j: int):
 
 def _pathy(b: bytes, s: int, j: int) -> bool:
     """A run that is a file path: at least one ``/`` and no ``+`` or ``=``, followed by a file
-    extension or holding two ``/`` or more, and every ``/``-separated piece short (≤ 12), hex,
-    or words (:func:`_word_piece` on its ``_ . -``-separated parts). Measured on installed
-    packages' paths (``bench/redact_corpus.py``): ``kdf/pbkdf2.py``, ``cloudhsmv2/2017-04-28``."""
+    extension or holding two ``/`` or more, and every ``/``-separated piece short (≤ 12), hex
+    in one case, or words (:func:`_word_piece` on its ``_ . -``-separated parts, none of them
+    random-shaped by :func:`lib.redact.assigned._random_piece`: a token used as a directory
+    name, ``notes/atlnb837wozix66k5en5x40qla5qcecw/README.md``, is not a path's word). Measured
+    on installed packages' paths (``bench/redact_corpus.py``): ``kdf/pbkdf2.py``,
+    ``cloudhsmv2/2017-04-28``."""
     run = b[s:j]
     slashes = run.count(b"/")
     if not slashes or b"+" in run or b"=" in run:
@@ -145,9 +151,18 @@ def _pathy(b: bytes, s: int, j: int) -> bool:
     ext = j < len(b) and b[j] == 46 and j + 1 < len(b) and 97 <= b[j + 1] <= 122
     if not ext and slashes < 2:
         return False
+    from lib.redact.assigned import MIN_PIECE, _random_piece  # assigned imports this module
+
     for piece in run.split(b"/"):
-        if len(piece) <= 12 or _HEX.fullmatch(piece) or sum(48 <= c <= 57 for c in piece) >= len(piece) - 2:
+        if len(piece) <= 12 or sum(48 <= c <= 57 for c in piece) >= len(piece) - 2:
             continue
-        if not all(len(p) <= 8 or _word_piece(p, strict=len(p) > 24) for p in _PIECES.split(piece)):
-            return False  # a 25+ character part must be words even by the strict test
+        if _HEX.fullmatch(piece):
+            if _case_mixed_hex(set(piece)):
+                return False  # hex in both cases is a token, never a digest (lib.redact.shapes)
+            continue
+        for p in _PIECES.split(piece):
+            if len(p) >= MIN_PIECE and _random_piece(p):
+                return False  # a random-shaped part (digits in groups, fine case mix): a token, not a name
+            if len(p) > 8 and not _word_piece(p, strict=len(p) > 24):
+                return False  # a 25+ character part must be words even by the strict test
     return True

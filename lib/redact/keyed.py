@@ -17,9 +17,10 @@ from lib.redact.shapes import _DIGEST_PREFIXES, _secretish, _wordy
 
 
 _K8S_SECRET = _Lazy(rb"kind:(?:[ \t]|\\t)*(?:\\?[\"'])?secret(?![a-z0-9_-])")
-_K8S_DATA_VALUE = _Lazy(rb"[\w.-]+:(?:(?:[ \t]|\\t)*[|>][-+]?)?(?:\s|\\[tnr])*(?:\\?[\"'])?([A-Za-z0-9+/]{10,}={0,3})(?![A-Za-z0-9+/=])")
+_K8S_DATA_VALUE = _Lazy(rb"[\w.-]+:(?:(?:[ \t]|\\t)*[|>][-+]?)?(?:\s|\\[tnr])*(?:\\?[\"'])?([A-Za-z0-9+/]{10,}(?:={1,3}(?![A-Za-z0-9+=])|(?![A-Za-z0-9+/=])))")
 """``kind: Secret`` and, within 300 bytes, ``data:``: each ``name: <base64>`` after it (4 KiB) is
-a secret's value (gitleaks ``kubernetes-secret-yaml``)."""
+a secret's value (gitleaks ``kubernetes-secret-yaml``); a ``/`` may follow its ``=`` padding (the
+manifest's text inside a path)."""
 
 # Keyed secrets (keyword-anchored assignments, as gitleaks' generic-api-key and detect-secrets'
 # KeywordDetector do): a name that means secret, an assignment operator, then a value only the

@@ -52,6 +52,8 @@ _START_MARKERS = [
     (b"sk_prod_", "stripe_live_key", rb"sk_prod_[A-Za-z0-9]{10,}", True),
     (b"rk_prod_", "stripe_restricted_key", rb"rk_prod_[A-Za-z0-9]{10,}", True),
     (b"sk_test_", "stripe_test_key", rb"sk_test_[A-Za-z0-9]{10,}", True),
+    # Checkout.com secret keys: sk_[test_]<uuid> (their API docs' key format).
+    (b"sk_", "checkout_secret_key", rb"sk_(?:test_)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}" + _END, False),
     (b"rk_live_", "stripe_restricted_key", rb"rk_live_[A-Za-z0-9]{10,}", True),
     (b"rk_test_", "stripe_restricted_key", rb"rk_test_[A-Za-z0-9]{10,}", True),
     (b"whsec_", "stripe_webhook_secret", rb"whsec_[A-Za-z0-9+/]{24,}", True),
@@ -69,8 +71,8 @@ _START_MARKERS = [
     (b"ghs_", "github_server_token", rb"ghs_[A-Za-z0-9]{30,}", True),
     (b"ghr_", "github_refresh_token", rb"ghr_[A-Za-z0-9]{30,}", True),
     # Slack (api.slack.com/authentication/token-types).
-    (b"xoxb-", "slack_bot_token", rb"xoxb-[0-9]{6,}-[A-Za-z0-9-]{10,}", True),
-    (b"xoxp-", "slack_user_token", rb"xoxp-[0-9]{6,}-[A-Za-z0-9-]{10,}", True),
+    (b"xoxb-", "slack_bot_token", rb"xoxb-[0-9A-Za-z-]{10,}", True),
+    (b"xoxp-", "slack_user_token", rb"xoxp-[0-9A-Za-z-]{10,}", True),
     (b"xoxa-", "slack_app_token", rb"xoxa-[0-9A-Za-z-]{10,}", True),
     (b"xoxr-", "slack_refresh_token", rb"xoxr-[0-9A-Za-z-]{10,}", True),
     (b"xoxe", "slack_token", rb"xoxe(?:\.xox[bp])?-[0-9A-Za-z-]{10,}", True),
@@ -108,6 +110,7 @@ _START_MARKERS = [
     (b"shppa_", "shopify_token", rb"shppa_[a-fA-F0-9]{20,}", True),
     # Twilio API key SID: SK + 32 hex.
     (b"SK", "twilio_key", rb"SK[0-9a-fA-F]{32}" + _END, True),
+    (b"AC", "twilio_account_sid", rb"AC[0-9a-f]{32}" + _END, True),  # detect-secrets TwilioKeyDetector
     # Mailgun private key: key-<32 [0-9a-z]> (docs example key-3ax6xnjp29jd6fds4gc373sgvjxteol0).
     (b"key-", "mailgun_key", rb"key-[0-9a-z]{32}" + _END, True),
     (b"dapi", "databricks_token", rb"dapi[0-9a-f]{32}(?:-\d)?" + _END, True),
@@ -133,7 +136,7 @@ _START_MARKERS = [
     # More documented prefixes (gitleaks rule set, MIT; each provider's token docs).
     (b"A3-", "onepassword_secret_key", rb"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}", False),
     (b"p8e-", "adobe_client_secret", rb"p8e-[A-Za-z0-9]{32}", True),
-    (b"LTAI", "alibaba_access_key_id", rb"LTAI[A-Za-z0-9]{20}" + _END, True),
+    (b"LTAI", "alibaba_access_key_id", rb"LTAI[A-Za-z0-9]{12,20}" + _END, True),
     (b"pat", "airtable_token", rb"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}", True),
     (b"FLWSECK", "flutterwave_key", rb"FLWSECK(?:_TEST)?-[A-Za-z0-9]{12,}", True),
     (b"FLWPUBK", "flutterwave_key", rb"FLWPUBK(?:_TEST)?-[A-Za-z0-9]{12,}", True),
@@ -147,6 +150,8 @@ _START_MARKERS = [
     (b"shippo_", "shippo_token", rb"shippo_(?:live|test)_[a-fA-F0-9]{40}", True),
     (b"pubkey-", "mailgun_key", rb"pubkey-[a-f0-9]{32}", True),
     (b"NRJS-", "newrelic_api_key", rb"NRJS-[a-f0-9]{19}", True),
+    (b"NRAA-", "newrelic_api_key", rb"NRAA-[a-f0-9]{27}" + _END, True),
+    (b"NRSP-", "newrelic_api_key", rb"NRSP-[a-z]{2}[0-9]{2}[a-f0-9]{31}" + _END, True),
     (b"NRII-", "newrelic_api_key", rb"NRII-[A-Za-z0-9-]{32}", True),
     (b"pnu_", "prefect_token", rb"pnu_[A-Za-z0-9]{36}", True),
     (b"rdme_", "readme_token", rb"rdme_[a-z0-9]{70}", True),
@@ -157,6 +162,7 @@ _START_MARKERS = [
     (b"CLOJARS_", "clojars_token", rb"CLOJARS_[A-Za-z0-9]{60}", True),
     (b"4b1d", "clickhouse_api_secret", rb"4b1d[A-Za-z0-9]{38}" + _END, True),
     (b"EAA", "facebook_access_token", rb"EAA[MC][A-Za-z0-9]{100,}", True),
+    (b"EAACEdEose0cBA", "facebook_access_token", rb"EAACEdEose0cBA[0-9A-Za-z]+", True),  # Graph API Explorer tokens
     (b"eyJrIjoi", "grafana_token", rb"eyJrIjoi[A-Za-z0-9]{70,400}", True),
     (b"HRKU-AA", "heroku_api_key", rb"HRKU-AA[A-Za-z0-9_-]{58}", True),
     (b"duffel_", "duffel_token", rb"duffel_(?:test|live)_[A-Za-z0-9_=-]{43}", True),
@@ -179,6 +185,8 @@ _START_MARKERS = [
     (b"fm2_", "flyio_token", rb"fm2_[A-Za-z0-9+/]{30,}", True),
     (b"ico-", "infracost_token", rb"ico-[A-Za-z0-9]{32}" + _END, True),
     (b"tk-us-", "scalingo_token", rb"tk-us-[A-Za-z0-9_-]{48}" + _END, True),
+    (b"R_", "bitly_secret_key", rb"R_[0-9a-f]{32}" + _END, True),  # Bitly legacy API keys
+    (b"rzp_", "razorpay_key", rb"rzp_[A-Za-z0-9]{2,6}_[A-Za-z0-9_]{10,20}" + _END, True),  # rzp_live_<14>, rzp_test_<14>
     (b"sgp_", "sourcegraph_token", rb"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}" + _END, True),
 ]
 
@@ -199,6 +207,8 @@ _DOT_MARKERS = [
     (b"sl.", "dropbox_token", rb"sl\.[A-Za-z0-9=_-]{130,}", True),
     (b"dp.pt.", "doppler_token", rb"dp\.pt\.[A-Za-z0-9]{40,}", True),
     (b"dp.st.", "doppler_token", rb"dp\.st\.(?:[a-z0-9_-]{2,35}\.)?[A-Za-z0-9]{40,}", False),
+    # Amazon Marketplace Web Service auth tokens: amzn.mws.<uuid> (MWS developer guide).
+    (b"amzn.mws.", "aws_mws_token", rb"amzn\.mws\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", False),
 ]
 # Prefixed tokens replaced in place (docs/security.md, Redaction): keep the prefix, drop the tail.
 _PREFIXED = [
@@ -250,6 +260,7 @@ _JWT = _Lazy(next(p for a, _, p, _ in _START_MARKERS if a == b"eyJ"))
 _SGR = re.compile(rb"[0-9]{1,3}m")
 _DOT_ROWS = [(a, rule, _Lazy(p), m) for a, rule, p, m in _DOT_MARKERS]
 _DOT_ANCHORS = tuple(a for a, *_ in _DOT_MARKERS)
+_DOT_ANCHOR_MAX = max(map(len, _DOT_ANCHORS))
 
 # Context markers (checked on a run by the character before it).
 _TELEGRAM = _Lazy(rb"(?<![0-9])[0-9]{5,16}:A[A-Za-z0-9_-]{34}" + _END)
@@ -264,6 +275,9 @@ _MAILCHIMP = _Lazy(rb"[0-9a-f]{32}-us[0-9]{1,2}")
 """A Mailchimp API key: 32 lowercase hex digits, ``-us`` and the data-centre number (Mailchimp
 Marketing API docs, "API keys"; gitleaks ``mailchimp-api-key``): the suffix makes the shape its
 own, with or without the provider's name before it."""
+_TEAMS_HOOK = b".webhook.office.com/webhookb2/"
+"""Microsoft Teams incoming webhooks, ``https://<tenant>.webhook.office.com/webhookb2/<ids>``
+(Microsoft Teams docs, "Create an Incoming Webhook"): the URL is the credential, as Slack's."""
 _DISCORD_HOOK = _Lazy(rb"discord(?:app)?\.com/api/webhooks/[0-9]{5,}/$")
 _PEM_PRIVATE = _Lazy(rb"-----BEGIN[A-Z0-9 _-]{0,100}PRIVATE KEY(?: BLOCK)?-----")
 
@@ -315,8 +329,9 @@ def _scan_tokens(sc: _Scan) -> None:
     op_near = _OPERATOR_NEAR
     seen = _PROVIDER_SEEN
     openers = _VALUE_OPENERS
-    for m in _run_rx(_KEYED_MIN_RUN).finditer(b.translate(_TOKEN_CLS)):
-        k, j = m.span()
+    inner = _INNER_ANCHOR.search
+    runs = sc.token_runs = [m.span() for m in _run_rx(_KEYED_MIN_RUN).finditer(b.translate(_TOKEN_CLS))]
+    for k, j in runs:
         s = k
         if k:
             p = q = b[k - 1]
@@ -339,7 +354,7 @@ def _scan_tokens(sc: _Scan) -> None:
                 if hit is None or hit >= 0:
                     _provider_keyed(sc, s)  # "HEROKU_API = <uuid>": a provider name before the value
         n = j - k
-        if n >= 21:  # a separator and the shortest marked token (AKIA + 16)
+        if n >= 21 and inner(b, k, j - 16) is not None:  # a separator and the shortest marked token (AKIA + 16)
             _inner_markers(sc, by2, k, j)  # "key-AKIA...", "x-AKIA...", "prod_AKIA...", "token_ghp_..."
         key = b[s:s + 2]
         anchors = anchors_by2.get(key)
@@ -357,7 +372,7 @@ def _scan_tokens(sc: _Scan) -> None:
             continue
         prev = b[k - 1]
         if prev == 46:  # "."
-            if b.endswith(_DOT_ANCHORS, max(0, k - 8), k):
+            if b.endswith(_DOT_ANCHORS, max(0, k - _DOT_ANCHOR_MAX), k):
                 for anchor, rule, rx, mixed in _DOT_ROWS:
                     a0 = k - len(anchor)
                     if a0 >= 0 and b.startswith(anchor, a0) and _bounded(b, a0):
@@ -377,6 +392,8 @@ def _scan_tokens(sc: _Scan) -> None:
                 sc.marks.add("discord_webhook")
             elif k >= 3 and b[k - 3:k] == b"1//" and _GOOGLE_REFRESH.match(b, k - 3):
                 sc.marks.add("google_refresh_token")
+            elif b.endswith(_TEAMS_HOOK, max(0, k - 30), k):
+                sc.marks.add("teams_webhook")
         elif prev == 58:  # ":"
             if j - k == 35 and b[k] == 65 and _TELEGRAM.search(b, max(0, k - 17), j):
                 sc.marks.add("telegram_bot_token")
