@@ -167,7 +167,7 @@ def _cap(sig: str, cap: int) -> str:
 
 def clean_signature(line: str, comment_prefix: str = "//") -> str:
     """Normalise one source line into a first-line signature (rules in the module docstring)."""
-    if "/" in line:  # both comment openers hold one (header scanners sign hundreds of lines a call)
+    if "//" in line or "/*" in line:  # no opener, no cut (header scanners sign hundreds of lines a call)
         cuts = [c for c in (_comment_cut(line, "//"), _comment_cut(line, "/*")) if c >= 0]
         if cuts:
             line = line[:min(cuts)]
@@ -179,6 +179,33 @@ def clean_signature(line: str, comment_prefix: str = "//") -> str:
     if sig.endswith(_TRAILING):
         sig = _strip_trailing(sig)
     return (sig if len(sig) <= FIRST_LINE_CAP else sig[:FIRST_LINE_CAP - 1] + "…") or "…"
+
+
+def clean_signatures(lines: list, comment_prefix: str = "//") -> list:
+    """``[clean_signature(line, comment_prefix) for line in lines]`` with the whitespace of all of
+    them collapsed in one pass over them joined: the markup header scanners sign every rule or
+    element of a file with it. ``tests/ctxctl/test_scanners_markup.py`` holds it to the
+    one-by-one result."""
+    text = "\0".join(lines)
+    if comment_prefix in ("#", "--") or text.count("\0") != len(lines) - 1 or not lines:
+        return [clean_signature(line, comment_prefix) for line in lines]
+    if "//" in text or "/*" in text:
+        cut = []
+        for line in lines:
+            if "//" in line or "/*" in line:
+                cuts = [c for c in (_comment_cut(line, "//"), _comment_cut(line, "/*")) if c >= 0]
+                if cuts:
+                    line = line[:min(cuts)]
+            cut.append(line)
+        text = "\0".join(cut)
+    # NUL is no whitespace: the runs collapse within each line, and the spaces left beside a NUL go
+    text = " ".join(text.split()).replace("\0 ", "\0").replace(" \0", "\0")
+    out = text.split("\0")
+    for i, sig in enumerate(out):
+        if sig.endswith(_TRAILING):
+            sig = _strip_trailing(sig)
+        out[i] = (sig if len(sig) <= FIRST_LINE_CAP else sig[:FIRST_LINE_CAP - 1] + "…") or "…"
+    return out
 
 
 def signature_at(data: bytes, start: int, end: int, comment_prefix: str) -> str:

@@ -17,12 +17,11 @@ Measured in ``bench/redact_corpus.py`` (public corpora per family and placement,
 positives on real lines)."""
 from __future__ import annotations
 
-import math
-
 from lib.redact.kept import _kept
 from lib.redact.outcome import _P_SECRET
-from lib.redact.scan import _ALNUM, _HAS_DIGIT, _Lazy, _LOWER, _runs, _Scan, _table
-from lib.redact.shapes import _ANTHROPIC_ID, _case_mixed_hex, _DIGEST_PREFIXES, _ULIDS, _word_piece, _wordy
+from lib.redact.scan import _ALNUM, _entropy, _HAS_DIGIT, _Lazy, _LOWER, _runs, _Scan, _table
+from lib.redact.shapes import (_ANTHROPIC_ID, _case_mixed_hex, _DIGEST_PREFIXES, _LETTER_CHUNK, _ULIDS, _word_piece,
+                               _wordy)
 
 CHUNK_AVG = 3.3
 """Mixed-case pieces with few digits are random-shaped when their camelCase chunks
@@ -66,13 +65,12 @@ def _random_piece(v: bytes) -> bool:
         upper = letters.translate(None, _LOWER_LETTERS)
         if not upper or len(upper) == len(letters):
             return False  # one case and a number glued on: identifiers, words, "Python311"
-        chunks = _CHUNK.findall(letters)
+        chunks = _LETTER_CHUNK.findall(letters)
         if len(letters) >= CHUNK_AVG * len(chunks):
             return False  # camelCase words, "CrtCrc32Checksum": chunks of 3+ letters on average
         groups = 0
-    chars = set(v)
-    h = -sum(c / n * math.log2(c / n) for c in map(v.count, chars))
-    if h < min_entropy(n):
+    bound = min_entropy(n)
+    if _entropy(v, set(v), (bound,)) < bound:
         return False
     return groups >= 3 or not _wordy(v)
 
@@ -82,7 +80,6 @@ _HEX_LETTERS = b"abcdefABCDEF"
 _LOWER_LETTERS = b"abcdefghijklmnopqrstuvwxyz"
 _LETTER_MARK = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", b" " * 52)
 """Letters to blanks: the digit groups split on whitespace."""
-_CHUNK = _Lazy(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
 def min_entropy(n: int) -> float:
@@ -213,12 +210,9 @@ def _scan_assigned(sc: _Scan, window: int) -> None:
     ``b[:window]`` (one translate, one run search), judged by :func:`_scan_assigned_run`; runs
     the entropy rule already replaced (``sc.spans``, in order) are skipped."""
     b = sc.b
-    cls = b[:window + 4096].translate(_TOKEN_CLS)
     covered = sc.spans[:]  # the entropy rule's spans, in order of start
     c = 0
-    for k, j in _runs(cls, MIN_PIECE, 0, window):
-        if j == len(cls) < len(b):
-            j = _TOKEN_TAIL.match(b, j).end()
+    for k, j in _token_runs(sc, window):
         if _HAS_DIGIT(b, k, j) is None:
             continue
         if k >= 1 and b[k - 1] == 92 and b[k] in b"ntr":
@@ -230,6 +224,23 @@ def _scan_assigned(sc: _Scan, window: int) -> None:
         if c < len(covered) and covered[c][0] < j:
             continue
         _scan_assigned_run(sc, k, j)
+
+
+def _token_runs(sc: _Scan, window: int):
+    """``(start, end)`` of every maximal token run of ≥ :data:`MIN_PIECE` bytes that starts in
+    ``b[:window]``, to its natural end: read off the runs the marker scan listed for these very
+    bytes (``sc.token_runs``, runs of ≥ 14) when it has, else one translate and one run search."""
+    runs = sc.token_runs
+    if runs is not None:
+        return [r for r in runs if r[1] - r[0] >= MIN_PIECE and r[0] < window]
+    b = sc.b
+    cls = b[:window + 4096].translate(_TOKEN_CLS)
+    out = []
+    for k, j in _runs(cls, MIN_PIECE, 0, window):
+        if j == len(cls) < len(b):
+            j = _TOKEN_TAIL.match(b, j).end()
+        out.append((k, j))
+    return out
 
 
 def _scan_assigned_run(sc: _Scan, k: int, j: int) -> None:

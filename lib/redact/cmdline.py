@@ -290,7 +290,6 @@ def pair_spans(b: bytes) -> list[tuple[int, int]]:
     ``domain/user:P[@target]`` (after a ``*.py`` or ``impacket-*`` program) and ``htpasswd
     -b``'s last argument. Found literal-first (``.py ``, ``impacket-``, ``htpasswd``)."""
     out = []
-    n = len(b)
     for lit in (b".py ", b"impacket-"):
         i = b.find(lit)
         while i >= 0:
@@ -299,10 +298,11 @@ def pair_spans(b: bytes) -> list[tuple[int, int]]:
             at = max(at, 0)  # no blank after "impacket-": the pattern is tried at the start (as match(b, -1))
             # The argument's "/" and ":" lie on this line, the "/" before a ":": without them
             # the lazy pattern would try every position of the line (pytest's "x.py ..." lines).
-            eol = b.find(b"\n", at)
-            eol = n if eol < 0 else eol
-            colon = b.rfind(b":", at, eol)
-            if colon < 0 or b.find(b"/", at, colon) < 0:
+            # Read forward from the first "/" to the first ":" after it (a line may be the whole
+            # field: JSON-escaped output has no raw newline to stop a search for one).
+            slash = b.find(b"/", at)
+            colon = b.find(b":", slash + 1) if slash >= 0 else -1
+            if colon < 0 or b.find(b"\n", at, colon) >= 0:
                 continue
             m = _IMPACKET.match(b, at)
             if m and _plausible(m.group(1)):

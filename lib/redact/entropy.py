@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from lib.redact.outcome import _P_SECRET
-from lib.redact.scan import _ALNUM, _HAS_DIGIT, _Lazy, _mixed, _runs, _Scan, _table
+from lib.redact.scan import _ALNUM, _entropy, _HAS_DIGIT, _Lazy, _mixed, _runs, _Scan, _table
 from lib.redact.shapes import _ANTHROPIC_ID, _case_mixed_hex, _DIGEST_PREFIXES, _ULIDS, _wordy
 from lib.redact.kept import _kept
 from lib.redact.assigned import _scan_assigned
@@ -74,8 +74,7 @@ def _entropy_secret(b: bytes, s: int, e: int) -> bool:
     if len(run) > _ENTROPY_SAMPLE:
         run = run[:_ENTROPY_SAMPLE]
         chars = set(run)
-    n = len(run)
-    h = -sum(c / n * math.log2(c / n) for c in map(run.count, chars))
+    h = _entropy(run, chars, _THRESHOLDS)
     if h < ENTROPY_THRESHOLD and not (h >= ENTROPY_THRESHOLD_MIXED and _HAS_DIGIT(run) and _mixed(run)):
         return False
     if _ULIDS.fullmatch(run) or _ANTHROPIC_ID.fullmatch(run):
@@ -83,6 +82,7 @@ def _entropy_secret(b: bytes, s: int, e: int) -> bool:
     if any(q in run for q in _SEQUENCES):
         return False  # alphabet tables in code (base64/base32 alphabets)
     return not _wordy(run[:512])
+_THRESHOLDS = (ENTROPY_THRESHOLD, ENTROPY_THRESHOLD_MIXED)
 _EQ_PIECE = _Lazy(rb"[^=]+=*")
 _ENT_TAIL = _Lazy(rb"[A-Za-z0-9+/=_-]*")
 

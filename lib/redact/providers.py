@@ -329,8 +329,9 @@ def _scan_tokens(sc: _Scan) -> None:
     op_near = _OPERATOR_NEAR
     seen = _PROVIDER_SEEN
     openers = _VALUE_OPENERS
-    for m in _run_rx(_KEYED_MIN_RUN).finditer(b.translate(_TOKEN_CLS)):
-        k, j = m.span()
+    inner = _INNER_ANCHOR.search
+    runs = sc.token_runs = [m.span() for m in _run_rx(_KEYED_MIN_RUN).finditer(b.translate(_TOKEN_CLS))]
+    for k, j in runs:
         s = k
         if k:
             p = q = b[k - 1]
@@ -353,7 +354,7 @@ def _scan_tokens(sc: _Scan) -> None:
                 if hit is None or hit >= 0:
                     _provider_keyed(sc, s)  # "HEROKU_API = <uuid>": a provider name before the value
         n = j - k
-        if n >= 21:  # a separator and the shortest marked token (AKIA + 16)
+        if n >= 21 and inner(b, k, j - 16) is not None:  # a separator and the shortest marked token (AKIA + 16)
             _inner_markers(sc, by2, k, j)  # "key-AKIA...", "x-AKIA...", "prod_AKIA...", "token_ghp_..."
         key = b[s:s + 2]
         anchors = anchors_by2.get(key)

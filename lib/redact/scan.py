@@ -6,6 +6,7 @@ scrubs one event and exits, so a pattern compiles only when a candidate asks for
 shared between rules)."""
 from __future__ import annotations
 
+import math
 import re
 
 
@@ -22,38 +23,23 @@ def _table(classes: dict, default: int) -> bytes:
 
 class _Lazy:
     """A regex compiled on first use. The hook's capture child scrubs one event and exits, so
-    the ~100 provider patterns are compiled only when a candidate token asks for one."""
+    the ~100 provider patterns are compiled only when a candidate token asks for one. The first
+    use of a method (``match``, ``search``, ``fullmatch``, ``finditer``, ``sub``, ``split``,
+    ``findall``) compiles the pattern and binds all of them on the instance, so later calls go
+    straight to the compiled pattern's C methods (no Python frame per call)."""
 
-    __slots__ = ("pattern", "rx")
+    _METHODS = ("match", "search", "fullmatch", "finditer", "sub", "split", "findall")
 
     def __init__(self, pattern):
         self.pattern = pattern
-        self.rx = None
 
-    def match(self, *a):
-        return (self.rx or self._compile()).match(*a)
-
-    def search(self, *a):
-        return (self.rx or self._compile()).search(*a)
-
-    def fullmatch(self, *a):
-        return (self.rx or self._compile()).fullmatch(*a)
-
-    def finditer(self, *a):
-        return (self.rx or self._compile()).finditer(*a)
-
-    def sub(self, *a):
-        return (self.rx or self._compile()).sub(*a)
-
-    def split(self, *a):
-        return (self.rx or self._compile()).split(*a)
-
-    def findall(self, *a):
-        return (self.rx or self._compile()).findall(*a)
-
-    def _compile(self):
-        self.rx = re.compile(self.pattern)
-        return self.rx
+    def __getattr__(self, name):
+        if name not in _Lazy._METHODS:
+            raise AttributeError(name)
+        rx = re.compile(self.pattern)
+        for m in _Lazy._METHODS:
+            setattr(self, m, getattr(rx, m))
+        return getattr(rx, name)
 
 
 _ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
@@ -113,7 +99,8 @@ def _run_rx(min_len: int):
 class _Scan:
     """Mutable state of one scrub: the UTF-8 bytes, the spans to replace, the rules fired."""
 
-    __slots__ = ("b", "low", "spans", "marks", "inplace", "blocks", "auth_at", "secret_at", "kw_hits", "wide_cls")
+    __slots__ = ("b", "low", "spans", "marks", "inplace", "blocks", "auth_at", "secret_at", "kw_hits", "wide_cls",
+                 "token_runs")
 
     def __init__(self, b: bytes):
         self.b = b
@@ -126,6 +113,7 @@ class _Scan:
         self.secret_at: list = []
         self.wide_cls = None  # the field translated to the wide-marker class (lib.redact.providers)
         self.kw_hits: list = []  # (keyword, [offsets]) of _scan_keyed, reused by the command-line rule
+        self.token_runs = None  # (start, end) of every [A-Za-z0-9_-] run of >= 14 bytes (lib.redact.providers)
 
     def lower(self) -> bytes:
         if self.low is None:
@@ -141,6 +129,35 @@ class _Scan:
             return
         self.spans.append((s, e, placeholder))
         self.inplace.add(rule)
+
+
+class _CLogC(dict):
+    """``c * log2(c)`` by count ``c`` (``0`` for ``0``), filled on first use of each count, so
+    :func:`_entropy` sums a run's counts with C-level ``map`` calls and no bytecode per symbol."""
+
+    def __missing__(self, c):
+        v = self[c] = c * math.log2(c) if c else 0.0
+        return v
+
+
+_C_LOG_C = _CLogC()
+_EXACT_NEAR = 1e-6
+"""How close (bits/char) the fast sum may come to a threshold before the exact sum decides: the
+two differ by under 1e-12 on runs of up to 1 MiB, so every comparison agrees with the exact one."""
+
+
+def _entropy(run: bytes, chars, thresholds) -> float:
+    """Shannon entropy (bits/char) of the non-empty ``run`` whose distinct bytes are ``chars``:
+    ``log2(n) - sum(c * log2(c)) / n`` over the counts ``c`` (C-level ``map``, ~4x faster than a
+    generator of ``c / n * log2(c / n)``), or that generator itself when the fast value lies within
+    :data:`_EXACT_NEAR` of one of ``thresholds``, so a comparison against them decides as the
+    textbook sum does (:func:`lib.redact.entropy.shannon_entropy`)."""
+    n = len(run)
+    h = math.log2(n) - sum(map(_C_LOG_C.__getitem__, map(run.count, chars))) / n
+    for t in thresholds:
+        if -_EXACT_NEAR < h - t < _EXACT_NEAR:
+            return -sum(c / n * math.log2(c / n) for c in map(run.count, chars))
+    return h
 
 
 def _finds(hay: bytes, needle: bytes, start: int = 0, stop: int | None = None):

@@ -88,6 +88,8 @@ def _scrub_bytes(text: str, b: bytes, is_tool_output: bool) -> tuple[str, Outcom
         # neighbour changes it, so the stored text must be one a second scrub leaves alone.
         for _ in range(4):
             ent = _Scan(b)
+            if b is sc.b:
+                ent.token_runs = sc.token_runs  # the same bytes: the marker scan's token runs hold
             _scan_entropy(ent)
             if not ent.spans:
                 break

@@ -32,7 +32,9 @@ _CURL_KEY_HEADER = _Lazy(rb"(?:(?<=[ \t\n\r`])|(?<=\\[tnr]))(?:-H|--header)(?:=|
 credential (gitleaks ``curl-auth-header``; ``Authorization:`` is the ``authorization_header``
 marker)."""
 _URL_SIG = _Lazy(rb"(?:sig|signature)=([A-Za-z0-9%+/=_-]{16,})")
-_SIG_PARAM = re.compile(rb"sig(?:nature)?=")
+_SIG_PARAMS = (b"sig=", b"signature=")
+"""The signature parameters, found by the ``sig`` they start with (``bytes.find``: a third fewer
+instructions than sre's literal-prefix scan of ``sig(?:nature)?=``)."""
 _SIG_BEFORE = (b"?", b"&", b";", b"?x-amz-", b"&x-amz-", b"?x-goog-", b"&x-goog-")
 _CARD_SHAPE = re.compile(
     rb"dddd(?<![dw-]dddd)(?:d{9,15}|([s-])dddd\1dddd\1d{1,4}(?:\1d{1,4})?|([s-])dddddd\2d{4,5})(?![dw-])")
@@ -84,8 +86,9 @@ def _scan_structural(sc: _Scan) -> None:
                 sc.span(a, z, _P, "uri_credentials")
     for s, e in command_line_spans(b, low, sc.kw_hits):  # --password X, mysql -pX, docker login -p X
         sc.span(s, e, _P, "command_credentials")
-    for sm in (_SIG_PARAM.finditer(low, first) if (first := low.find(b"sig")) >= 0 else ()):  # one pass for sig= and signature= (literal prefix "sig")
-        st = sm.start()
+    for st in (_finds(low, b"sig", first) if (first := low.find(b"sig")) >= 0 else ()):  # one pass for sig= and signature=
+        if not low.startswith(_SIG_PARAMS, st):
+            continue
         if not low.endswith(_SIG_BEFORE, max(0, st - 8), st):
             continue  # a query parameter: ?sig= &sig= ;sig= ?X-Amz-Signature= &X-Goog-Signature=
         m = _URL_SIG.match(low, st)

@@ -7,6 +7,8 @@ tests/ctxctl/test_scanners.py); programs the tree path reads with errors must fa
 The real fixtures are held to the same oracle in tests/ctxctl/test_scanners.py."""
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -32,6 +34,12 @@ C_PARTS = [
     "static int (*hook)(int, char*);\n",
     "int proto(int a, int b);\n",
     "STATIC_ASSERT(sizeof(int) == 4);\n",
+    "/* A point. */\nstruct point { int x, y; /* } */ unsigned flag : 1; };\n",
+    "typedef struct node { struct node *next; char tag[4]; } node_t, *node_p;\n",
+    "typedef void (*visit_cb)(node_t *n);\n",
+    "static struct { int depth; union { int i; float f; } u; } state = { 0 };\n",
+    "enum color { RED, GREEN = '}', BLUE };\n",
+    "struct holder { struct { int a; } inner; };\n",
 ]
 GO_PARTS = [
     "func F(a int) (int, error) {\n\treturn a, nil\n}\n",
@@ -98,7 +106,8 @@ def test_each_misleading_part_alone_falls_back_or_agrees(language):
 
 BROKEN = {
     "c": ["int f(void) {\n  return 0;\n", "char *u = \"abc\nint x;\n", "int g(void) { }\n}\n",
-          "/* never closed\nint y;\n"],
+          "/* never closed\nint y;\n",
+          "#define HEAD(name) \\\nstruct name { \\\n  int *root; /* a comment */ \\\n}\n\nint z;\n"],
     "go": ["func F() {\n", "var s = \"abc\n", "var r = `never closed\n", "func G() {}\n}\n"],
     "java": ["void f() {\n", "String s = \"abc\n;", "/* never closed\n", "int x;\n}\n}\n"],
 }
@@ -124,6 +133,8 @@ def test_the_scan_pairs_braces_outside_literals_and_directives():
     rust = clike.Dialect("rust", chars=False, lifetimes=True, raw=True, nested=True, multiline_strings=True)
     assert clike.scan(b"fn f<'a>(x: &'a str) { let c = '}'; let r = r#\"}\"#; }", rust).opens == [21]
     assert clike.scan(b"/* /* nested */ */ fn f() {}", rust) is None  # not paired: falls back
+    # a lone quote after a brace in a literal: as many matches as brace bytes, still refused
+    assert clike.scan(b"x = \"{\"; y = ' }", clike.Dialect("java")) is None
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
@@ -135,8 +146,6 @@ def test_bulk_header_signatures_equal_one_by_one(headers):
 
 @pytest.mark.parametrize("name", ["libuv_core.c", "zap_json_encoder.go"])
 def test_the_one_expression_pairing_equals_the_brace_by_brace_one(name):
-    import os
-
     from tests.ctxctl.test_scanners import REAL
 
     module = __import__(scanners.MODULES[languages.backend_for(name)], fromlist=["DIALECT"])
@@ -146,3 +155,35 @@ def test_the_one_expression_pairing_equals_the_brace_by_brace_one(name):
     deep = b"int f(void) {" + b"{" * (clike.GROUP_DEPTH + 2) + b"}" * (clike.GROUP_DEPTH + 2) + b"}\n"
     dialect = __import__("lib.code.scanners.c", fromlist=["DIALECT"]).DIALECT
     assert clike.groups(deep, dialect) == ([(12, len(deep) - 2)], [])
+
+
+def test_the_committed_expression_tables_are_current():
+    """Every expression the C-like scanners define is in lib/code/scanners/_tables.py with the
+    program ``re`` compiles for it today (regenerate: ``python -m lib.code.scanners.clike``)."""
+    from lib.code.scanners import _tables
+
+    found = clike.expressions()
+    assert len(found) >= 30
+    for expr in found:
+        key = (expr.pattern, expr.flags)
+        assert key in _tables.TABLE, expr.pattern[:80]
+        assert _tables.TABLE[key] == clike.program(*key), expr.pattern[:80]
+
+
+def test_a_scanned_outline_loads_no_re_module():
+    """The scanner path of a cold call builds its expressions from the table: ``re`` (and the
+    ``enum`` it pulls) is never imported, nor tree-sitter."""
+    import subprocess
+    import sys
+
+    from tests.ctxctl.test_scanners import REAL
+
+    code = ("import sys\nfrom lib.code import config, outline\n"
+            "for name in ('libuv_core.c', 'zap_json_encoder.go', 'gson_Gson.java'):\n"
+            "    _, parsed, syms = outline.load(sys.argv[1] + '/' + name, config.Config())\n"
+            "    assert parsed.tree is None and syms, name\n"
+            "print(sorted(m for m in ('re', 'enum', 'tree_sitter') if m in sys.modules))\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    done = subprocess.run([sys.executable, "-c", code, REAL], capture_output=True, text=True, cwd=root, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

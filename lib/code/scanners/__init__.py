@@ -34,6 +34,7 @@ MODULES = {
     "java": "lib.code.scanners.java",
     "markdown": "lib.code.scanners.markdown",
     "css": "lib.code.scanners.css",
+    "html": "lib.code.scanners.html",
 }
 """Backend name (lib/code/languages.py) → the module holding its scanner. A language missing
 here is always parsed by tree-sitter."""

@@ -18,8 +18,10 @@ The doc comment is the comments directly above, as the tree path reads siblings:
 an ``#include``/``#define`` line belongs to that directive (it is no sibling), one on a
 conditional's line (``#else /* x */``) is the next definition's sibling.
 
-Falls back (``None``) on anything else: ``typedef``, ``struct``/``union``/``enum`` (their
-fields are listed by the tree path), a directive inside a definition's header, attributes,
+* ``typedef`` → a ``type`` per declarator; a ``struct``/``union``/``enum`` body → the named
+  type and a ``var`` per field (a declaration's own declarators first, as the tree's pre-order).
+
+Falls back (``None``) on anything else: a directive inside a definition's header, attributes,
 a header whose declarator it does not model (function pointers returned, K&R parameters, a
 macro call standing for a definition), a brace or literal :mod:`clike` cannot vouch for.
 """
@@ -58,6 +60,11 @@ unless a ``*`` or ``(*`` starts the declarator."""
 _PROTOTYPE = clike.lazy(rb"[ \t\r\n*]*+" + _IDENT + rb"[ \t\r\n]*+\([^()]*+(?:\([^()]*+\)[^()]*+)*+\)[ \t\r\n]*+")
 _ELABORATED = clike.lazy(rb"(?<![A-Za-z0-9_])(?:struct|union|enum)[ \t\r\n]++[A-Za-z_][A-Za-z0-9_]*+(?![ \t\r\n]*+\{)")
 """``struct name`` used as a type (no body): one type name to the specifier rules."""
+_TYPEDEF = clike.lazy(rb"[ \t\r\n]*+typedef(?![A-Za-z0-9_])")
+_TAGGED = clike.lazy(rb"[ \t\r\n]*+(typedef[ \t\r\n]++)?((?:(?:static|extern|const|volatile)[ \t\r\n]++)*+)"
+                     rb"(struct|union|enum)(?:[ \t\r\n]++(" + _IDENT + rb"))?[ \t\r\n]*+")
+"""The header of a struct, union or enum with a body (before its ``{``), maybe a typedef's."""
+_BITFIELD = clike.lazy(rb":[^,]*+")
 _CALL = clike.lazy(rb"[A-Za-z_][A-Za-z0-9_]*+[ \t]*+\((?=[^;]*?(?:[=<>!+\-%&|^?:,\"']|\bsizeof\b|\(\s*[0-9]))[^;{}]*\)[ \t\r\n]*+")
 """A top-level statement that is a macro call whose arguments hold an operator, a comma, a
 literal or ``sizeof`` (none of which a declarator can): an expression, no definition."""
@@ -93,19 +100,13 @@ def _walk(data: bytes, pairs: list, directives: list) -> list:
     starts = [a for a, _ in directives]
     out, pending = [], []
     size = len(data)
-    count = data.count
-    row = row_pos = 0
     pos = anchor = 0
     di = 0
     step = _NEXT.match
 
     def add(name, kind, sig, start, end, anchor):
-        nonlocal row, row_pos
-        first = row = row + count(b"\n", row_pos, start)
-        last = first + count(b"\n", start, end - 1) if end > start else first
-        row, row_pos = last, max(start, end - 1)
-        out.append(symbols.Symbol(name, kind, sig, start, end, first + 1, last + 1,
-                                  source=(clike.doc_above, data, anchor, start, DIALECT)))
+        out.append(symbols.Symbol(name, kind, sig, start, end, 0, 0,
+                                  source=None if anchor is None else (clike.doc_above, data, anchor, start, DIALECT)))
 
     while True:
         m = step(data, pos)
@@ -140,6 +141,9 @@ def _walk(data: bytes, pairs: list, directives: list) -> list:
                 d = _DEFINE.match(data, start)
                 if d is None:
                     raise _Fallback
+                if data.find(b"\\\n", start, end) >= 0 and (data.find(b"/*", start, end) >= 0
+                                                           or data.find(b"//", start, end) >= 0):
+                    raise _Fallback  # a comment in a continued macro ends tree-sitter's preproc_arg
                 add(d.group(1).decode(), "const", symbols.signature_at(data, start, stop, "//"), start, stop, anchor)
             if word not in _CONDITIONAL:
                 anchor = stop  # a comment on this line is the directive's, no sibling of what follows
@@ -151,7 +155,7 @@ def _walk(data: bytes, pairs: list, directives: list) -> list:
     for (i, _), sig in zip(pending, symbols.collapse_headers([raw for _, raw in pending])):
         sym = out[i]
         sym.signature = sig or symbols.signature_at(data, sym.start, sym.end, "//")
-    return out
+    return clike.number_lines(out, data)
 
 
 def _is_function_head(head: bytes, name: bytes) -> bool:
@@ -192,10 +196,23 @@ def _statement(data: bytes, pos: int, anchor: int, close_of: dict, next_directiv
         return end + 1  # `STATIC_ASSERT(a == b);`: a call, which declares nothing
     if stop == b";":
         bare = _ELABORATED.sub(b" T ", _strip(data, pos, end))
+        typedef = _TYPEDEF.match(bare)
+        if typedef is not None:  # `typedef int (*cb)(void);`: a type per declarator
+            rest = bare[typedef.end():]
+            if _TYPE_WORDS.search(rest):
+                raise _Fallback
+            sig = symbols.signature_at(data, pos, end + 1, "//")
+            for name in _declarator_names(rest, functions=True):
+                add(name.decode(), "type", sig, pos, end + 1, anchor)
+            return end + 1
         if _TYPE_WORDS.search(bare):
             raise _Fallback
         _declaration(data, pos, end + 1, bare, anchor, add)
         return end + 1
+    if stop == b"{" and end in close_of:
+        tagged = _TAGGED.fullmatch(_strip(data, pos, end))
+        if tagged is not None:
+            return _tagged(data, pos, end, tagged, anchor, close_of, next_directive, add)
     if _TYPE_WORDS.search(_strip(data, pos, end)):
         raise _Fallback
     if stop == b"{":
@@ -235,23 +252,36 @@ def _strip(data: bytes, start: int, end: int) -> bytes:
     return b" ".join(parts)
 
 
-def _declaration(data: bytes, start: int, end: int, text: bytes, anchor: int, add) -> None:
+def _declaration(data: bytes, start: int, end: int, text: bytes, anchor, add, kind: str = "var") -> None:
     """The vars of the declaration ``text`` (``data[start:end]``, its ``;`` excluded from
     ``text``): every declarator that is not a function's."""
+    names = _declarator_names(text)
+    if names:
+        sig = symbols.signature_at(data, start, end, "//")
+        for name in names:
+            add(name.decode(), kind, sig, start, end, anchor)
+
+
+def _declarator_names(text: bytes, functions: bool = False, specifiers: bool = True) -> list:
+    """The names ``text`` (specifiers, then declarators; only declarators without
+    ``specifiers``) declares: a pointer's, an array's, a function pointer's; a prototype's
+    only with ``functions`` (a typedef of a function type names a type)."""
     parts = _split_declarators(text)
-    first = parts[0]
-    m = _WORDS.match(first)
-    words = _WORD.findall(m.group())
-    rest = first[m.end():]
-    if rest.startswith(b"*") or rest.startswith(b"(") and rest[1:].lstrip().startswith(b"*"):
-        cut = m.end()  # every word is a specifier: the declarator is `*x` or `(*x)(…)`
-    elif len(words) >= 2:
-        words.pop()  # the last word is the declarator's name
-        cut = len(m.group()) - len(m.group().lstrip()) + _last_word_start(m.group().strip())
-    else:
-        raise _Fallback
-    if not _one_type(words):
-        raise _Fallback
+    cut = 0
+    if specifiers:
+        first = parts[0]
+        m = _WORDS.match(first)
+        words = _WORD.findall(m.group())
+        rest = first[m.end():]
+        if rest.startswith(b"*") or rest.startswith(b"(") and rest[1:].lstrip().startswith(b"*"):
+            cut = m.end()  # every word is a specifier: the declarator is `*x` or `(*x)(…)`
+        elif len(words) >= 2:
+            words.pop()  # the last word is the declarator's name
+            cut = len(m.group()) - len(m.group().lstrip()) + _last_word_start(m.group().strip())
+        else:
+            raise _Fallback
+        if not _one_type(words):
+            raise _Fallback
     names = []
     for i, part in enumerate(parts):
         decl = part[cut:] if i == 0 else part
@@ -261,17 +291,83 @@ def _declaration(data: bytes, start: int, end: int, text: bytes, anchor: int, ad
             if p is not None:
                 names.append(p.group(1))
                 continue
-            if _PROTOTYPE.fullmatch(decl):
+            f = _PROTOTYPE.fullmatch(decl)
+            if f is not None:
+                if functions:
+                    names.append(_WORD.search(decl).group())
                 continue  # a prototype
             raise _Fallback
-        s = _SIMPLE_DECLARATOR.fullmatch(decl)
-        if s is None or s.group(1) in _KEYWORDS:
+        d = _SIMPLE_DECLARATOR.fullmatch(decl)
+        if d is None or d.group(1) in _KEYWORDS:
             raise _Fallback
-        names.append(s.group(1))
-    if names:
-        sig = symbols.signature_at(data, start, end, "//")
-        for name in names:
-            add(name.decode(), "var", sig, start, end, anchor)
+        names.append(d.group(1))
+    return names
+
+
+def _tagged(data: bytes, pos: int, brace: int, tagged, anchor, close_of: dict, next_directive: int, add,
+            field: bool = False) -> int:
+    """``[typedef] struct|union|enum [name] { … } [declarators];`` from ``pos`` (its body at
+    ``brace``), as the tree path lists it: a typedef's types (signed up to the body), else the
+    declarators' vars then the named type; then the fields of a struct or union. Returns the
+    byte after its ``;``."""
+    close = close_of[brace]
+    m = _STATEMENT.match(data, close + 1)
+    semi = m.end()
+    if semi >= next_directive or data[semi:semi + 1] != b";":
+        raise _Fallback
+    rest = _ELABORATED.sub(b" T ", _strip(data, close + 1, semi))
+    if _TYPE_WORDS.search(rest):
+        raise _Fallback
+    names = _declarator_names(rest, specifiers=False) if rest.strip() else []
+    word, name = tagged.group(3), tagged.group(4)
+    kind = "enum" if word == b"enum" else "struct"
+    start = pos + tagged.start(3)  # the specifier's node starts at its keyword
+    if tagged.group(1) is not None:
+        if not names or field:
+            raise _Fallback
+        sig = clike.header(data, pos, brace, DIALECT) or symbols.signature_at(data, pos, semi + 1, "//")
+        for n in names:
+            add(n.decode(), "type", sig, pos, semi + 1, anchor)
+    else:
+        if names:
+            sig = symbols.signature_at(data, pos, semi + 1, "//")
+            for n in names:
+                add(n.decode(), "var", sig, pos, semi + 1, anchor)
+        if name is not None:
+            sig = clike.header(data, start, brace, DIALECT) or symbols.signature_at(data, start, close + 1, "//")
+            # inside a declaration the specifier has no comment sibling before it
+            add(name.decode(), kind, sig, start, close + 1, None if names or start != pos or field else anchor)
+    if kind == "struct":
+        _fields(data, brace + 1, close, close_of, add)
+    return semi + 1
+
+
+def _fields(data: bytes, pos: int, stop: int, close_of: dict, add) -> None:
+    """The fields of a struct or union body ``data[pos:stop]``: a var per declarator (a
+    bit-field's width dropped), nested bodies as :func:`_tagged` reads them."""
+    anchor = pos
+    while True:
+        pos = _SPACE.match(data, pos, stop).end()
+        if pos >= stop:
+            return
+        m = _STATEMENT.match(data, pos, stop)
+        end = m.end()
+        c = data[end:end + 1]
+        if end >= stop:
+            raise _Fallback
+        if c == b"{" and end in close_of:
+            tagged = _TAGGED.fullmatch(_strip(data, pos, end))
+            if tagged is None or tagged.group(1) is not None:
+                raise _Fallback
+            pos = anchor = _tagged(data, pos, end, tagged, anchor, close_of, stop, add, field=True)
+            continue
+        if c != b";":
+            raise _Fallback
+        text = _BITFIELD.sub(b"", _ELABORATED.sub(b" T ", _strip(data, pos, end)))
+        if _TYPE_WORDS.search(text):
+            raise _Fallback
+        _declaration(data, pos, end + 1, text, anchor, add)
+        pos = anchor = end + 1
 
 
 def _last_word_start(words: bytes) -> int:

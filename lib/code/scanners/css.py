@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from lib.code.symbols import Symbol, clean_signature, signature_at
+from lib.code.symbols import Symbol, clean_signatures, signature_at
 
 _CW = rb"(?:\s++|/\*[^*]*+\*++(?:[^/*][^*]*+\*++)*+/)*+"
 """Whitespace and comments."""
@@ -27,19 +27,26 @@ _IDENT = rb"-{0,2}[A-Za-z_][\w-]*+"
 _SLASH = rb"/(?![/*])"  # a `/` that opens no comment (tree-sitter-css reads `//` as one)
 _URL = rb"url\((?:\s*+" + _STRING + rb"\s*+|[\w:/.?&=%#@+~!$,;-]*+)\)"
 _PAREN0 = rb"\((?:[\s.,#%+*-]++|[\w-]++|" + _SLASH + rb"|" + _STRING + rb")*+\)"
-_PAREN1 = rb"\((?:[\s.,#%+*-]++|[\w-]++(?:" + _PAREN0 + rb")?|" + _SLASH + rb"|" + _STRING + rb"|" + _PAREN0 + rb")*+\)"
-_VALUE = (rb"(?:[\s.,#%+-]++|!important|" + _URL + rb"|[\w-]++(?:" + _PAREN1 + rb")?|" + _SLASH + rb"|" + _STRING
-          + rb"|" + _PAREN1 + rb")++")
+
+
+def _nest(inner: bytes) -> bytes:
+    """A parenthesised group whose calls and groups are ``inner``."""
+    return rb"\((?:[\s.,#%+*-]++|[\w-]++(?:" + inner + rb")?|" + _SLASH + rb"|" + _STRING + rb"|" + inner + rb")*+\)"
+
+
+_PAREN2 = _nest(_nest(_PAREN0))
+_VALUE = (rb"(?:[\s.,#%+-]++|!important|" + _URL + rb"|[\w-]++(?:" + _PAREN2 + rb")?|" + _SLASH + rb"|" + _STRING
+          + rb"|" + _PAREN2 + rb")++")
 _DECLARATION = rb"-{0,2}[A-Za-z][\w-]*+\s*+:" + _VALUE
 _DECLARATIONS = _CW + rb"(?:" + _DECLARATION + rb";" + _CW + rb")*+(?:" + _DECLARATION + _CW + rb")?"
 """A block's declarations in the grammar this scan vouches for: ``property: value`` separated by
 ``;``, values of words, numbers, ``# . , % + - /``, strings, ``!important``, ``url(…)`` and
-parenthesised groups two deep; comments between declarations. (Possessive quantifiers: the
+parenthesised groups three deep; comments between declarations. (Possessive quantifiers: the
 match is linear, whatever the input.)"""
 
-_SUFFIX = (rb"(?:\." + _IDENT + rb"|#-?[A-Za-z_][\w-]*+|\[\s*+" + _IDENT + rb"\s*+(?:[~|^$*]?=\s*+(?:" + _IDENT + rb"|"
-           + _STRING + rb")\s*+)?\]|::?" + _IDENT + rb"(?:\((?:[\w\s.#:,>+~*-]++|" + _STRING
-           + rb"|\([\w\s.#:,>+~*-]*+\))*+\))?)")
+_ATTRIBUTE = rb"\[\s*+" + _IDENT + rb"\s*+(?:[~|^$*]?=\s*+(?:" + _IDENT + rb"|" + _STRING + rb")\s*+)?\]"
+_SUFFIX = (rb"(?:\." + _IDENT + rb"|#-?[A-Za-z_][\w-]*+|" + _ATTRIBUTE + rb"|::?" + _IDENT + rb"(?:\((?:[\w\s.#:,>+~*-]++|"
+           + _STRING + rb"|" + _ATTRIBUTE + rb"|\([\w\s.#:,>+~*-]*+\))*+\))?)")
 _COMPOUND = rb"(?:(?:\*|" + _IDENT + rb")" + _SUFFIX + rb"*+|" + _SUFFIX + rb"++)"
 _COMPLEX = _COMPOUND + rb"(?:\s*+[>+~]\s*+" + _COMPOUND + rb"|\s++" + _COMPOUND + rb")*+"
 _SELECTORS = _COMPLEX + rb"(?:\s*+,\s*+" + _COMPLEX + rb")*+"
@@ -105,23 +112,23 @@ def _rules(data: bytes) -> list | None:
 def _symbols(data: bytes, found: list) -> list:
     """The rows, lines counted incrementally. A rule's first line is never blank nor an
     attribute line, so its signature is :func:`~lib.code.symbols.clean_signature` of the line
-    (cut at the rule's end), as :func:`~lib.code.symbols.signature_at` reads it."""
-    out = []
+    (cut at the rule's end), as :func:`~lib.code.symbols.signature_at` reads it; the lines of
+    an ASCII file are signed together (:func:`~lib.code.symbols.clean_signatures`)."""
     count = data.count
     text = data.decode("utf-8")
     if len(text) != len(data):  # not ASCII: offsets differ, decode each slice
-        text = None
+        sigs = [signature_at(data, start, close, "/*") for start, _, close in found]
+        names = [" ".join(data[start:end].decode("utf-8").split()) for start, end, _ in found]
+    else:
+        find = text.find
+        sigs = clean_signatures([text[start:close if nl < 0 else nl].rstrip("\r")
+                                 for start, _, close in found for nl in (find("\n", start, close),)], "/*")
+        names = [" ".join(text[start:end].split()) for start, end, _ in found]
+    out = []
     row, pos = 0, 0
-    for start, end, close in found:
+    for (start, end, close), name, sig in zip(found, names, sigs):
         row += count(b"\n", pos, start)
         pos = start
         last = row + count(b"\n", start, close)
-        if text is None:
-            name = " ".join(data[start:end].decode("utf-8").split())
-            sig = signature_at(data, start, close, "/*")
-        else:
-            name = " ".join(text[start:end].split())
-            nl = text.find("\n", start, close)
-            sig = clean_signature(text[start:close if nl < 0 else nl].rstrip("\r"), "/*")
         out.append(Symbol(name, "rule", sig, start, close, row + 1, last + 1, doc=None))
     return out

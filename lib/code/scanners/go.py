@@ -80,22 +80,13 @@ class _Walk:
         self.opens = [a for a, _ in pairs]
         self.close_of = dict(pairs)
         self.out = []
-        self.row_pos, self.row = 0, 0
-
-    def line(self, pos: int) -> int:
-        """0-based row of byte ``pos`` (positions asked in increasing order, mostly)."""
-        if pos >= self.row_pos:
-            self.row += self.data.count(b"\n", self.row_pos, pos)
-        else:
-            self.row -= self.data.count(b"\n", pos, self.row_pos)
-        self.row_pos = pos
-        return self.row
 
     def run(self) -> list:
         data, size, close_of, out = self.data, len(self.data), self.close_of, self.out
         pos = anchor = 0
         pending = []  # (index in out, header bytes) of the fast path's functions, signed at the end
         step = _NEXT.match
+        append, Symbol, doc = out.append, symbols.Symbol, clike.doc_above
         while True:
             m = step(data, pos)
             pos = m.start("at")
@@ -104,15 +95,16 @@ class _Walk:
                 # the common case: a one-line header with no literal or comment, then the body
                 end = close_of[brace] + 1
                 pending.append((len(out), data[pos:brace]))
-                self.add(m.group("name").decode("utf-8", "replace"),
-                         "function" if m.group("recv") is None else "method", None, pos, end, anchor)
+                append(Symbol(m.group("name").decode("utf-8", "replace"),
+                              "function" if m.group("recv") is None else "method", None, pos, end, 0, 0,
+                              source=(doc, data, anchor, pos, DIALECT)))
                 pos = anchor = end
                 continue
             if pos >= size:
                 for (i, _), sig in zip(pending, symbols.collapse_headers([raw for _, raw in pending])):
                     sym = out[i]
                     sym.signature = sig or symbols.signature_at(data, sym.start, sym.end, "//")
-                return out
+                return clike.number_lines(out, data)
             m = _KEYWORD.match(data, pos)
             if m is None:
                 if data[pos:pos + 1] == b";":
@@ -290,14 +282,7 @@ class _Walk:
         return end
 
     def add(self, name: str, kind: str, sig, start: int, end: int, anchor: int) -> None:
-        count, pos = self.data.count, self.row_pos
-        if start < pos:
-            raise _Fallback  # never: the walk goes forward
-        first = self.row = self.row + count(b"\n", pos, start)
-        last = first + count(b"\n", start, end - 1) if end > start else first
-        self.row, self.row_pos = last, max(start, end - 1)
-        first, last = first + 1, last + 1
-        self.out.append(symbols.Symbol(name, kind, sig, start, end, first, last,
+        self.out.append(symbols.Symbol(name, kind, sig, start, end, 0, 0,
                                        source=(clike.doc_above, self.data, anchor, start, DIALECT)))
 
 

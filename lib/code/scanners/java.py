@@ -92,13 +92,7 @@ class _Walk:
             sym = out[i]
             sym.signature = sig or symbols.signature_at(data, sym.start, sym.end, "//")
         out.sort(key=lambda s: (s.start, -s.end))  # the tree path's pre-order
-        count, row, pos = self.data.count, 0, 0
-        for sym in out:  # line numbers in one forward pass
-            row += count(b"\n", pos, sym.start)
-            pos = sym.start
-            sym.start_line = row + 1
-            sym.end_line = row + 1 + count(b"\n", sym.start, sym.end - 1)
-        return out
+        return clike.number_lines(out, data)
 
     def add(self, name: bytes, kind: str, sig: str, start: int, end: int, anchor: int) -> None:
         self.out.append(symbols.Symbol(name.decode("utf-8", "replace"), kind, sig, start, end, 0, 0,
