@@ -90,6 +90,12 @@ def _python_docstring(body, data: bytes) -> str | None:
         content = data[parts[0].end_byte:parts[-1].start_byte].decode("utf-8", "replace")
     else:
         content = "".join(text(c, data) for c in parts if c.type == "string_content")
+    return docstring_paragraph(content)
+
+
+def docstring_paragraph(content: str) -> str | None:
+    """A docstring's first paragraph (``content``: the text between its quotes): lines stripped
+    and joined with single spaces, ``None`` when empty."""
     paragraph = []
     for line in content.strip().splitlines():
         line = line.strip()

@@ -35,6 +35,7 @@ MODULES = {
     "markdown": "lib.code.scanners.markdown",
     "css": "lib.code.scanners.css",
     "html": "lib.code.scanners.html",
+    "python": "lib.code.scanners.python",
 }
 """Backend name (lib/code/languages.py) → the module holding its scanner. A language missing
 here is always parsed by tree-sitter."""

@@ -31,9 +31,6 @@ from __future__ import annotations
 import _sre
 import sys as _sys
 from bisect import bisect_right
-from itertools import accumulate as _accumulate, repeat as _repeat
-from operator import add as _add, attrgetter as _attrgetter, itemgetter as _itemgetter, methodcaller as _methodcaller
-from operator import sub as _sub
 
 from lib.code import symbols as _symbols
 
@@ -50,15 +47,15 @@ class lazy:
     ``pattern`` is the source, for building other expressions from it. A hot loop binds
     ``p.match`` once, so it calls the compiled method directly."""
 
-    __slots__ = ("pattern", "flags", "_compiled")
-
     def __init__(self, pattern: bytes, flags: int = 0):
-        self.pattern, self.flags, self._compiled = pattern, flags, None
+        self.pattern, self.flags = pattern, flags
 
     def __getattr__(self, name: str):
-        compiled = self._compiled
-        if compiled is None:
-            compiled = self._compiled = _build(self.pattern, self.flags)
+        # first use only: the compiled pattern's methods become this object's attributes, so
+        # later calls find them without coming back here
+        compiled = _build(self.pattern, self.flags)
+        for method in ("match", "fullmatch", "search", "finditer", "findall", "sub", "split"):
+            setattr(self, method, getattr(compiled, method))
         return getattr(compiled, name)
 
 
@@ -275,41 +272,38 @@ class Scan:
 
 def scan(data: bytes, dialect: Dialect) -> Scan | None:
     """Match the braces of ``data`` (module docstring); ``None`` when a literal or comment does
-    not end, a byte no rule covers stops the pass, or the braces do not balance.
-
-    No Python step per brace: the matches' offsets, the brace bytes, the running depth
-    (``accumulate``) and the pairing are list operations run in C. Sorted by (depth, offset),
-    the braces of one depth alternate ``{`` ``}`` when the depth never goes below zero, so the
-    pairs are the sorted list's even and odd entries."""
+    not end, a byte no rule covers stops the pass, or the braces do not balance. One Python
+    step per brace (a stack); literals and comments never reach Python."""
+    opens, closes, depths, directives = [], [], [], []
+    stack = []
+    push, pop = stack.append, stack.pop
+    add_open, add_close, add_depth = opens.append, closes.append, depths.append
     folded = dialect.folded(data)
-    found = list(dialect.braces.finditer(folded))
-    if not found or found[-1].lastgroup != "end":
+    for m in dialect.braces.finditer(folded):
+        kind = m.lastgroup
+        if kind == "brace":
+            at = m.end() - 1
+            if folded[at] == 0x7B:  # {
+                push(len(opens))
+                add_depth(len(stack) - 1)
+                add_open(at)
+                add_close(-1)
+            elif stack:
+                closes[pop()] = at
+            else:
+                return None
+        elif kind == "directive":
+            span = _directive(m, folded, data)
+            if span is None:
+                return None
+            directives.append(span)
+        elif kind == "end":
+            break
+        else:
+            return None  # "bad": an unterminated literal or comment, a lone quote
+    if stack:
         return None
-    while found and found[-1].lastgroup == "end":  # `\Z` may match twice: after the last run, and empty
-        found.pop()
-    directives = []
-    kinds = list(map(_LASTGROUP, found))
-    if "bad" in kinds:
-        return None  # an unterminated literal or comment, a lone quote
-    if "directive" in kinds:
-        for m, kind in zip(found, kinds):
-            if kind == "directive":
-                span = _directive(m, folded, data)
-                if span is None:
-                    return None
-                directives.append(span)
-        found = [m for m, kind in zip(found, kinds) if kind == "brace"]
-    if not found:
-        return Scan([], [], [], directives)
-    offsets = list(map(_sub, map(_END, found), _repeat(1)))
-    braces = bytes(map(folded.__getitem__, offsets))
-    depth = list(_accumulate(map(_sub, braces.translate(_STEP), _repeat(1))))  # after each brace
-    if depth[-1] != 0 or min(depth) < 0:
-        return None
-    order = sorted(zip(map(_add, depth, braces.translate(_IS_CLOSE)), offsets))  # (depth inside, offset)
-    pairs = sorted(zip(map(_second, order[0::2]), map(_second, order[1::2]), map(_first, order[0::2])))
-    opens, closes, levels = (list(t) for t in zip(*pairs))
-    return Scan(opens, closes, list(map(_sub, levels, _repeat(1))), directives)
+    return Scan(opens, closes, depths, directives)
 
 
 def _directive(m, folded: bytes, data: bytes):
@@ -320,14 +314,6 @@ def _directive(m, folded: bytes, data: bytes):
         start += 1
     at = folded.index(b"#", start)
     return None if data[start:at].strip() else (at, end)
-
-
-_LASTGROUP = _attrgetter("lastgroup")
-_END = _methodcaller("end")
-_first, _second = _itemgetter(0), _itemgetter(1)
-_STEP = bytes(2 if c == 0x7B else 0 if c == 0x7D else 1 for c in range(256))
-"""``{`` → 2, ``}`` → 0: minus one, the depth's step."""
-_IS_CLOSE = bytes(1 if c == 0x7D else 0 for c in range(256))
 
 
 def groups(data: bytes, dialect: Dialect):

@@ -5,9 +5,10 @@ level and inside at-rule blocks such as ``@media`` — named by its selector lis
 collapsed, signed by its first line (lib/code/symbols.py ``signature_at``), ranging from its
 first selector to its closing brace. Keyframe blocks and at-rules are not listed.
 
-The scan (docs/ctxctl.md "Header scanners"): one compiled pattern finds the braces, comments and
-strings (so a ``{`` in a string or comment opens nothing); each selector list and each block's
-declarations are checked against a conservative grammar, because tree-sitter-css recovers from
+The scan (docs/ctxctl.md "Header scanners"): one compiled pattern reads a whole item at a time
+(a rule set with its block, an at-rule's opening or closing brace, a statement), consuming
+comments and strings (a ``{`` in either opens nothing) and holding selector lists and
+declarations to a conservative grammar, because tree-sitter-css recovers from
 what it cannot parse by reshaping whole rules (an IE hack such as ``*zoom: 1`` turns the rest of
 the file into one rule). The scanner returns ``None`` (tree-sitter parses the file) on anything
 outside that grammar: nested rules (CSS nesting, SCSS), unknown at-rules, a selector or value
@@ -26,47 +27,50 @@ _STRING = rb"(?:\"(?:[^\"\\\n]++|\\.)*+\"|'(?:[^'\\\n]++|\\.)*+')"
 _IDENT = rb"-{0,2}[A-Za-z_][\w-]*+"
 _SLASH = rb"/(?![/*])"  # a `/` that opens no comment (tree-sitter-css reads `//` as one)
 _URL = rb"url\((?:\s*+" + _STRING + rb"\s*+|[\w:/.?&=%#@+~!$,;-]*+)\)"
-_PAREN0 = rb"\((?:[\s.,#%+*-]++|[\w-]++|" + _SLASH + rb"|" + _STRING + rb")*+\)"
+_ATOMS = rb"[\s.,#%+*-]++|[\w-]++|" + _SLASH + rb"|" + _STRING
 
 
 def _nest(inner: bytes) -> bytes:
-    """A parenthesised group whose calls and groups are ``inner``."""
-    return rb"\((?:[\s.,#%+*-]++|[\w-]++(?:" + inner + rb")?|" + _SLASH + rb"|" + _STRING + rb"|" + inner + rb")*+\)"
+    """A parenthesised group of words, numbers, strings, operators and ``inner`` groups (a call
+    is a word before a group)."""
+    return rb"\((?:" + _ATOMS + (rb"|" + inner if inner else b"") + rb")*+\)"
 
 
-_PAREN2 = _nest(_nest(_PAREN0))
-_VALUE = (rb"(?:[\s.,#%+-]++|!important|" + _URL + rb"|[\w-]++(?:" + _PAREN2 + rb")?|" + _SLASH + rb"|" + _STRING
-          + rb"|" + _PAREN2 + rb")++")
+_PAREN = _nest(_nest(_nest(b"")))
+_VALUE = rb"(?:[\s.,#%+-]++|!important|" + _URL + rb"|[\w-]++|" + _SLASH + rb"|" + _STRING + rb"|" + _PAREN + rb")++"
 _DECLARATION = rb"-{0,2}[A-Za-z][\w-]*+\s*+:" + _VALUE
-_DECLARATIONS = _CW + rb"(?:" + _DECLARATION + rb";" + _CW + rb")*+(?:" + _DECLARATION + _CW + rb")?"
-"""A block's declarations in the grammar this scan vouches for: ``property: value`` separated by
-``;``, values of words, numbers, ``# . , % + - /``, strings, ``!important``, ``url(…)`` and
-parenthesised groups three deep; comments between declarations. (Possessive quantifiers: the
-match is linear, whatever the input.)"""
+_BLOCK = re.compile(_CW + rb"(?:" + _DECLARATION + rb";" + _CW + rb")*+(?:" + _DECLARATION + _CW + rb")?\}")
+"""A block's declarations and its closing brace, in the grammar this scan vouches for:
+``property: value`` separated by ``;``, values of words, numbers, ``# . , % + - /``, strings,
+``!important``, ``url(…)`` and parenthesised groups three deep; comments between declarations.
+(Possessive quantifiers: the match is linear, whatever the input; each sub-pattern appears
+once, so compiling it costs a cold call little.)"""
 
 _ATTRIBUTE = rb"\[\s*+" + _IDENT + rb"\s*+(?:[~|^$*]?=\s*+(?:" + _IDENT + rb"|" + _STRING + rb")\s*+)?\]"
 _SUFFIX = (rb"(?:\." + _IDENT + rb"|#-?[A-Za-z_][\w-]*+|" + _ATTRIBUTE + rb"|::?" + _IDENT + rb"(?:\((?:[\w\s.#:,>+~*-]++|"
            + _STRING + rb"|" + _ATTRIBUTE + rb"|\([\w\s.#:,>+~*-]*+\))*+\))?)")
-_COMPOUND = rb"(?:(?:\*|" + _IDENT + rb")" + _SUFFIX + rb"*+|" + _SUFFIX + rb"++)"
-_COMPLEX = _COMPOUND + rb"(?:\s*+[>+~]\s*+" + _COMPOUND + rb"|\s++" + _COMPOUND + rb")*+"
-_SELECTORS = _COMPLEX + rb"(?:\s*+,\s*+" + _COMPLEX + rb")*+"
+_COMPOUND = rb"(?=[*\w.#\[:-])(?:\*|" + _IDENT + rb")?+" + _SUFFIX + rb"*+"
+_SELECTORS = _COMPOUND + rb"(?:(?:\s*+[>+~,]\s*+|\s++)" + _COMPOUND + rb")*+"
 """A selector list of tags, ``*``, classes, ids, attribute selectors, pseudo-classes (with
-arguments of plain selector characters) and pseudo-elements, joined by combinators and commas."""
+arguments of plain selector characters) and pseudo-elements, joined by combinators and commas
+(one copy of each sub-pattern: a comma is read as one more combinator)."""
 
 _PRELUDE = rb"(?:[\w\s.,:()%-]++|" + _SLASH + rb"|" + _STRING + rb")*+"
 _KEYFRAME = rb"(?:from|to|\d++(?:\.\d++)?%)(?:\s*+,\s*+(?:from|to|\d++(?:\.\d++)?%))*+"
 _ITEM = re.compile(
-    _CW + rb"(?:(?P<sel>" + _SELECTORS + rb")\s*+" + _CW + rb"\{" + _DECLARATIONS + rb"\}"
+    _CW + rb"(?:(?P<sel>" + _SELECTORS + rb")\s*+" + _CW + rb"\{"
     rb"|(?P<open>@(?:media|supports|layer|container|document|-moz-document)(?![\w-])" + _PRELUDE + rb"\{)"
     rb"|(?P<close>\})"
     rb"|@(?:import|charset|namespace)\s" + _PRELUDE + rb";"
-    rb"|@(?:-webkit-|-moz-|-o-)?keyframes\s++" + _IDENT + rb"\s*+\{" + _CW + rb"(?:" + _KEYFRAME + rb"\s*+\{"
-    + _DECLARATIONS + rb"\}" + _CW + rb")*+\}"
-    rb"|@font-face\s*+\{" + _DECLARATIONS + rb"\})")
-"""One item of a stylesheet or of a block of rules, after the comments before it: a rule set
-(its selector list, then a block of declarations), the opening of ``@media`` and the other
-at-rules whose block holds rules, the closing brace of one, an ``@import``/``@charset``/
-``@namespace`` statement, a whole ``@keyframes`` or ``@font-face`` rule."""
+    rb"|(?P<frames>@(?:-webkit-|-moz-|-o-)?keyframes\s++" + _IDENT + rb"\s*+\{)"
+    rb"|(?P<face>@font-face\s*+\{))")
+"""The head of one item of a stylesheet or of a block of rules, after the comments before it: a
+rule set's selector list and brace (its block follows: :data:`_BLOCK`), the opening of
+``@media`` and the other at-rules whose block holds rules, the closing brace of one, an
+``@import``/``@charset``/``@namespace`` statement, the opening of ``@keyframes`` (keyframe
+blocks follow: :data:`_FRAME`) or ``@font-face`` (a block of declarations follows)."""
+_FRAME = re.compile(_CW + rb"(?:" + _KEYFRAME + rb"\s*+\{|(?P<end>\}))")
+"""A keyframe selector and its brace, or the brace closing ``@keyframes``."""
 _TAIL = re.compile(_CW)
 
 
@@ -91,19 +95,37 @@ def _rules(data: bytes) -> list | None:
     depth = 0
     pos, n = 0, len(data)
     match = _ITEM.match
+    block = _BLOCK.match
     while True:
         m = match(data, pos)
         if m is None:
             break
         pos = m.end()
-        if m.start("sel") >= 0:
-            out.append((m.start("sel"), m.end("sel"), pos))
+        if m.start("sel") >= 0 or m.start("face") >= 0:
+            body = block(data, pos)
+            if body is None:
+                return None
+            if m.start("sel") >= 0:
+                out.append((m.start("sel"), m.end("sel"), body.end()))
+            pos = body.end()
         elif m.start("open") >= 0:
             depth += 1
         elif m.start("close") >= 0:
             depth -= 1
             if depth < 0:
                 return None
+        elif m.start("frames") >= 0:
+            while True:
+                frame = _FRAME.match(data, pos)
+                if frame is None:
+                    return None
+                pos = frame.end()
+                if frame.start("end") >= 0:
+                    break
+                body = block(data, pos)
+                if body is None:
+                    return None
+                pos = body.end()
     if depth or _TAIL.match(data, pos).end() != n:
         return None
     return out

@@ -10,7 +10,7 @@ signature the first line (lib/code/symbols.py ``signature_at``); its range the s
 
 The scan (CommonMark block structure, docs/ctxctl.md "Header scanners"): one compiled pattern
 finds the lines that can matter — ATX markers, code fences, HTML block starts, list and block
-quote markers, setext underlines, blank lines — and a small state machine over them skips
+quote markers, setext underlines — and a small state machine over them skips
 fenced code, front matter and HTML blocks. A column-0 heading or fence always belongs to the
 document (it closes every list and quote); what sits in or next to a list or block quote is
 not modelled, so the scanner returns ``None`` (tree-sitter parses the file) when a heading,
@@ -37,7 +37,6 @@ _PREFIX = re.compile(rb"[ \t]*(?:>[ \t]*|(?:[-+*]|\d{1,9}[.)])(?:[ \t]+|$))+", r
 """The list and block-quote markers opening a line."""
 _AFTER_PREFIX = re.compile(rb"(#{1,6}(?:[ \t]|$)|`{3,}|~{3,}|<|(?:=+|-+)[ \t]*$)", re.M)
 """What, after a line's container markers, makes it matter: a heading, fence, HTML or underline."""
-_CONTAINER_START = re.compile(rb">|[-+*](?=[ \t\n]|$)|\d{1,9}[.)](?=[ \t\n]|$)", re.M)
 _BLANK_LINE = re.compile(rb"^[ \t]*$", re.M)
 _HTML_END = (
     (re.compile(rb"<(?:script|pre|style|textarea)(?=[ \t>]|$)", re.I | re.M),
