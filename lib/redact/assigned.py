@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from lib.redact.kept import _kept
 from lib.redact.outcome import _P_SECRET
-from lib.redact.scan import _ALNUM, _entropy, _HAS_DIGIT, _Lazy, _runs, _Scan, _table
+from lib.redact.scan import _ALNUM, _entropy, _HAS_DIGIT, _Lazy, _LOWER, _runs, _Scan, _table
 from lib.redact.shapes import (_ANTHROPIC_ID, _case_mixed_hex, _DIGEST_PREFIXES, _LETTER_CHUNK, _ULIDS, _word_piece,
                                _wordy)
 
@@ -262,7 +262,12 @@ def _scan_assigned_run(sc: _Scan, k: int, j: int) -> None:
         return  # part of a longer base64 run: the entropy rule and the kept classes judge it
     if b.endswith(_DIGEST_PREFIXES, max(0, s2 - 8), s2) or v.startswith(_INTEGRITY):
         return  # go.sum "h1:", "sha256:" digests, "sha512-" integrity strings
-    if not _name_ok(sc.lower(), k, shape == HEX):
+    if sc.low is not None:
+        named = _name_ok(sc.low, k, shape == HEX)
+    else:  # the name lies in the NAME_WINDOW bytes before k: lower-case those, not the field
+        w0 = max(0, k - NAME_WINDOW)
+        named = _name_ok(b[w0:k].translate(_LOWER), k - w0, shape == HEX)
+    if not named:
         return
     if shape == RANDOM and _text_base64(b, k, j):
         return

@@ -145,7 +145,9 @@ URLISH = st.lists(st.sampled_from(["://", ":", "@", "/", "//", "Q", "x9", "\x7f"
                                    "&", "%2F", "=", "[ctxlake:redacted]", "curl -u ", "a:b", "password=", '"',
                                    "hunter22", "\\n", "078-05-1120", "Bearer ", "abcDEF123456789xyzQ", "ghp_",
                                    "a1B2" * 9, "Zx9Qw3Er7Ty1Ui5Op0AsDf2GhJk4LzXc", "4111 1111 1111 1111", "key=",
-                                   "AKIA", "\n", "é", "hf_", "SG.", "eyJ", "sk-", "1234"]),
+                                   "AKIA", "\n", "é", "hf_", "SG.", "eyJ", "sk-", "1234", "/home/u/", "R_",
+                                   "rzp_", "amzn.mws.", ".webhook.office.com/webhookb2/", "kind: Secret\ndata:\n",
+                                   "c6aB8b6DA5a8421F47FD9520f01Cbaf572AFF3d7", "atlnb837wozix66k5en5x40qla5qcecw"]),
                   max_size=30).map("".join)
 
 
@@ -175,3 +177,25 @@ def test_regressions_found_by_random_soup():
         assert redact.scrub(once, tool)[0] == once, text
     assert redact.scrub("4111 1111 1111 1111 4111 1111 1111 1111")[0] == \
         "[ctxlake:redacted-card] [ctxlake:redacted-card]"
+
+
+ASCII_TEXT = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=200)
+
+
+@SETTINGS
+@given(ASCII_TEXT, SECRETS, ASCII_TEXT)
+def test_base64_of_text_holding_a_secret_goes_whole_and_stays_stable(before, secret, after):
+    """``base64`` output of a config file holding a secret (the bench's base64 placement: a
+    block of two lines or more): the block is redacted whole (issue #17, a line padded with
+    blanks encodes to base64 that does not look random), and a second scrub leaves the result
+    alone."""
+    import base64
+
+    from tests.redact import public_corpus
+
+    conf = f"# settings\nregion=eu-west-1\n{before}\n{secret}\n{after}\nretries=3\n"
+    enc = base64.encodebytes(conf.encode()).decode()
+    once, _ = redact.scrub(enc, True)
+    flat = once.replace("\n", "")
+    assert not any(f in flat for f in public_corpus.planted_form("base64", secret)), secret
+    assert redact.scrub(once, True)[0] == once
