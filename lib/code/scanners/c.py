@@ -238,18 +238,7 @@ def _statement(data: bytes, pos: int, anchor: int, close_of: dict, next_directiv
 
 def _strip(data: bytes, start: int, end: int) -> bytes:
     """``data[start:end]`` with comments replaced by a space and literals kept."""
-    raw = data[start:end]
-    if raw.find(b"/") < 0:
-        return raw
-    cuts = clike.comments(data, start, end, DIALECT)
-    if not cuts:
-        return raw
-    parts, pos = [], start
-    for a, b in cuts:
-        parts.append(data[pos:a])
-        pos = b
-    parts.append(data[pos:end])
-    return b" ".join(parts)
+    return clike.uncommented(data, start, end, DIALECT)
 
 
 def _declaration(data: bytes, start: int, end: int, text: bytes, anchor, add, kind: str = "var") -> None:

@@ -396,14 +396,14 @@ def header(data: bytes, start: int, end: int, dialect: Dialect, decorators=()) -
     pieces, pos = [], start
     for a, b in decorators:
         if a > pos:
-            pieces.append((_uncommented(data, pos, a, dialect), False))
-        pieces.append((_uncommented(data, a, b, dialect), True))
+            pieces.append((uncommented(data, pos, a, dialect), False))
+        pieces.append((uncommented(data, a, b, dialect), True))
         pos = b
-    pieces.append((_uncommented(data, pos, end, dialect), False))
+    pieces.append((uncommented(data, pos, end, dialect), False))
     return _symbols.collapse_header(pieces)
 
 
-def _uncommented(data: bytes, start: int, end: int, dialect: Dialect) -> bytes:
+def uncommented(data: bytes, start: int, end: int, dialect: Dialect) -> bytes:
     """``data[start:end]`` with its comments cut out (the pieces joined by one space)."""
     raw = data[start:end]
     if raw.find(b"//") < 0 and raw.find(b"/*") < 0:
