@@ -54,12 +54,34 @@ def supports(language: str) -> bool:
     return language in MODULES and enabled()
 
 
+_NOT_CONTROL = bytes(b for b in range(256) if not (b < 32 or b == 127) or b in (9, 10, 13))
+"""Every byte but the C0 controls (tab, newline and carriage return excepted) and DEL."""
+
+
+def plain(data: bytes) -> bool:
+    """True when ``data`` is text a scanner may read: valid UTF-8 without a byte-order mark, and
+    no control byte other than tab, newline and carriage return. tree-sitter reads a NUL, a form
+    feed, a vertical tab or an invalid byte by rules of its own (an error node, a token split, a
+    replacement name), so a file holding one always goes to the tree path."""
+    if data.translate(None, _NOT_CONTROL):
+        return False
+    if data.isascii():
+        return True
+    if data.startswith(b"\xef\xbb\xbf"):
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def outline(language: str, data: bytes) -> list | None:
     """The symbols of ``data`` by ``language``'s scanner, or ``None`` when it has none, when
     scanners are off, or when the scanner cannot vouch for this file (see the module
-    docstring). ``data`` is the file's bytes as read (UTF-8 expected; a scanner falls back on
-    bytes it cannot decode where it needs to decode them)."""
-    if not supports(language):
+    docstring). ``data`` is the file's bytes as read; a file that is not :func:`plain` text
+    always falls back."""
+    if not supports(language) or not plain(data):
         return None
     module = __import__(MODULES[language], fromlist=["outline"])
     return module.outline(data)

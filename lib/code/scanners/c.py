@@ -86,6 +86,8 @@ class _Fallback(Exception):
 
 def outline(data: bytes) -> list | None:
     """The symbols of the C source ``data`` (module docstring), or ``None`` to fall back."""
+    if not _continuations_in_directives(data):
+        return None
     found = clike.groups(data, DIALECT)
     if found is None:
         return None
@@ -93,6 +95,20 @@ def outline(data: bytes) -> list | None:
         return _walk(data, *found)
     except _Fallback:
         return None
+
+
+def _continuations_in_directives(data: bytes) -> bool:
+    """True when every backslash-newline of ``data`` continues a preprocessor directive. One
+    elsewhere splices lines (C11 §5.1.1.2 phase 2): a ``//`` comment then runs on, and a token
+    may be split, which the lexer does not model."""
+    i, chain_end = data.find(b"\\\n"), -1
+    while i >= 0:
+        start = data.rfind(b"\n", 0, i) + 1
+        if start != chain_end and not data[start:i].lstrip(b" \t").startswith(b"#"):
+            return False
+        chain_end = i + 2  # the next line continues this directive
+        i = data.find(b"\\\n", i + 2)
+    return True
 
 
 def _walk(data: bytes, pairs: list, directives: list) -> list:

@@ -62,6 +62,8 @@ class _Fallback(Exception):
 
 def outline(data: bytes) -> list | None:
     """The symbols of the Go source ``data`` (module docstring), or ``None`` to fall back."""
+    if data.find(b"\\\n") >= 0:
+        return None  # a backslash ending a line is an error outside a raw string: the tree recovers
     found = clike.groups(data, DIALECT)
     if found is None:
         return None

@@ -91,6 +91,10 @@ _IMPLIED = {b"li": frozenset({b"li"}), b"dt": frozenset({b"dt", b"dd"}), b"dd": 
 any of them."""
 
 
+MAX_DEPTH = 256
+"""Elements open at once beyond this make the scan fall back (its time stays linear)."""
+
+
 def outline(data: bytes) -> list | None:
     """The ``id`` elements and headings of HTML ``data`` as :class:`~lib.code.symbols.Symbol`
     rows identical to the tree-sitter path's, in source order; ``None`` when the scan cannot
@@ -104,6 +108,8 @@ def outline(data: bytes) -> list | None:
     found = _elements(data)
     if found is None:
         return None
+    if any(e[2] is not None and (e[2].find(b"\n") >= 0 or e[2].find(b"\r") >= 0) for e in found):
+        return None  # tree-sitter-html names it with the break folded: not modelled
     return _symbols(data, text if len(text) == len(data) else None, found)
 
 
@@ -176,6 +182,8 @@ def _elements(data: bytes) -> list | None:
             elif not closed:
                 names.append(name)
                 listed_at.append(-1)
+            if len(names) > MAX_DEPTH:
+                return None  # each listed element's row reads its whole range: bounded time
         elif end_tag:
             start = pos - len(end_tag)
             if void >= 0:

@@ -115,11 +115,15 @@ def _lines_at(indent: int):
     return rx
 
 
+_MAX_NESTING = 64
+"""Bracket groups nested deeper than this on one line make the scan fall back (bounded time)."""
+
+
 def outline(data: bytes) -> list | None:
     """The outline of Python source ``data`` (rows as lib/code/symbols.py ``extract`` gives them),
     or ``None`` when this scanner cannot vouch for it (module docstring)."""
-    if b"\r" in data:
-        return None
+    if b"\r" in data or data.find(b"\t\n") >= 0 or data.find(b"\t ") >= 0 or data.endswith(b"\t"):
+        return None  # a tab ending a line: tree-sitter leaves it out of the block's range
     try:
         return _Scan(data).symbols()
     except _Fallback:
@@ -163,11 +167,13 @@ class _Scan:
         compact = masked.translate(None, _DROP)[1:].replace(b"\\\n", b"\x02")
         if b"\\" in compact:
             raise _Fallback("stray backslash")
-        while True:
+        for _ in range(_MAX_NESTING):
             shorter = compact.replace(b"()", b"").replace(b"[]", b"").replace(b"{}", b"")
             if len(shorter) == len(compact):
                 break
             compact = shorter
+        else:
+            raise _Fallback("brackets nested too deep")  # each round is a pass over the file
         groups, conts, stack, brackets = [], [], [], 0
         for m in _GROUP.finditer(compact):
             pos = m.start()
@@ -188,6 +194,8 @@ class _Scan:
                     groups.append((first, line))
         if stack:
             raise _Fallback("unbalanced brackets")
+        if conts:  # tree-sitter's reading of a continued line around a block is its own
+            raise _Fallback("backslash continuation")
         if groups or conts:
             masked = bytearray(masked)
             starts = self.line_starts()
