@@ -58,6 +58,8 @@ def build_parser():
         return sp
 
     sp = command("outline", "List a file's symbols instead of reading it. Example: ctxctl outline src/app.py")
+    sp.epilog = ("Python, C, Go, Java, Markdown, CSS and HTML files are read by a header scanner where it can "
+                 "vouch for the file, else by tree-sitter; CTXCTL_SCANNERS=off parses every file with tree-sitter.")
     sp.add_argument("file")
     sp.add_argument("--no-doc", action="store_true", help="omit doc comments (JSON)")
     sp.add_argument("--no-lines", action="store_true", help="omit line locations")

@@ -72,3 +72,11 @@ def test_outline_load_falls_back_to_the_tree_when_no_scanner_answers(tmp_path, m
     _, parsed, syms = outline.load(str(path), _config.Config())
     assert parsed.tree is not None
     assert [(s.name, s.signature) for s in syms] == [("f", "def f(a, b=2) -> int")]
+
+
+def test_outline_help_names_the_scanner_bypass():
+    from lib.code import cli
+
+    text = cli.build_parser().verbs["outline"].format_help()
+    assert scanners.BYPASS_VAR + "=off" in text
+    assert all(name in text for name in ("Python", "Markdown", "HTML"))
